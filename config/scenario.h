@@ -1,0 +1,127 @@
+// A scenario: the cluster, the workload, how it is parallelized and what to
+// write. Loaded from a YAML file in scenarios/ (format and every default:
+// docs/scenario.md) or built in code with the same vocabulary (tests do).
+//
+// Every field below has the default written next to it; a scenario file only
+// needs the fields it changes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/catalog.h"
+#include "models/op.h"
+#include "models/zoo.h"
+
+namespace dtsim::config {
+
+enum class Topology {
+  kSingleSwitch,  // every node's NIC on one non-blocking switch
+  kFatTree,       // two levels: leaf switches of `nodes_per_leaf` nodes, spine above,
+                  // leaf uplinks = nodes_per_leaf x NIC bandwidth / oversubscription
+};
+const char* TopologyName(Topology t);  // "single_switch", "fat_tree"
+
+struct NetworkConfig {
+  std::string link = "100GbE";      // catalog link of each NIC
+  Topology topology = Topology::kSingleSwitch;
+  int nics_per_node = 1;            // NICs per node; their bandwidth adds up
+  int nodes_per_leaf = 16;          // fat_tree only
+  double oversubscription = 1.0;    // fat_tree only: leaf down/up bandwidth ratio, >= 1
+  double spine_latency_s = 1e-6;    // fat_tree only: extra latency of a leaf-spine-leaf path
+};
+
+struct ClusterConfig {
+  int nodes = 1;                    // >= 1
+  int devices_per_node = 1;         // >= 1
+  std::string device = "V100-SXM2-32GB";  // catalog device of every rank
+  std::string intra_node_link = "nvlink2";  // catalog link between devices of a node
+  NetworkConfig network;
+  // Devices and links defined by the scenario, added to the catalog (same
+  // name replaces the built-in entry).
+  std::vector<hw::DeviceSpec> custom_devices;
+  std::vector<hw::LinkSpec> custom_links;
+
+  int num_devices() const { return nodes * devices_per_node; }
+};
+
+// Which model to train: a zoo name, a parametric transformer or a file.
+struct ModelRef {
+  std::string zoo_name = "resnet50";  // used when neither of the below is set
+  std::optional<models::TransformerConfig> transformer;
+  std::string file;                   // path of a model YAML file, resolved
+                                      // against the scenario file's folder
+};
+
+struct WorkloadConfig {
+  ModelRef model;
+  int batch_per_device = 32;          // samples per device per iteration (>= 1)
+  hw::Precision precision = hw::Precision::kFp32;
+  int iterations = 5;                 // simulated iterations (>= 1); the report averages
+                                      // the iterations after the first (warm-up)
+  // Fraction of peak flop/s reached per op kind (0 < e <= 1). Unlisted kinds
+  // take sim's defaults (sim/cost_model.h).
+  std::map<models::OpKind, double> compute_efficiency;
+  std::optional<double> memory_efficiency;  // fraction of peak memory bandwidth
+  std::optional<double> kernel_launch_s;    // fixed overhead per kernel
+  std::optional<double> optimizer_flops_per_param;  // default: by optimizer
+};
+
+enum class Strategy { kData };
+const char* StrategyName(Strategy s);
+
+enum class SyncMode { kSynchronous };
+const char* SyncModeName(SyncMode s);
+
+enum class CollectiveAlgorithm {
+  kRing,          // ring reduce-scatter + all-gather over all ranks
+  kTree,          // NCCL-style double binary tree, pipelined in chunks
+  kHierarchical,  // reduce-scatter in node, all-reduce across nodes, all-gather in node
+};
+const char* CollectiveAlgorithmName(CollectiveAlgorithm a);  // "ring", "tree", "hierarchical"
+
+struct ParallelismConfig {
+  Strategy strategy = Strategy::kData;
+  SyncMode sync = SyncMode::kSynchronous;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket, PyTorch DDP's bucket_cap_mb=25
+  bool overlap = true;  // all-reduce buckets during backward (false: after backward)
+};
+
+struct OutputConfig {
+  std::string dir;        // default: results/<scenario name>
+  bool json = true;       // report.json
+  bool csv = true;        // summary.csv (one row)
+  bool trace = true;      // trace.json (Chrome trace / Perfetto)
+  int trace_max_ranks = 16;  // trace only the first N ranks (keeps files small)
+};
+
+struct Scenario {
+  std::string name = "scenario";  // default: file name without extension
+  std::string source_path;        // file it was loaded from ("" when built in code)
+  std::uint64_t seed = 1;
+  std::string engine = "analytic";  // discrete-event engine with analytic network
+  ClusterConfig cluster;
+  WorkloadConfig workload;
+  ParallelismConfig parallelism;
+  OutputConfig outputs;
+};
+
+// Loads and validates a scenario file. Throws UserError with file:line:column
+// and what was expected on: malformed YAML, unknown keys, wrong types, values
+// without units where units are needed, negative or zero sizes and
+// bandwidths, unknown device/link/model names.
+Scenario LoadScenario(const std::string& path);
+// Same from text; `filename` names the source in messages and is the base
+// for relative model file paths.
+Scenario ParseScenario(const std::string& yaml_text, const std::string& filename);
+
+// The catalog of the scenario: built-in entries plus the scenario's own.
+hw::HardwareCatalog ScenarioCatalog(const Scenario& s);
+// Builds the model graph the workload names, in the workload's precision.
+models::ModelGraph BuildWorkloadModel(const Scenario& s);
+
+}  // namespace dtsim::config

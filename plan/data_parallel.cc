@@ -1,0 +1,147 @@
+#include "plan/data_parallel.h"
+
+#include "common/error.h"
+
+namespace dtsim::plan {
+namespace {
+
+using models::ModelGraph;
+using models::OpKind;
+using models::OpId;
+
+// Ops that cost nothing at run time get no task.
+bool IsFree(const models::Op& op) {
+  return op.kind == OpKind::kInput || op.kind == OpKind::kReshape;
+}
+
+double GradientBytes(const models::Op& op) { return op.ParamBytes(); }
+
+}  // namespace
+
+std::vector<std::vector<std::int32_t>> GradientBuckets(const ModelGraph& graph,
+                                                       double bucket_bytes) {
+  std::vector<std::vector<std::int32_t>> buckets;
+  std::vector<std::int32_t> current;
+  double current_bytes = 0;
+  for (OpId v = graph.num_ops(); v-- > 0;) {  // backward order
+    const models::Op& op = graph.op(v);
+    if (!op.HasParams()) continue;
+    current.push_back(static_cast<std::int32_t>(v));
+    current_bytes += GradientBytes(op);
+    if (current_bytes >= bucket_bytes) {
+      buckets.push_back(std::move(current));
+      current.clear();
+      current_bytes = 0;
+    }
+  }
+  if (!current.empty()) buckets.push_back(std::move(current));
+  return buckets;
+}
+
+Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
+                           const DataParallelOptions& options) {
+  DTSIM_CHECK(graph.num_ops() > 0, "empty model graph");
+  DTSIM_CHECK(cluster.nodes >= 1 && cluster.devices_per_node >= 1, "bad cluster shape");
+  DTSIM_CHECK(options.batch_per_rank >= 1 && options.iterations >= 1, "bad options");
+
+  Plan plan;
+  const int num_ranks = cluster.nodes * cluster.devices_per_node;
+  for (int r = 0; r < num_ranks; ++r)
+    plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
+  plan.model_name = graph.name();
+  plan.strategy = "data";
+  plan.iterations = options.iterations;
+  plan.batch_per_rank = options.batch_per_rank;
+  plan.samples_per_iteration = static_cast<std::int64_t>(num_ranks) * options.batch_per_rank;
+
+  std::vector<std::int32_t> all_ops;
+  std::int64_t total_params = 0;
+  for (OpId v = 0; v < graph.num_ops(); ++v) {
+    all_ops.push_back(static_cast<std::int32_t>(v));
+    total_params += graph.op(v).params;
+  }
+  plan.ops_on_rank.assign(static_cast<std::size_t>(num_ranks), all_ops);
+
+  const auto buckets = GradientBuckets(graph, options.bucket_bytes);
+  std::vector<std::int32_t> bucket_of_op(graph.num_ops(), -1);
+  std::vector<double> bucket_bytes(buckets.size(), 0.0);
+  for (std::size_t b = 0; b < buckets.size(); ++b)
+    for (std::int32_t v : buckets[b]) {
+      bucket_of_op[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
+      bucket_bytes[b] += GradientBytes(graph.op(static_cast<OpId>(v)));
+    }
+
+  std::vector<RankId> everyone(static_cast<std::size_t>(num_ranks));
+  for (int r = 0; r < num_ranks; ++r) everyone[static_cast<std::size_t>(r)] = r;
+  const std::int32_t world = plan.AddGroup(everyone);
+
+  for (int it = 0; it < options.iterations; ++it) {
+    // Per rank: the weight-gradient tasks of each bucket, and the last
+    // backward task (for overlap = false).
+    std::vector<std::vector<std::vector<TaskId>>> bucket_deps(
+        buckets.size(), std::vector<std::vector<TaskId>>(static_cast<std::size_t>(num_ranks)));
+    for (int r = 0; r < num_ranks; ++r) {
+      Task t;
+      t.rank = r;
+      t.iteration = it;
+      t.batch = options.batch_per_rank;
+      t.stream = StreamKind::kCompute;
+      TaskId last = -1;
+      for (OpId v = 0; v < graph.num_ops(); ++v) {
+        if (IsFree(graph.op(v))) continue;
+        t.kind = TaskKind::kForward;
+        t.op = static_cast<std::int32_t>(v);
+        last = plan.AddTask(t);
+      }
+      for (OpId v = graph.num_ops(); v-- > 0;) {
+        const models::Op& op = graph.op(v);
+        if (IsFree(op)) continue;
+        t.op = static_cast<std::int32_t>(v);
+        if (!graph.ReadsOnlyGraphInputs(v)) {
+          t.kind = TaskKind::kBackwardInput;
+          last = plan.AddTask(t);
+        }
+        if (op.HasParams()) {
+          t.kind = TaskKind::kBackwardWeight;
+          TaskId w = plan.AddTask(t);
+          last = w;
+          bucket_deps[static_cast<std::size_t>(bucket_of_op[v])][static_cast<std::size_t>(r)]
+              .push_back(w);
+        }
+      }
+      if (!options.overlap) {
+        for (auto& per_rank : bucket_deps) per_rank[static_cast<std::size_t>(r)] = {last};
+      }
+    }
+
+    // Gradient all-reduces, one per bucket, in bucket order on the comm
+    // streams; then each rank's optimizer step waits for all of them.
+    std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(num_ranks));
+    if (num_ranks > 1) {
+      for (std::size_t b = 0; b < buckets.size(); ++b) {
+        Collective c;
+        c.op = CollectiveOp::kAllReduce;
+        c.algorithm = options.algorithm;
+        c.bytes = bucket_bytes[b];
+        c.group = world;
+        c.bucket = static_cast<std::int32_t>(b);
+        std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], it);
+        for (int r = 0; r < num_ranks; ++r)
+          opt_deps[static_cast<std::size_t>(r)].push_back(
+              plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
+      }
+    }
+    for (int r = 0; r < num_ranks; ++r) {
+      Task t;
+      t.kind = TaskKind::kOptimizer;
+      t.stream = StreamKind::kCompute;
+      t.rank = r;
+      t.iteration = it;
+      t.params = total_params;
+      plan.AddTask(t, opt_deps[static_cast<std::size_t>(r)]);
+    }
+  }
+  return plan;
+}
+
+}  // namespace dtsim::plan

@@ -1,0 +1,38 @@
+// Builds synchronous data-parallel plans: every rank holds the whole model,
+// trains on its own batch, and gradients are all-reduced in buckets while
+// backward runs (PyTorch DDP / Horovod style).
+#pragma once
+
+#include "models/graph.h"
+#include "plan/plan.h"
+
+namespace dtsim::plan {
+
+struct ClusterShape {
+  int nodes = 1;             // >= 1
+  int devices_per_node = 1;  // >= 1; rank r lives on node r / devices_per_node
+};
+
+struct DataParallelOptions {
+  int batch_per_rank = 32;   // samples per rank per iteration, >= 1
+  int iterations = 1;        // >= 1
+  // Gradients are packed, in the order backward produces them, into buckets
+  // of at least this many bytes (a bucket closes once it reaches the cap,
+  // as PyTorch DDP's bucket_cap_mb does); each bucket is one all-reduce.
+  double bucket_bytes = 25.0 * 1024 * 1024;
+  // true: a bucket's all-reduce may start as soon as its gradients exist;
+  // false: all-reduces wait for the whole backward pass.
+  bool overlap = true;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+};
+
+// REQUIRES: graph non-empty. With one rank, no collectives are generated.
+Plan BuildDataParallelPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
+                           const DataParallelOptions& options);
+
+// The gradient buckets the plan uses: for each bucket the model op indices
+// whose gradients it holds, in backward order. Exposed for tests and reports.
+std::vector<std::vector<std::int32_t>> GradientBuckets(const models::ModelGraph& graph,
+                                                       double bucket_bytes);
+
+}  // namespace dtsim::plan

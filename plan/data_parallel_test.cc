@@ -1,0 +1,87 @@
+#include "plan/data_parallel.h"
+
+#include <gtest/gtest.h>
+
+namespace dtsim::plan {
+namespace {
+
+using models::ModelGraph;
+using models::Op;
+using models::OpKind;
+
+// input -> dense(1000 params) -> relu -> dense(3000 params) -> loss
+ModelGraph Tiny() {
+  ModelGraph g("tiny");
+  Op in{.name = "in", .kind = OpKind::kInput};
+  Op d1{.name = "d1", .kind = OpKind::kDense};
+  d1.params = 1000;
+  d1.fwd_flops = 2000;
+  Op relu{.name = "relu", .kind = OpKind::kRelu};
+  Op d2{.name = "d2", .kind = OpKind::kDense};
+  d2.params = 3000;
+  Op loss{.name = "loss", .kind = OpKind::kSoftmaxCrossEntropy};
+  auto a = g.AddOp(in, {});
+  auto b = g.AddOp(d1, {a});
+  auto c = g.AddOp(relu, {b});
+  auto d = g.AddOp(d2, {c});
+  g.AddOp(loss, {d});
+  return g;
+}
+
+TEST(GradientBuckets, FollowBackwardOrderAndCap) {
+  // fp32 gradients: d2 = 12000 B, d1 = 4000 B. A cap of 10000 B closes the
+  // first bucket after d2 (12000 >= 10000); d1 goes alone into the second.
+  auto buckets = GradientBuckets(Tiny(), 10000);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0], std::vector<std::int32_t>{3});
+  EXPECT_EQ(buckets[1], std::vector<std::int32_t>{1});
+  // A cap larger than the model: one bucket with both, d2 first.
+  EXPECT_EQ(GradientBuckets(Tiny(), 1e9), (std::vector<std::vector<std::int32_t>>{{3, 1}}));
+}
+
+TEST(DataParallelPlan, TaskCountsPerRank) {
+  DataParallelOptions o;
+  o.iterations = 2;
+  o.batch_per_rank = 4;
+  o.bucket_bytes = 10000;
+  Plan p = BuildDataParallelPlan(Tiny(), {2, 2}, o);
+  EXPECT_EQ(p.num_ranks(), 4);
+  EXPECT_EQ(p.samples_per_iteration, 16);
+  EXPECT_EQ(p.ranks[3].node, 1);
+  EXPECT_EQ(p.ranks[3].local, 1);
+  // Per rank and iteration: 4 forward (input is free), backward-input for
+  // loss, d2, relu (d1 reads only the input: none), 2 backward-weight, one
+  // task per bucket (2) and the optimizer: 4 + 3 + 2 + 2 + 1 = 12.
+  EXPECT_EQ(p.num_tasks(), 4u * 2 * 12);
+  EXPECT_EQ(p.collectives().size(), 2u * 2);
+  EXPECT_DOUBLE_EQ(p.collectives()[0].bytes, 12000);
+  EXPECT_DOUBLE_EQ(p.collectives()[1].bytes, 4000);
+  for (const Task& t : p.tasks())
+    if (t.kind == TaskKind::kOptimizer) EXPECT_EQ(t.params, 4000);
+}
+
+TEST(DataParallelPlan, OneRankHasNoCollectives) {
+  Plan p = BuildDataParallelPlan(Tiny(), {1, 1}, {});
+  EXPECT_TRUE(p.collectives().empty());
+  EXPECT_EQ(p.num_tasks(), 4u + 3 + 2 + 1);
+}
+
+TEST(DataParallelPlan, BucketWaitsForItsGradientsOnly) {
+  DataParallelOptions o;
+  o.bucket_bytes = 10000;
+  Plan p = BuildDataParallelPlan(Tiny(), {1, 2}, o);
+  const Collective& first = p.collectives()[0];
+  auto deps = p.deps(first.tasks[0]);
+  ASSERT_EQ(deps.size(), 1u);
+  EXPECT_EQ(p.task(deps[0]).kind, TaskKind::kBackwardWeight);
+  EXPECT_EQ(p.task(deps[0]).op, 3);
+  // Without overlap every bucket waits for the last backward task instead.
+  o.overlap = false;
+  Plan q = BuildDataParallelPlan(Tiny(), {1, 2}, o);
+  auto late = q.deps(q.collectives()[0].tasks[0]);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(q.task(late[0]).op, 1);  // d1's weight gradient comes last
+}
+
+}  // namespace
+}  // namespace dtsim::plan

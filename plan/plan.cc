@@ -1,0 +1,86 @@
+#include "plan/plan.h"
+
+#include "common/error.h"
+
+namespace dtsim::plan {
+
+const char* TaskKindName(TaskKind k) {
+  switch (k) {
+    case TaskKind::kForward: return "forward";
+    case TaskKind::kBackwardInput: return "backward_input";
+    case TaskKind::kBackwardWeight: return "backward_weight";
+    case TaskKind::kOptimizer: return "optimizer";
+    case TaskKind::kCollective: return "collective";
+    case TaskKind::kSend: return "send";
+    case TaskKind::kRecv: return "recv";
+  }
+  return "?";
+}
+
+const char* StreamKindName(StreamKind s) {
+  return s == StreamKind::kCompute ? "compute" : "comm";
+}
+
+const char* CollectiveOpName(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return "all_reduce";
+    case CollectiveOp::kReduceScatter: return "reduce_scatter";
+    case CollectiveOp::kAllGather: return "all_gather";
+    case CollectiveOp::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+const char* CollectiveAlgorithmName(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kTree: return "tree";
+    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+TaskId Plan::AddTask(const Task& task, std::span<const TaskId> deps) {
+  DTSIM_CHECK(task.rank >= 0 && task.rank < num_ranks(), "task rank out of range");
+  const TaskId id = static_cast<TaskId>(tasks_.size());
+  for (TaskId d : deps) DTSIM_CHECK(d >= 0 && d < id, "dependency must be an earlier task");
+  tasks_.push_back(task);
+  dep_ids_.insert(dep_ids_.end(), deps.begin(), deps.end());
+  dep_begin_.push_back(static_cast<std::int64_t>(dep_ids_.size()));
+  return id;
+}
+
+std::span<const TaskId> Plan::deps(TaskId id) const {
+  const auto i = static_cast<std::size_t>(id);
+  return {dep_ids_.data() + dep_begin_[i], dep_ids_.data() + dep_begin_[i + 1]};
+}
+
+std::int32_t Plan::AddGroup(std::vector<RankId> members) {
+  for (RankId r : members) DTSIM_CHECK(r >= 0 && r < num_ranks(), "group rank out of range");
+  groups_.push_back(std::move(members));
+  return static_cast<std::int32_t>(groups_.size() - 1);
+}
+
+std::int32_t Plan::AddCollective(Collective c, const std::vector<std::vector<TaskId>>& deps_per_member,
+                                 std::int32_t iteration) {
+  DTSIM_CHECK(c.group >= 0 && c.group < static_cast<std::int32_t>(groups_.size()),
+              "collective group out of range");
+  const auto& members = groups_[static_cast<std::size_t>(c.group)];
+  DTSIM_CHECK(deps_per_member.size() == members.size(), "one dependency list per member");
+  const auto index = static_cast<std::int32_t>(collectives_.size());
+  c.iteration = iteration;
+  c.tasks.clear();
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    Task t;
+    t.kind = TaskKind::kCollective;
+    t.stream = StreamKind::kComm;
+    t.rank = members[m];
+    t.iteration = iteration;
+    t.collective = index;
+    c.tasks.push_back(AddTask(t, deps_per_member[m]));
+  }
+  collectives_.push_back(std::move(c));
+  return index;
+}
+
+}  // namespace dtsim::plan

@@ -1,0 +1,107 @@
+#include "plan/plan_export.h"
+
+#include <array>
+#include <sstream>
+
+namespace dtsim::plan {
+namespace {
+
+std::string DeviceName(const Plan& plan, RankId r) {
+  const RankPlacement& p = plan.ranks[static_cast<std::size_t>(r)];
+  return "/node:" + std::to_string(p.node) + "/device:" + std::to_string(p.local);
+}
+
+// "/node:0/device:0, /node:0/device:1, ... (16 devices)" for the ranks holding an op.
+std::string DeviceList(const Plan& plan, const std::vector<RankId>& holders, int max_ranks) {
+  std::string s;
+  const int shown = std::min<int>(static_cast<int>(holders.size()), max_ranks);
+  for (int i = 0; i < shown; ++i) {
+    if (i) s += ", ";
+    s += DeviceName(plan, holders[static_cast<std::size_t>(i)]);
+  }
+  if (static_cast<int>(holders.size()) > shown)
+    s += ", ... (" + std::to_string(holders.size()) + " devices)";
+  return s;
+}
+
+}  // namespace
+
+std::string FormatPlacement(const Plan& plan, const models::ModelGraph& graph, int max_ranks) {
+  std::ostringstream o;
+  std::vector<std::vector<RankId>> holders(graph.num_ops());
+  for (RankId r = 0; r < plan.num_ranks(); ++r)
+    for (std::int32_t op : plan.ops_on_rank[static_cast<std::size_t>(r)])
+      holders[static_cast<std::size_t>(op)].push_back(r);
+  o << "plan: " << plan.model_name << ", strategy " << plan.strategy << ", " << plan.num_ranks()
+    << " ranks, global batch " << plan.samples_per_iteration << ", " << plan.iterations
+    << " iteration(s), " << plan.num_tasks() << " tasks, " << plan.collectives().size()
+    << " collectives\n";
+  o << "op placement:\n";
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    const models::Op& op = graph.op(v);
+    o << "  " << op.name << " (" << models::OpKindName(op.kind) << "): "
+      << DeviceList(plan, holders[v], 4) << "\n";
+  }
+  // Task counts per rank and kind.
+  std::vector<std::array<int, 7>> counts(static_cast<std::size_t>(plan.num_ranks()));
+  for (auto& c : counts) c.fill(0);
+  for (const Task& t : plan.tasks())
+    ++counts[static_cast<std::size_t>(t.rank)][static_cast<std::size_t>(t.kind)];
+  o << "tasks per rank:\n";
+  for (RankId r = 0; r < plan.num_ranks(); ++r) {
+    if (r == max_ranks) {
+      o << "  ... " << (plan.num_ranks() - max_ranks) << " more ranks\n";
+      break;
+    }
+    const auto& c = counts[static_cast<std::size_t>(r)];
+    o << "  rank " << r << " " << DeviceName(plan, r) << ": " << c[0] << " forward, " << c[1]
+      << " backward-input, " << c[2] << " backward-weight, " << c[3] << " optimizer, " << c[4]
+      << " collective, " << c[5] + c[6] << " send/recv\n";
+  }
+  return o.str();
+}
+
+void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph& graph) {
+  nlohmann::ordered_json head;
+  head["model"] = plan.model_name;
+  head["strategy"] = plan.strategy;
+  head["iterations"] = plan.iterations;
+  head["samples_per_iteration"] = plan.samples_per_iteration;
+  head["batch_per_rank"] = plan.batch_per_rank;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (RankId r = 0; r < plan.num_ranks(); ++r)
+    ranks.push_back({{"rank", r}, {"node", plan.ranks[static_cast<std::size_t>(r)].node},
+                     {"local", plan.ranks[static_cast<std::size_t>(r)].local}});
+  head["ranks"] = ranks;
+  head["groups"] = plan.groups();
+  nlohmann::ordered_json colls = nlohmann::ordered_json::array();
+  for (const Collective& c : plan.collectives())
+    colls.push_back({{"op", CollectiveOpName(c.op)}, {"algorithm", CollectiveAlgorithmName(c.algorithm)},
+                     {"bytes", c.bytes}, {"group", c.group}, {"iteration", c.iteration},
+                     {"bucket", c.bucket}, {"tasks", c.tasks}});
+  head["collectives"] = colls;
+  std::string h = head.dump();
+  h.pop_back();  // reopen the object to stream the tasks
+  out << h << ",\"tasks\":[\n";
+  for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
+    const Task& t = plan.tasks()[i];
+    nlohmann::ordered_json j;
+    j["id"] = i;
+    j["kind"] = TaskKindName(t.kind);
+    j["rank"] = t.rank;
+    j["stream"] = StreamKindName(t.stream);
+    j["iteration"] = t.iteration;
+    if (t.op >= 0) {
+      j["op"] = graph.op(static_cast<models::OpId>(t.op)).name;
+      j["batch"] = t.batch;
+    }
+    if (t.collective >= 0) j["collective"] = t.collective;
+    if (t.kind == TaskKind::kOptimizer) j["params"] = t.params;
+    auto deps = plan.deps(static_cast<TaskId>(i));
+    j["deps"] = std::vector<TaskId>(deps.begin(), deps.end());
+    out << (i ? ",\n" : "") << j.dump();
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace dtsim::plan

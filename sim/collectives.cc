@@ -1,0 +1,118 @@
+#include "sim/collectives.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/error.h"
+
+namespace dtsim::sim {
+
+std::vector<CollectiveStep> RingAllReduce(const std::vector<int>& ranks, double bytes) {
+  const int n = static_cast<int>(ranks.size());
+  if (n <= 1 || bytes <= 0) return {};
+  CollectiveStep step;
+  step.repeat = 2 * (n - 1);
+  const double chunk = bytes / n;
+  for (int i = 0; i < n; ++i)
+    step.transfers.push_back(
+        {ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)], chunk});
+  return {step};
+}
+
+std::vector<CollectiveStep> TreeAllReduce(const std::vector<int>& ranks, double bytes,
+                                          double chunk_bytes) {
+  const int n = static_cast<int>(ranks.size());
+  if (n <= 1 || bytes <= 0) return {};
+  DTSIM_CHECK(chunk_bytes > 0, "chunk size must be positive");
+  // Tree A is heap-shaped over positions 0..n-1 (parent of i is (i-1)/2);
+  // tree B is the same shape over the reversed order, so A's leaves (the
+  // upper half of positions) are B's inner nodes.
+  const double per_tree = bytes / 2;
+  const int chunks = std::max(1, static_cast<int>(std::ceil(per_tree / chunk_bytes)));
+  const double chunk = per_tree / chunks;
+  int depth = 0;  // edges on the longest leaf-to-root path
+  while ((1 << (depth + 1)) <= n) ++depth;
+  CollectiveStep up, down;
+  for (int i = 1; i < n; ++i) {
+    const int parent = (i - 1) / 2;
+    const int a_child = ranks[static_cast<std::size_t>(i)];
+    const int a_parent = ranks[static_cast<std::size_t>(parent)];
+    const int b_child = ranks[static_cast<std::size_t>(n - 1 - i)];
+    const int b_parent = ranks[static_cast<std::size_t>(n - 1 - parent)];
+    up.transfers.push_back({a_child, a_parent, chunk});
+    up.transfers.push_back({b_child, b_parent, chunk});
+    down.transfers.push_back({a_parent, a_child, chunk});
+    down.transfers.push_back({b_parent, b_child, chunk});
+  }
+  up.repeat = down.repeat = depth + chunks - 1;
+  return {up, down};
+}
+
+std::vector<CollectiveStep> HierarchicalAllReduce(const std::vector<int>& ranks,
+                                                  const std::vector<int>& node_of_rank,
+                                                  double bytes) {
+  if (ranks.size() <= 1 || bytes <= 0) return {};
+  // Group the ranks by node, keeping their order.
+  std::map<int, std::vector<int>> by_node;
+  for (int r : ranks) by_node[node_of_rank[static_cast<std::size_t>(r)]].push_back(r);
+  const int g = static_cast<int>(by_node.begin()->second.size());
+  for (const auto& [node, members] : by_node)
+    DTSIM_CHECK(static_cast<int>(members.size()) == g,
+                "hierarchical all-reduce needs the same number of ranks on every node");
+  const int nodes = static_cast<int>(by_node.size());
+  std::vector<CollectiveStep> steps;
+
+  // Phase 1 and 3: ring reduce-scatter / all-gather inside every node at
+  // once, g-1 steps each of bytes/g per rank.
+  CollectiveStep intra;
+  intra.repeat = g - 1;
+  for (const auto& [node, members] : by_node)
+    for (int i = 0; i < g; ++i)
+      intra.transfers.push_back({members[static_cast<std::size_t>(i)],
+                                 members[static_cast<std::size_t>((i + 1) % g)], bytes / g});
+  if (g > 1) steps.push_back(intra);
+
+  // Phase 2: for each local index, a ring across nodes over its bytes/g
+  // shard: 2(nodes-1) steps of bytes/(g*nodes). All g rings run together.
+  if (nodes > 1) {
+    CollectiveStep inter;
+    inter.repeat = 2 * (nodes - 1);
+    std::vector<const std::vector<int>*> order;
+    for (const auto& [node, members] : by_node) order.push_back(&members);
+    for (int local = 0; local < g; ++local)
+      for (int k = 0; k < nodes; ++k)
+        inter.transfers.push_back({(*order[static_cast<std::size_t>(k)])[static_cast<std::size_t>(local)],
+                                   (*order[static_cast<std::size_t>((k + 1) % nodes)])
+                                       [static_cast<std::size_t>(local)],
+                                   bytes / (static_cast<double>(g) * nodes)});
+    steps.push_back(inter);
+  }
+  if (g > 1) steps.push_back(intra);
+  return steps;
+}
+
+double ScheduleSeconds(Network& network, const std::vector<CollectiveStep>& steps) {
+  double total = 0;
+  for (const CollectiveStep& s : steps) total += s.repeat * network.StepSeconds(s.transfers);
+  return total;
+}
+
+double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
+                        const std::vector<int>& ranks, double bytes) {
+  switch (algorithm) {
+    case plan::CollectiveAlgorithm::kRing:
+      return ScheduleSeconds(network, RingAllReduce(ranks, bytes));
+    case plan::CollectiveAlgorithm::kTree:
+      return ScheduleSeconds(network, TreeAllReduce(ranks, bytes));
+    case plan::CollectiveAlgorithm::kHierarchical: {
+      std::vector<int> node_of(static_cast<std::size_t>(network.num_ranks()));
+      for (int r = 0; r < network.num_ranks(); ++r)
+        node_of[static_cast<std::size_t>(r)] = network.NodeOf(r);
+      return ScheduleSeconds(network, HierarchicalAllReduce(ranks, node_of, bytes));
+    }
+  }
+  return 0;
+}
+
+}  // namespace dtsim::sim

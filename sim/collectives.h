@@ -1,0 +1,48 @@
+// Collective algorithms as schedules of point-to-point steps. Each step is a
+// set of transfers that run together (bulk-synchronous, as NCCL's ring and
+// tree kernels advance chunk by chunk); a step pattern may repeat. The time of
+// a collective is the sum over steps of Network::StepSeconds, so link
+// bandwidth, latency and sharing (oversubscribed uplinks, several rings on
+// one NIC) shape the result.
+#pragma once
+
+#include <vector>
+
+#include "plan/plan.h"
+#include "sim/network.h"
+
+namespace dtsim::sim {
+
+struct CollectiveStep {
+  std::vector<Transfer> transfers;
+  int repeat = 1;  // the same pattern runs this many times in a row
+};
+
+// Ring all-reduce over `ranks` in the given order: reduce-scatter then
+// all-gather, 2(N-1) steps, each rank sending bytes/N to its successor.
+// Time on a uniform network: 2(N-1) * (alpha + bytes/(N * B)).
+std::vector<CollectiveStep> RingAllReduce(const std::vector<int>& ranks, double bytes);
+
+// Double binary tree (NCCL): two binary trees over the ranks, the second the
+// mirror of the first so that leaves of one are inner nodes of the other;
+// each carries half the data, pipelined in chunks of `chunk_bytes`. Reduce
+// up both trees, then broadcast down: 2 x (depth + chunks - 1) steps.
+std::vector<CollectiveStep> TreeAllReduce(const std::vector<int>& ranks, double bytes,
+                                          double chunk_bytes = 1 << 20);
+
+// Hierarchical all-reduce: ring reduce-scatter inside each node, one ring
+// all-reduce across nodes per local device index (all of them at once, sharing
+// the NICs), ring all-gather inside each node. `node_of` gives each rank's node.
+// REQUIRES: every node holds the same number of the ranks.
+std::vector<CollectiveStep> HierarchicalAllReduce(const std::vector<int>& ranks,
+                                                  const std::vector<int>& node_of_rank,
+                                                  double bytes);
+
+// Seconds an all-reduce of `bytes` over `ranks` takes with `algorithm`.
+double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
+                        const std::vector<int>& ranks, double bytes);
+
+// Sum of repeat x StepSeconds over a schedule.
+double ScheduleSeconds(Network& network, const std::vector<CollectiveStep>& steps);
+
+}  // namespace dtsim::sim

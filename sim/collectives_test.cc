@@ -1,0 +1,114 @@
+#include "sim/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace dtsim::sim {
+namespace {
+
+std::vector<int> Iota(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+// N single-GPU nodes on one switch: every ring hop is one NIC-to-NIC path
+// with latency alpha and bandwidth B.
+NetworkSpec FlatNetwork(int n, double bw, double alpha) {
+  NetworkSpec s;
+  s.nodes = n;
+  s.devices_per_node = 1;
+  s.nic_bw_bytes_per_s = bw;
+  s.net_latency_s = alpha;
+  return s;
+}
+
+TEST(RingAllReduce, MatchesClosedForm) {
+  // Closed form of the ring all-reduce (Patarasuk & Yuan 2009; NCCL docs):
+  //   T = 2(N-1)/N * M/B + 2(N-1) * alpha
+  for (int n : {2, 3, 8, 64, 1000}) {
+    for (double m : {1e3, 25e6, 1e9}) {
+      for (double b : {1.25e9, 12.5e9, 300e9}) {
+        const double alpha = 5e-6;
+        Network net(FlatNetwork(n, b, alpha));
+        const double t = AllReduceSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(n), m);
+        const double expected = 2.0 * (n - 1) / n * m / b + 2.0 * (n - 1) * alpha;
+        EXPECT_NEAR(t, expected, 0.01 * expected) << "N=" << n << " M=" << m << " B=" << b;
+      }
+    }
+  }
+}
+
+TEST(RingAllReduce, InsideOneNodeUsesIntraLinks) {
+  NetworkSpec s;
+  s.nodes = 1;
+  s.devices_per_node = 8;
+  s.intra_bw_bytes_per_s = 150e9;
+  s.intra_latency_s = 2e-6;
+  Network net(s);
+  const double m = 100e6;
+  const double expected = 2.0 * 7 / 8 * m / 150e9 + 14 * 2e-6;
+  EXPECT_NEAR(AllReduceSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(8), m), expected,
+              1e-9 * expected);
+}
+
+TEST(RingAllReduce, OversubscribedUplinkSlowsCrossLeafRing) {
+  // 2 leaves x 4 nodes; the ring alternates leaves, so all 8 transfers of a
+  // step cross the spine: 4 flows share each leaf uplink of 4 x B / oversub,
+  // i.e. B / oversub each. The bandwidth term grows by the oversubscription.
+  NetworkSpec s = FlatNetwork(8, 10e9, 0);
+  s.fat_tree = true;
+  s.nodes_per_leaf = 4;
+  const std::vector<int> order = {0, 4, 1, 5, 2, 6, 3, 7};
+  const double m = 80e6;
+  Network full(s);
+  const double t1 = AllReduceSeconds(full, plan::CollectiveAlgorithm::kRing, order, m);
+  s.oversubscription = 4;
+  Network over(s);
+  const double t4 = AllReduceSeconds(over, plan::CollectiveAlgorithm::kRing, order, m);
+  EXPECT_NEAR(t1, 2.0 * 7 / 8 * m / 10e9, 1e-12);
+  EXPECT_NEAR(t4, 4 * t1, 1e-9 * t4);
+}
+
+TEST(TreeAllReduce, FourRanksClosedForm) {
+  // N = 4: tree A edges 1->0, 2->0, 3->1; tree B (mirror) 2->3, 1->3, 0->2.
+  // In each step of the reduce phase, nodes 0 and 3 receive 2 chunks and
+  // nodes 1 and 2 send 2 chunks, so a step takes alpha + 2c/B. Depth is 2;
+  // with C chunks of c = (M/2)/C per tree: T = 2 (2 + C - 1)(alpha + 2c/B).
+  const double b = 10e9, alpha = 3e-6, m = 64e6, chunk = 1 << 20;
+  Network net(FlatNetwork(4, b, alpha));
+  const int c_count = static_cast<int>(std::ceil(m / 2 / chunk));
+  const double c = m / 2 / c_count;
+  const double expected = 2.0 * (2 + c_count - 1) * (alpha + 2 * c / b);
+  EXPECT_NEAR(AllReduceSeconds(net, plan::CollectiveAlgorithm::kTree, Iota(4), m), expected,
+              1e-9 * expected);
+}
+
+TEST(HierarchicalAllReduce, MatchesPhaseClosedForm) {
+  // G = 4 devices per node, K = 4 nodes. Intra phases: 2 (G-1) steps of
+  // alpha_i + (M/G)/B_i. Inter phase: 2 (K-1) steps in which G rings share a
+  // NIC: alpha_n + G * M/(G K) / B_n.
+  NetworkSpec s;
+  s.nodes = 4;
+  s.devices_per_node = 4;
+  s.intra_bw_bytes_per_s = 100e9;
+  s.intra_latency_s = 1e-6;
+  s.nic_bw_bytes_per_s = 12.5e9;
+  s.net_latency_s = 5e-6;
+  Network net(s);
+  const double m = 100e6;
+  const double expected = 2 * 3 * (1e-6 + m / 4 / 100e9) + 2 * 3 * (5e-6 + 4 * m / 16 / 12.5e9);
+  EXPECT_NEAR(AllReduceSeconds(net, plan::CollectiveAlgorithm::kHierarchical, Iota(16), m),
+              expected, 1e-9 * expected);
+}
+
+TEST(Collectives, SingleRankCostsNothing) {
+  Network net(FlatNetwork(1, 1e9, 1e-6));
+  for (auto a : {plan::CollectiveAlgorithm::kRing, plan::CollectiveAlgorithm::kTree,
+                 plan::CollectiveAlgorithm::kHierarchical})
+    EXPECT_EQ(AllReduceSeconds(net, a, {0}, 1e6), 0.0);
+}
+
+}  // namespace
+}  // namespace dtsim::sim

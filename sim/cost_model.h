@@ -1,0 +1,57 @@
+// Time of compute tasks on a device: a roofline with per-op-kind efficiency
+// plus a fixed kernel-launch overhead,
+//   t = max(flops / (peak(precision) x eff(kind)), bytes / (mem_bw x mem_eff)) + launch
+#pragma once
+
+#include <map>
+
+#include "hw/catalog.h"
+#include "models/op.h"
+#include "plan/plan.h"
+
+namespace dtsim::sim {
+
+struct CostModelOptions {
+  // Fraction of peak flop/s reached, per op kind. Kinds not listed use
+  // DefaultComputeEfficiency(kind).
+  std::map<models::OpKind, double> compute_efficiency;
+  // Fraction of peak memory bandwidth reached by streaming kernels. 0.7 is
+  // what STREAM-like kernels reach on HBM2 GPUs (V100: ~800 of 900 GB/s,
+  // framework kernels less).
+  double memory_efficiency = 0.7;
+  // Fixed overhead per kernel (launch + framework), seconds. CUDA launch
+  // latency is ~5 us (NVIDIA CUDA C++ Best Practices Guide, "kernel launch
+  // overhead ... in the order of microseconds").
+  double kernel_launch_s = 5e-6;
+  // Optimizer memory traffic per parameter, bytes. Default: SGD with
+  // momentum in fp32 reads param, grad, momentum and writes param, momentum
+  // (5 x 4 bytes).
+  double optimizer_bytes_per_param = 20;
+};
+
+// Default fraction of peak per kind: dense GEMMs 0.75, convolutions 0.55,
+// batched attention matmuls 0.6; the rest are memory-bound and 0.5 only
+// matters if they were not.
+double DefaultComputeEfficiency(models::OpKind kind);
+
+class CostModel {
+ public:
+  CostModel(hw::DeviceSpec device, hw::Precision precision, CostModelOptions options);
+
+  // Seconds for a compute task of kind `kind` (forward, backward input or
+  // backward weight) of `op` on `batch` samples.
+  double ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const;
+  // Seconds of the optimizer step over `params` parameters.
+  double OptimizerSeconds(std::int64_t params) const;
+
+  const hw::DeviceSpec& device() const { return device_; }
+  double peak_flop_per_s() const { return peak_; }
+
+ private:
+  hw::DeviceSpec device_;
+  hw::Precision precision_;
+  CostModelOptions options_;
+  double peak_;
+};
+
+}  // namespace dtsim::sim

@@ -1,0 +1,142 @@
+#include "sim/engine.h"
+
+#include <queue>
+
+#include "common/error.h"
+
+namespace dtsim::sim {
+namespace {
+
+using plan::TaskId;
+
+struct Event {
+  SimTime time;
+  std::uint64_t seq;  // insertion order breaks ties: deterministic
+  std::int32_t id;    // task id, or -(collective + 1)
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+class Executor {
+ public:
+  Executor(const plan::Plan& plan, const TaskCosts& costs) : plan_(plan), costs_(costs) {
+    const std::size_t n = plan.num_tasks();
+    DTSIM_CHECK(costs.task_ns.size() == n, "one cost per task");
+    DTSIM_CHECK(costs.collective_ns.size() == plan.collectives().size(),
+                "one cost per collective");
+    result_.timing.assign(n, {});
+    remaining_.assign(n, 0);
+    // Successor lists in CSR form.
+    std::vector<std::int32_t> count(n + 1, 0);
+    for (std::size_t t = 0; t < n; ++t) {
+      auto deps = plan.deps(static_cast<TaskId>(t));
+      remaining_[t] = static_cast<std::int32_t>(deps.size());
+      for (TaskId d : deps) ++count[static_cast<std::size_t>(d) + 1];
+    }
+    succ_begin_.assign(n + 1, 0);
+    for (std::size_t t = 0; t < n; ++t) succ_begin_[t + 1] = succ_begin_[t] + count[t + 1];
+    succ_.assign(static_cast<std::size_t>(succ_begin_[n]), 0);
+    std::vector<std::int64_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (std::size_t t = 0; t < n; ++t)
+      for (TaskId d : plan.deps(static_cast<TaskId>(t)))
+        succ_[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] =
+            static_cast<TaskId>(t);
+    // Stream queues in program order.
+    const std::size_t streams = static_cast<std::size_t>(plan.num_ranks()) * plan::kNumStreams;
+    queue_begin_.assign(streams + 1, 0);
+    for (const plan::Task& t : plan.tasks()) ++queue_begin_[StreamOf(t) + 1];
+    for (std::size_t s = 0; s < streams; ++s) queue_begin_[s + 1] += queue_begin_[s];
+    queue_.assign(n, 0);
+    std::vector<std::int64_t> qfill(queue_begin_.begin(), queue_begin_.end() - 1);
+    for (std::size_t t = 0; t < n; ++t)
+      queue_[static_cast<std::size_t>(qfill[StreamOf(plan.tasks()[t])]++)] = static_cast<TaskId>(t);
+    head_.assign(queue_begin_.begin(), queue_begin_.end() - 1);
+    busy_.assign(streams, false);
+    arrived_.assign(plan.collectives().size(), 0);
+  }
+
+  EngineResult Run() {
+    for (std::size_t s = 0; s < busy_.size(); ++s) TryStart(s);
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.time;
+      ++result_.events;
+      if (e.id >= 0) {
+        Finish(e.id);
+      } else {
+        for (TaskId t : plan_.collectives()[static_cast<std::size_t>(-e.id - 1)].tasks) Finish(t);
+      }
+    }
+    for (std::size_t s = 0; s < busy_.size(); ++s)
+      DTSIM_CHECK(head_[s] == queue_begin_[s + 1], "plan deadlocked: a stream never drained");
+    result_.makespan = now_;
+    return std::move(result_);
+  }
+
+ private:
+  static std::size_t StreamOf(const plan::Task& t) {
+    return static_cast<std::size_t>(t.rank) * plan::kNumStreams + static_cast<std::size_t>(t.stream);
+  }
+
+  // Starts the head task of stream `s` if it can start now.
+  void TryStart(std::size_t s) {
+    if (busy_[s] || head_[s] == queue_begin_[s + 1]) return;
+    const TaskId id = queue_[static_cast<std::size_t>(head_[s])];
+    const auto t = static_cast<std::size_t>(id);
+    if (remaining_[t] > 0) return;
+    busy_[s] = true;
+    result_.timing[t].ready = now_;
+    const plan::Task& task = plan_.tasks()[t];
+    if (task.kind == plan::TaskKind::kCollective) {
+      const auto c = static_cast<std::size_t>(task.collective);
+      const auto& coll = plan_.collectives()[c];
+      if (++arrived_[c] == static_cast<std::int32_t>(coll.tasks.size())) {
+        const SimTime end = now_ + costs_.collective_ns[c];
+        for (TaskId m : coll.tasks) {
+          result_.timing[static_cast<std::size_t>(m)].start = now_;
+          result_.timing[static_cast<std::size_t>(m)].end = end;
+        }
+        events_.push({end, seq_++, -task.collective - 1});
+      }
+      return;
+    }
+    result_.timing[t].start = now_;
+    result_.timing[t].end = now_ + costs_.task_ns[t];
+    events_.push({result_.timing[t].end, seq_++, id});
+  }
+
+  void Finish(TaskId id) {
+    const auto t = static_cast<std::size_t>(id);
+    const std::size_t s = StreamOf(plan_.tasks()[t]);
+    busy_[s] = false;
+    ++head_[s];
+    for (std::int64_t i = succ_begin_[t]; i < succ_begin_[t + 1]; ++i) {
+      const auto succ = static_cast<std::size_t>(succ_[static_cast<std::size_t>(i)]);
+      if (--remaining_[succ] == 0) TryStart(StreamOf(plan_.tasks()[succ]));
+    }
+    TryStart(s);
+  }
+
+  const plan::Plan& plan_;
+  const TaskCosts& costs_;
+  EngineResult result_;
+  std::vector<std::int32_t> remaining_;
+  std::vector<std::int64_t> succ_begin_;
+  std::vector<TaskId> succ_;
+  std::vector<std::int64_t> queue_begin_;
+  std::vector<TaskId> queue_;
+  std::vector<std::int64_t> head_;
+  std::vector<bool> busy_;
+  std::vector<std::int32_t> arrived_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0;
+  SimTime now_ = 0;
+};
+
+}  // namespace
+
+EngineResult RunEngine(const plan::Plan& plan, const TaskCosts& costs) {
+  return Executor(plan, costs).Run();
+}
+
+}  // namespace dtsim::sim

@@ -1,0 +1,39 @@
+// What a simulated run means for the user: step time, throughput and where
+// the time of a step goes on each device.
+#pragma once
+
+#include <vector>
+
+#include "plan/plan.h"
+#include "sim/engine.h"
+
+namespace dtsim::sim {
+
+// Per-iteration time on one rank, split three ways that add up to the step:
+//   compute_s      its compute stream is busy
+//   exposed_comm_s its comm stream is busy and its compute stream is not
+//   idle_s         neither (waiting for other ranks, dependencies)
+struct Breakdown {
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double idle_s = 0;
+  double comm_s = 0;  // all comm-stream busy time, overlapped or not
+};
+
+struct RunMetrics {
+  // Iterations measured: all but the first (warm-up) when there are >= 2.
+  int first_measured_iteration = 0;
+  int measured_iterations = 0;
+  std::vector<double> iteration_end_s;  // global end of each iteration
+  double step_time_s = 0;               // mean over measured iterations
+  double throughput_samples_per_s = 0;
+  Breakdown breakdown;                  // mean over ranks, per iteration
+  std::vector<double> compute_utilization;  // per rank: compute busy / time
+  std::vector<Breakdown> per_rank;      // per rank, per iteration
+};
+
+// REQUIRES: every rank has one optimizer task per iteration (it marks the
+// end of the rank's iteration).
+RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result);
+
+}  // namespace dtsim::sim

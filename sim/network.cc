@@ -1,0 +1,88 @@
+#include "sim/network.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace dtsim::sim {
+namespace {
+// Link index layout (R = ranks, N = nodes, L = leaves):
+//   [0, R) dev_up, [R, 2R) dev_down, [2R, 2R+N) nic_up, [2R+N, 2R+2N) nic_down,
+//   [2R+2N, 2R+2N+L) leaf_up, [2R+2N+L, 2R+2N+2L) leaf_down
+int NumLeaves(const NetworkSpec& s) {
+  return s.fat_tree ? (s.nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf : 0;
+}
+}  // namespace
+
+Network::Network(const NetworkSpec& spec) : spec_(spec) {
+  DTSIM_CHECK(spec.nodes >= 1 && spec.devices_per_node >= 1, "bad cluster shape");
+  DTSIM_CHECK(spec.intra_bw_bytes_per_s > 0 || spec.devices_per_node == 1,
+              "intra-node bandwidth must be positive");
+  DTSIM_CHECK(spec.nic_bw_bytes_per_s > 0 || spec.nodes == 1, "NIC bandwidth must be positive");
+  DTSIM_CHECK(!spec.fat_tree || (spec.nodes_per_leaf >= 1 && spec.oversubscription >= 1.0),
+              "bad fat-tree parameters");
+  const int r = num_ranks(), n = spec.nodes, l = NumLeaves(spec);
+  bw_.assign(static_cast<std::size_t>(2 * r + 2 * n + 2 * l), 0.0);
+  for (int i = 0; i < 2 * r; ++i) bw_[static_cast<std::size_t>(i)] = spec.intra_bw_bytes_per_s;
+  for (int i = 0; i < 2 * n; ++i) bw_[static_cast<std::size_t>(2 * r + i)] = spec.nic_bw_bytes_per_s;
+  const double leaf_bw =
+      spec.nodes_per_leaf * spec.nic_bw_bytes_per_s / std::max(1.0, spec.oversubscription);
+  for (int i = 0; i < 2 * l; ++i) bw_[static_cast<std::size_t>(2 * r + 2 * n + i)] = leaf_bw;
+  load_.assign(bw_.size(), 0.0);
+}
+
+Network::Path Network::Route(int src, int dst) const {
+  Path p;
+  const int r = num_ranks(), n = spec_.nodes;
+  const int src_node = NodeOf(src), dst_node = NodeOf(dst);
+  if (src_node == dst_node) {
+    p.links[p.num_links++] = src;
+    p.links[p.num_links++] = r + dst;
+    p.latency_s = spec_.intra_latency_s;
+    return p;
+  }
+  p.links[p.num_links++] = 2 * r + src_node;
+  p.links[p.num_links++] = 2 * r + n + dst_node;
+  p.latency_s = spec_.net_latency_s;
+  if (spec_.fat_tree) {
+    const int src_leaf = src_node / spec_.nodes_per_leaf;
+    const int dst_leaf = dst_node / spec_.nodes_per_leaf;
+    if (src_leaf != dst_leaf) {
+      const int leaves = NumLeaves(spec_);
+      p.links[p.num_links++] = 2 * r + 2 * n + src_leaf;
+      p.links[p.num_links++] = 2 * r + 2 * n + leaves + dst_leaf;
+      p.latency_s += spec_.spine_latency_s;
+    }
+  }
+  return p;
+}
+
+double Network::StepSeconds(std::span<const Transfer> transfers) {
+  for (const Transfer& t : transfers) {
+    DTSIM_CHECK(t.src >= 0 && t.src < num_ranks() && t.dst >= 0 && t.dst < num_ranks(),
+                "transfer rank out of range");
+    if (t.src == t.dst) continue;
+    const Path p = Route(t.src, t.dst);
+    for (int i = 0; i < p.num_links; ++i) {
+      auto l = static_cast<std::size_t>(p.links[i]);
+      if (load_[l] == 0) touched_.push_back(p.links[i]);
+      load_[l] += t.bytes;
+    }
+  }
+  double step = 0;
+  for (const Transfer& t : transfers) {
+    if (t.src == t.dst) continue;
+    const Path p = Route(t.src, t.dst);
+    double drain = 0;
+    for (int i = 0; i < p.num_links; ++i) {
+      auto l = static_cast<std::size_t>(p.links[i]);
+      drain = std::max(drain, load_[l] / bw_[l]);
+    }
+    step = std::max(step, p.latency_s + drain);
+  }
+  for (int l : touched_) load_[static_cast<std::size_t>(l)] = 0;
+  touched_.clear();
+  return step;
+}
+
+}  // namespace dtsim::sim

@@ -1,0 +1,59 @@
+#include "sim/plan_costs.h"
+
+#include <bit>
+#include <map>
+#include <tuple>
+
+#include "common/error.h"
+#include "sim/collectives.h"
+
+namespace dtsim::sim {
+
+TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
+                     const std::vector<CostModel>& cost_models,
+                     const std::vector<int>& cost_of_rank, Network& network) {
+  DTSIM_CHECK(static_cast<int>(cost_of_rank.size()) == plan.num_ranks(), "one cost model per rank");
+  TaskCosts costs;
+  costs.task_ns.resize(plan.num_tasks(), 0);
+  for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
+    const plan::Task& t = plan.tasks()[i];
+    const CostModel& cm =
+        cost_models[static_cast<std::size_t>(cost_of_rank[static_cast<std::size_t>(t.rank)])];
+    double seconds = 0;
+    switch (t.kind) {
+      case plan::TaskKind::kForward:
+      case plan::TaskKind::kBackwardInput:
+      case plan::TaskKind::kBackwardWeight:
+        seconds = cm.ComputeSeconds(graph.op(static_cast<models::OpId>(t.op)), t.kind, t.batch);
+        break;
+      case plan::TaskKind::kOptimizer:
+        seconds = cm.OptimizerSeconds(t.params);
+        break;
+      case plan::TaskKind::kCollective:
+        break;  // priced per collective below
+      case plan::TaskKind::kSend:
+      case plan::TaskKind::kRecv:
+        DTSIM_CHECK(false, "point-to-point tasks are not priced yet");
+    }
+    costs.task_ns[i] = SecondsToNs(seconds);
+  }
+
+  using Key = std::tuple<int, int, std::int32_t, std::uint64_t>;
+  std::map<Key, SimTime> cache;
+  for (const plan::Collective& c : plan.collectives()) {
+    DTSIM_CHECK(c.op == plan::CollectiveOp::kAllReduce, "only all-reduce is priced yet");
+    const Key key{static_cast<int>(c.op), static_cast<int>(c.algorithm), c.group,
+                  std::bit_cast<std::uint64_t>(c.bytes)};
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
+      std::vector<int> ranks(members.begin(), members.end());
+      it = cache.emplace(key, SecondsToNs(AllReduceSeconds(network, c.algorithm, ranks, c.bytes)))
+               .first;
+    }
+    costs.collective_ns.push_back(it->second);
+  }
+  return costs;
+}
+
+}  // namespace dtsim::sim

@@ -1,0 +1,21 @@
+// Prices every task of a plan: compute tasks with each rank's cost model,
+// collectives with the network model.
+#pragma once
+
+#include <vector>
+
+#include "models/graph.h"
+#include "plan/plan.h"
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "sim/network.h"
+
+namespace dtsim::sim {
+
+// `cost_of_rank[r]` indexes `cost_models` for rank r. Collectives with the
+// same algorithm, group and size are priced once.
+TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
+                     const std::vector<CostModel>& cost_models,
+                     const std::vector<int>& cost_of_rank, Network& network);
+
+}  // namespace dtsim::sim

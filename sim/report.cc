@@ -1,0 +1,210 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "common/units.h"
+
+namespace dtsim::sim {
+namespace {
+
+double CommBytesPerIteration(const Prediction& p) {
+  double bytes = 0;
+  for (const plan::Collective& c : p.plan.collectives())
+    if (c.iteration == 0) bytes += c.bytes;
+  return bytes;
+}
+
+int BucketsPerIteration(const Prediction& p) {
+  int n = 0;
+  for (const plan::Collective& c : p.plan.collectives()) n += c.iteration == 0;
+  return n;
+}
+
+std::string TaskLabel(const Prediction& p, const plan::Task& t) {
+  switch (t.kind) {
+    case plan::TaskKind::kForward:
+      return "fwd " + p.graph.op(static_cast<models::OpId>(t.op)).name;
+    case plan::TaskKind::kBackwardInput:
+      return "bwd_in " + p.graph.op(static_cast<models::OpId>(t.op)).name;
+    case plan::TaskKind::kBackwardWeight:
+      return "bwd_w " + p.graph.op(static_cast<models::OpId>(t.op)).name;
+    case plan::TaskKind::kOptimizer: return "optimizer";
+    case plan::TaskKind::kCollective: {
+      const auto& c = p.plan.collectives()[static_cast<std::size_t>(t.collective)];
+      return std::string(plan::CollectiveOpName(c.op)) + " bucket " + std::to_string(c.bucket);
+    }
+    case plan::TaskKind::kSend: return "send to " + std::to_string(t.peer);
+    case plan::TaskKind::kRecv: return "recv from " + std::to_string(t.peer);
+  }
+  return "?";
+}
+
+}  // namespace
+
+nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
+  const RunMetrics& m = p.metrics;
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["engine"] = s.engine;
+  j["seed"] = s.seed;
+  j["model"] = p.graph.name();
+  j["device"] = p.device.name;
+  j["nodes"] = s.cluster.nodes;
+  j["devices_per_node"] = s.cluster.devices_per_node;
+  j["devices"] = s.cluster.num_devices();
+  j["strategy"] = config::StrategyName(s.parallelism.strategy);
+  j["sync"] = config::SyncModeName(s.parallelism.sync);
+  j["algorithm"] = config::CollectiveAlgorithmName(s.parallelism.algorithm);
+  j["precision"] = hw::PrecisionName(s.workload.precision);
+  j["batch_per_device"] = s.workload.batch_per_device;
+  j["global_batch"] = p.plan.samples_per_iteration;
+  j["iterations"] = p.plan.iterations;
+  j["measured_iterations"] = m.measured_iterations;
+  j["throughput_samples_per_s"] = m.throughput_samples_per_s;
+  j["step_time_s"] = m.step_time_s;
+  j["scaling_efficiency"] = p.scaling_efficiency;
+  j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
+  j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
+                    {"exposed_comm_s", m.breakdown.exposed_comm_s},
+                    {"idle_s", m.breakdown.idle_s},
+                    {"comm_total_s", m.breakdown.comm_s}};
+  const models::GraphTotals totals = p.graph.Totals();
+  j["model_totals"] = {{"params", totals.params},
+                       {"fwd_flops_per_sample", totals.fwd_flops},
+                       {"bwd_flops_per_sample", totals.bwd_flops}};
+  j["communication"] = {{"buckets_per_iteration", BucketsPerIteration(p)},
+                        {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)}};
+  nlohmann::ordered_json iters = nlohmann::ordered_json::array();
+  double prev = 0;
+  for (std::size_t i = 0; i < m.iteration_end_s.size(); ++i) {
+    iters.push_back({{"iteration", i}, {"end_s", m.iteration_end_s[i]},
+                     {"duration_s", m.iteration_end_s[i] - prev}});
+    prev = m.iteration_end_s[i];
+  }
+  j["iteration_times"] = iters;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (std::size_t r = 0; r < m.per_rank.size(); ++r) {
+    const Breakdown& b = m.per_rank[r];
+    ranks.push_back({{"rank", r},
+                     {"node", p.plan.ranks[r].node},
+                     {"local", p.plan.ranks[r].local},
+                     {"compute_utilization", m.compute_utilization[r]},
+                     {"compute_s", b.compute_s},
+                     {"exposed_comm_s", b.exposed_comm_s},
+                     {"idle_s", b.idle_s}});
+  }
+  j["per_device"] = ranks;
+  j["simulation"] = {{"tasks", p.plan.num_tasks()},
+                     {"collectives", p.plan.collectives().size()},
+                     {"events", p.engine.events},
+                     {"simulated_time_s", NsToSeconds(p.engine.makespan)}};
+  return j;
+}
+
+std::string CsvHeader() {
+  return "scenario,model,device,nodes,devices_per_node,devices,algorithm,precision,"
+         "batch_per_device,global_batch,throughput_samples_per_s,step_time_s,"
+         "scaling_efficiency,compute_s,exposed_comm_s,idle_s";
+}
+
+std::string CsvRow(const config::Scenario& s, const Prediction& p) {
+  const RunMetrics& m = p.metrics;
+  std::ostringstream o;
+  o.precision(10);
+  o << s.name << ',' << p.graph.name() << ',' << p.device.name << ',' << s.cluster.nodes << ','
+    << s.cluster.devices_per_node << ',' << s.cluster.num_devices() << ','
+    << config::CollectiveAlgorithmName(s.parallelism.algorithm) << ','
+    << hw::PrecisionName(s.workload.precision) << ',' << s.workload.batch_per_device << ','
+    << p.plan.samples_per_iteration << ',' << m.throughput_samples_per_s << ',' << m.step_time_s
+    << ',' << p.scaling_efficiency << ',' << m.breakdown.compute_s << ','
+    << m.breakdown.exposed_comm_s << ',' << m.breakdown.idle_s;
+  return o.str();
+}
+
+void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
+  const int ranks = std::min(max_ranks, p.plan.num_ranks());
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const nlohmann::ordered_json& e) {
+    if (!first) out << ",\n";
+    first = false;
+    out << e.dump();
+  };
+  for (int r = 0; r < ranks; ++r) {
+    const auto& pl = p.plan.ranks[static_cast<std::size_t>(r)];
+    emit({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+          {"args", {{"name", "rank " + std::to_string(r) + " (node " + std::to_string(pl.node) +
+                                 ", " + p.device.name + " " + std::to_string(pl.local) + ")"}}}});
+    emit({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r}}}});
+    for (int s = 0; s < plan::kNumStreams; ++s)
+      emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", s},
+            {"args", {{"name", plan::StreamKindName(static_cast<plan::StreamKind>(s))}}}});
+  }
+  for (std::size_t t = 0; t < p.plan.num_tasks(); ++t) {
+    const plan::Task& task = p.plan.tasks()[t];
+    if (task.rank >= ranks) continue;
+    const TaskTiming& tm = p.engine.timing[t];
+    if (tm.end == tm.start) continue;
+    emit({{"name", TaskLabel(p, task)},
+          {"cat", plan::TaskKindName(task.kind)},
+          {"ph", "X"},
+          {"pid", task.rank},
+          {"tid", static_cast<int>(task.stream)},
+          {"ts", static_cast<double>(tm.start) / 1000.0},
+          {"dur", static_cast<double>(tm.end - tm.start) / 1000.0},
+          {"args", {{"iteration", task.iteration}}}});
+  }
+  out << "\n]}\n";
+}
+
+std::string StepLog(const config::Scenario& s, const Prediction& p) {
+  const RunMetrics& m = p.metrics;
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %s on %d x %s (%d node%s), %s, %s all-reduce\n",
+                s.name.c_str(), p.graph.name().c_str(), s.cluster.num_devices(),
+                p.device.name.c_str(), s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s",
+                hw::PrecisionName(s.workload.precision),
+                config::CollectiveAlgorithmName(s.parallelism.algorithm));
+  o << line;
+  double prev = 0;
+  for (std::size_t i = 0; i < m.iteration_end_s.size(); ++i) {
+    const double dt = m.iteration_end_s[i] - prev;
+    prev = m.iteration_end_s[i];
+    std::snprintf(line, sizeof line, "step %zu, loss = n/a (%.1f examples/sec; %.4f sec/batch)%s\n",
+                  i + 1, static_cast<double>(p.plan.samples_per_iteration) / dt, dt,
+                  static_cast<int>(i) < m.first_measured_iteration ? "  [warm-up]" : "");
+    o << line;
+  }
+  std::snprintf(line, sizeof line,
+                "throughput: %.1f samples/s (global batch %lld, step %s)\n"
+                "single device: %.1f samples/s; scaling efficiency: %.1f%%\n",
+                m.throughput_samples_per_s, static_cast<long long>(p.plan.samples_per_iteration),
+                FormatSeconds(m.step_time_s).c_str(), p.single_device_throughput_samples_per_s,
+                100.0 * p.scaling_efficiency);
+  o << line;
+  const double step = std::max(m.step_time_s, 1e-30);
+  std::snprintf(line, sizeof line,
+                "breakdown per step (mean over devices): compute %s (%.1f%%), exposed comm %s "
+                "(%.1f%%), idle %s (%.1f%%); comm total %s\n",
+                FormatSeconds(m.breakdown.compute_s).c_str(), 100 * m.breakdown.compute_s / step,
+                FormatSeconds(m.breakdown.exposed_comm_s).c_str(),
+                100 * m.breakdown.exposed_comm_s / step, FormatSeconds(m.breakdown.idle_s).c_str(),
+                100 * m.breakdown.idle_s / step, FormatSeconds(m.breakdown.comm_s).c_str());
+  o << line;
+  double lo = 1, hi = 0, sum = 0;
+  for (double u : m.compute_utilization) {
+    lo = std::min(lo, u);
+    hi = std::max(hi, u);
+    sum += u;
+  }
+  const double mean = m.compute_utilization.empty() ? 0 : sum / m.compute_utilization.size();
+  std::snprintf(line, sizeof line, "device compute utilization: mean %.1f%%, min %.1f%%, max %.1f%%\n",
+                100 * mean, 100 * lo, 100 * hi);
+  o << line;
+  return o.str();
+}
+
+}  // namespace dtsim::sim

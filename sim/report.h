@@ -1,0 +1,34 @@
+// Reports of a prediction in the formats the field uses: a JSON report, a CSV
+// row, a Chrome-trace/Perfetto timeline, and the seeds' step log for people.
+// Reports hold no wall-clock values, so the same scenario gives byte-identical
+// files.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "config/scenario.h"
+#include "sim/simulator.h"
+
+namespace dtsim::sim {
+
+// Top-level keys include throughput_samples_per_s, step_time_s,
+// scaling_efficiency and breakdown {compute_s, exposed_comm_s, idle_s}.
+nlohmann::ordered_json ReportJson(const config::Scenario& scenario, const Prediction& p);
+
+// One CSV header line and the matching row (no trailing newline).
+std::string CsvHeader();
+std::string CsvRow(const config::Scenario& scenario, const Prediction& p);
+
+// Chrome trace event format (JSON object with traceEvents); opens in
+// ui.perfetto.dev and chrome://tracing. One process per rank, one thread per
+// stream; only ranks < max_ranks are written.
+void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks);
+
+// Human summary in the style of TensorFlow's tutorial logs:
+//   step 1, loss = n/a (6043.4 examples/sec; 0.021 sec/batch)
+// followed by throughput, scaling efficiency, breakdown and utilization.
+std::string StepLog(const config::Scenario& scenario, const Prediction& p);
+
+}  // namespace dtsim::sim

@@ -1,0 +1,179 @@
+#include "tools/commands.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/units.h"
+#include "config/scenario.h"
+#include "exec/local_devices.h"
+#include "hw/catalog.h"
+#include "models/zoo.h"
+#include "plan/plan_export.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+
+namespace dtsim::tools {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Files of one run are first written as "<name>.tmp" and renamed into place
+// only once all of them were written, so a failure leaves no half-written
+// output behind.
+class OutputSet {
+ public:
+  explicit OutputSet(fs::path dir) : dir_(std::move(dir)) {}
+  ~OutputSet() {
+    for (const auto& [tmp, final_path] : files_) {
+      std::error_code ec;
+      fs::remove(tmp, ec);  // leftovers of an unfinished run
+    }
+  }
+
+  // Opens "<dir>/<name>.tmp" for writing.
+  std::ofstream Open(const std::string& name) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) throw UserError("cannot create output folder '" + dir_.string() + "': " + ec.message());
+    fs::path final_path = dir_ / name;
+    fs::path tmp = final_path;
+    tmp += ".tmp";
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw UserError("cannot write '" + tmp.string() + "'");
+    files_.emplace_back(tmp, final_path);
+    return f;
+  }
+
+  // Renames every file into place; returns the final paths.
+  std::vector<fs::path> Commit() {
+    std::vector<fs::path> done;
+    for (const auto& [tmp, final_path] : files_) {
+      fs::rename(tmp, final_path);
+      done.push_back(final_path);
+    }
+    files_.clear();
+    return done;
+  }
+
+ private:
+  fs::path dir_;
+  std::vector<std::pair<fs::path, fs::path>> files_;
+};
+
+void Close(std::ofstream& f, const std::string& what) {
+  f.close();
+  if (!f) throw UserError("failed writing " + what + " (disk full?)");
+}
+
+}  // namespace
+
+void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  const config::Scenario scenario = config::LoadScenario(o.scenario_path);
+  const sim::Prediction p = sim::Simulate(scenario);
+  const auto report = sim::ReportJson(scenario, p);
+  const bool json_to_stdout = o.json_path == "-";
+  std::ostream& log = json_to_stdout ? err : out;
+  if (!o.quiet) log << sim::StepLog(scenario, p);
+
+  OutputSet files(o.out_dir.empty() ? fs::path(scenario.outputs.dir) : fs::path(o.out_dir));
+  if (scenario.outputs.json) {
+    auto f = files.Open("report.json");
+    f << report.dump(2) << "\n";
+    Close(f, "report.json");
+  }
+  if (scenario.outputs.csv) {
+    auto f = files.Open("summary.csv");
+    f << sim::CsvHeader() << "\n" << sim::CsvRow(scenario, p) << "\n";
+    Close(f, "summary.csv");
+  }
+  if (scenario.outputs.trace && !o.no_trace) {
+    auto f = files.Open("trace.json");
+    sim::WriteChromeTrace(f, p, scenario.outputs.trace_max_ranks);
+    Close(f, "trace.json");
+  }
+  const auto written = files.Commit();
+  if (!o.json_path.empty() && !json_to_stdout) {
+    std::ofstream f(o.json_path, std::ios::binary);
+    if (!f) throw UserError("cannot write '" + o.json_path + "'");
+    f << report.dump(2) << "\n";
+    Close(f, o.json_path);
+  }
+  if (json_to_stdout) out << report.dump(2) << "\n";
+  if (!o.quiet) {
+    for (const auto& path : written) log << "wrote " << path.string() << "\n";
+    if (!o.json_path.empty() && !json_to_stdout) log << "wrote " << o.json_path << "\n";
+  }
+}
+
+void PlanCommand(const PlanOptions& o, std::ostream& out) {
+  const config::Scenario scenario = config::LoadScenario(o.scenario_path);
+  const models::ModelGraph graph = config::BuildWorkloadModel(scenario);
+  const plan::Plan plan = sim::MakePlan(scenario, graph);
+  if (o.json_path == "-") {
+    plan::WritePlanJson(out, plan, graph);
+    return;
+  }
+  out << plan::FormatPlacement(plan, graph, o.max_ranks);
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path, std::ios::binary);
+    if (!f) throw UserError("cannot write '" + o.json_path + "'");
+    plan::WritePlanJson(f, plan, graph);
+    Close(f, o.json_path);
+    out << "wrote task graph to " << o.json_path << "\n";
+  }
+}
+
+void ModelsCommand(std::ostream& out) {
+  out << "built-in models (dtsim model NAME for the per-layer table):\n";
+  for (const auto& e : models::ZooEntries()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-16s %s\n", e.name.c_str(), e.description.c_str());
+    out << line;
+  }
+}
+
+void ModelCommand(const std::string& name, std::ostream& out) {
+  const bool is_file = name.ends_with(".yaml") || name.ends_with(".yml");
+  const models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
+  out << models::FormatModelTable(g);
+}
+
+void DevicesCommand(bool local, std::ostream& out) {
+  char line[512];
+  if (local) {
+    std::string why;
+    out << "local devices:\n";
+    for (const auto& d : exec::LocalDevices()) {
+      std::snprintf(line, sizeof line, "  %-4s %-40s fp32 %-14s memory %-10s %-12s\n    source: %s\n",
+                    d.kind.c_str(), d.name.c_str(), FormatFlopRate(d.fp32_flop_per_s).c_str(),
+                    FormatBytes(d.memory_bytes).c_str(),
+                    FormatBandwidth(d.memory_bw_bytes_per_s).c_str(), d.source.c_str());
+      out << line;
+    }
+    if (exec::LocalGpus(&why).empty()) out << "  (no GPU: " << why << ")\n";
+    return;
+  }
+  const auto catalog = hw::HardwareCatalog::BuiltIn();
+  out << "devices (peak dense flop/s; memory; memory bandwidth):\n";
+  for (const auto& d : catalog.devices()) {
+    std::snprintf(line, sizeof line, "  %-18s fp32 %-14s tf32 %-14s fp16 %-14s %-10s %s\n",
+                  d.name.c_str(), FormatFlopRate(d.fp32_flop_per_s).c_str(),
+                  FormatFlopRate(d.PeakFlopRate(hw::Precision::kTf32)).c_str(),
+                  FormatFlopRate(d.PeakFlopRate(hw::Precision::kFp16)).c_str(),
+                  FormatBytes(d.memory_bytes).c_str(), FormatBandwidth(d.memory_bw_bytes_per_s).c_str());
+    out << line;
+  }
+  out << "links (bandwidth per direction; latency):\n";
+  for (const auto& l : catalog.links()) {
+    std::snprintf(line, sizeof line, "  %-16s %-12s %-10s %s\n", l.name.c_str(),
+                  FormatBandwidth(l.bw_bytes_per_s).c_str(), FormatSeconds(l.latency_s).c_str(),
+                  l.source.c_str());
+    out << line;
+  }
+}
+
+}  // namespace dtsim::tools

@@ -1,0 +1,31 @@
+// The dtsim subcommands. Each returns normally on success and throws
+// UserError for bad input; main() maps errors to exit statuses.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace dtsim::tools {
+
+struct RunOptions {
+  std::string scenario_path;
+  std::string out_dir;      // overrides outputs.dir when set
+  std::string json_path;    // "-" = report to stdout; otherwise also write here
+  bool no_trace = false;    // skip trace.json whatever the scenario says
+  bool quiet = false;       // no step log
+};
+void RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+struct PlanOptions {
+  std::string scenario_path;
+  std::string json_path;    // export the task graph ("-" = stdout)
+  int max_ranks = 16;
+};
+void PlanCommand(const PlanOptions& options, std::ostream& out);
+
+void ModelsCommand(std::ostream& out);
+// `name` is a zoo name or, if it ends in .yaml/.yml, a model file.
+void ModelCommand(const std::string& name, std::ostream& out);
+void DevicesCommand(bool local, std::ostream& out);
+
+}  // namespace dtsim::tools

@@ -1,0 +1,72 @@
+// dtsim: predicts how fast a deep-learning model trains on a GPU cluster.
+// main() is the only place that decides the exit status:
+//   0 success, 2 bad input (scenario, model file, arguments), 1 anything else.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "common/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "dtsim: discrete-event simulator of deep-learning training clusters.\n"
+      "Describe a cluster, a model and a parallelization in a scenario file (see\n"
+      "docs/scenario.md and scenarios/), then predict its throughput, step-time\n"
+      "breakdown and timeline.",
+      "dtsim"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dtsim 0.1.0");
+
+  dtsim::tools::RunOptions run;
+  auto* run_cmd = app.add_subcommand(
+      "run", "Simulate a scenario: prints a step log and summary, writes report.json, summary.csv "
+             "and trace.json (Chrome/Perfetto) under results/<name>/ unless told otherwise");
+  run_cmd->add_option("scenario", run.scenario_path, "Scenario YAML file")->required();
+  run_cmd->add_option("-o,--out", run.out_dir, "Output folder (default: the scenario's outputs.dir)");
+  run_cmd->add_option("--json", run.json_path,
+                      "Also write the JSON report to this path; '-' prints it to stdout "
+                      "(the step log then goes to stderr)");
+  run_cmd->add_flag("--no-trace", run.no_trace, "Do not write trace.json");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "No step log");
+
+  dtsim::tools::PlanOptions plan;
+  auto* plan_cmd = app.add_subcommand(
+      "plan", "Build the scenario's plan and print the placement of ops on devices "
+              "(like TensorFlow's log_device_placement); optionally export the task graph");
+  plan_cmd->add_option("scenario", plan.scenario_path, "Scenario YAML file")->required();
+  plan_cmd->add_option("--json", plan.json_path, "Write the task graph as JSON here ('-' = stdout)");
+  plan_cmd->add_option("--max-ranks", plan.max_ranks, "Ranks listed one by one")->check(CLI::PositiveNumber);
+
+  auto* models_cmd = app.add_subcommand("models", "List the built-in model zoo");
+  std::string model_name;
+  auto* model_cmd = app.add_subcommand(
+      "model", "Print a model's per-layer table (params, FLOPs, activations) and totals");
+  model_cmd->add_option("name", model_name, "Zoo model name, or a model YAML file (*.yaml)")
+      ->required();
+  bool local = false;
+  auto* devices_cmd = app.add_subcommand("devices", "List the hardware catalog (GPUs and links)");
+  devices_cmd->add_flag("--local", local, "Describe this machine's CPU and GPUs instead");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
+    if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
+    if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
+    if (*model_cmd) dtsim::tools::ModelCommand(model_name, std::cout);
+    if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
+  } catch (const dtsim::UserError& e) {
+    std::cerr << "dtsim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "dtsim: " << e.what() << "\n";
+    return 1;
+  }
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}

@@ -5,8 +5,15 @@ namespace dtsim {
 std::string SourceLocation::ToString() const {
   if (file.empty()) return "";
   if (line <= 0) return file;
-  std::string s = file + ":" + std::to_string(line);
-  if (column > 0) s += ":" + std::to_string(column);
+  // Appended piece by piece: GCC 12 reports a false -Wrestrict on
+  // `file + ":" + ...` chains.
+  std::string s = file;
+  s += ':';
+  s += std::to_string(line);
+  if (column > 0) {
+    s += ':';
+    s += std::to_string(column);
+  }
   return s;
 }
 

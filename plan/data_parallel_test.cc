@@ -10,21 +10,22 @@ using models::Op;
 using models::OpKind;
 
 // input -> dense(1000 params) -> relu -> dense(3000 params) -> loss
+Op MakeOp(const char* name, OpKind kind, std::int64_t params) {
+  Op op;
+  op.name = name;
+  op.kind = kind;
+  op.params = params;
+  op.fwd_flops = 2.0 * params;
+  return op;
+}
+
 ModelGraph Tiny() {
   ModelGraph g("tiny");
-  Op in{.name = "in", .kind = OpKind::kInput};
-  Op d1{.name = "d1", .kind = OpKind::kDense};
-  d1.params = 1000;
-  d1.fwd_flops = 2000;
-  Op relu{.name = "relu", .kind = OpKind::kRelu};
-  Op d2{.name = "d2", .kind = OpKind::kDense};
-  d2.params = 3000;
-  Op loss{.name = "loss", .kind = OpKind::kSoftmaxCrossEntropy};
-  auto a = g.AddOp(in, {});
-  auto b = g.AddOp(d1, {a});
-  auto c = g.AddOp(relu, {b});
-  auto d = g.AddOp(d2, {c});
-  g.AddOp(loss, {d});
+  auto a = g.AddOp(MakeOp("in", OpKind::kInput, 0), {});
+  auto b = g.AddOp(MakeOp("d1", OpKind::kDense, 1000), {a});
+  auto c = g.AddOp(MakeOp("relu", OpKind::kRelu, 0), {b});
+  auto d = g.AddOp(MakeOp("d2", OpKind::kDense, 3000), {c});
+  g.AddOp(MakeOp("loss", OpKind::kSoftmaxCrossEntropy, 0), {d});
   return g;
 }
 
@@ -56,8 +57,11 @@ TEST(DataParallelPlan, TaskCountsPerRank) {
   EXPECT_EQ(p.collectives().size(), 2u * 2);
   EXPECT_DOUBLE_EQ(p.collectives()[0].bytes, 12000);
   EXPECT_DOUBLE_EQ(p.collectives()[1].bytes, 4000);
-  for (const Task& t : p.tasks())
-    if (t.kind == TaskKind::kOptimizer) EXPECT_EQ(t.params, 4000);
+  for (const Task& t : p.tasks()) {
+    if (t.kind == TaskKind::kOptimizer) {
+      EXPECT_EQ(t.params, 4000);
+    }
+  }
 }
 
 TEST(DataParallelPlan, OneRankHasNoCollectives) {

@@ -69,17 +69,20 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result) {
     list[static_cast<std::size_t>(task.rank)].push_back({b, e});
   }
   const double per_iter = 1.0 / m.measured_iterations;
-  const double window_s = NsToSeconds(window_end - window_begin);
+  const SimTime window = window_end - window_begin;
   for (std::size_t r = 0; r < ranks; ++r) {
-    Breakdown b;
+    // Whole nanoseconds first, so that the three parts add up exactly.
     const SimTime busy = Length(compute[r]);
     const SimTime comm_busy = Length(comm[r]);
+    const SimTime exposed = comm_busy - Overlap(compute[r], comm[r]);
+    const SimTime idle = std::max<SimTime>(0, window - busy - exposed);
+    Breakdown b;
     b.compute_s = NsToSeconds(busy) * per_iter;
     b.comm_s = NsToSeconds(comm_busy) * per_iter;
-    b.exposed_comm_s = NsToSeconds(comm_busy - Overlap(compute[r], comm[r])) * per_iter;
-    b.idle_s = std::max(0.0, m.step_time_s - b.compute_s - b.exposed_comm_s);
+    b.exposed_comm_s = NsToSeconds(exposed) * per_iter;
+    b.idle_s = NsToSeconds(idle) * per_iter;
     m.per_rank.push_back(b);
-    m.compute_utilization.push_back(window_s > 0 ? NsToSeconds(busy) / window_s : 0.0);
+    m.compute_utilization.push_back(window > 0 ? static_cast<double>(busy) / window : 0.0);
     m.breakdown.compute_s += b.compute_s / static_cast<double>(ranks);
     m.breakdown.exposed_comm_s += b.exposed_comm_s / static_cast<double>(ranks);
     m.breakdown.idle_s += b.idle_s / static_cast<double>(ranks);

@@ -204,6 +204,16 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
   std::snprintf(line, sizeof line, "device compute utilization: mean %.1f%%, min %.1f%%, max %.1f%%\n",
                 100 * mean, 100 * lo, 100 * hi);
   o << line;
+  if (m.per_rank.size() <= 16) {
+    for (std::size_t r = 0; r < m.per_rank.size(); ++r) {
+      const Breakdown& b = m.per_rank[r];
+      std::snprintf(line, sizeof line,
+                    "  rank %zu (node %d, %s %d): compute %.1f%%, exposed comm %.1f%%, idle %.1f%%\n",
+                    r, p.plan.ranks[r].node, p.device.name.c_str(), p.plan.ranks[r].local,
+                    100 * b.compute_s / step, 100 * b.exposed_comm_s / step, 100 * b.idle_s / step);
+      o << line;
+    }
+  }
   return o.str();
 }
 

@@ -1,0 +1,61 @@
+// The parts of scenario.h that do not read YAML: enum names, the scenario's
+// catalog and its model.
+#include "config/scenario.h"
+
+namespace dtsim::config {
+
+const char* TopologyName(Topology t) {
+  switch (t) {
+    case Topology::kSingleSwitch: return "single_switch";
+    case Topology::kFatTree: return "fat_tree";
+  }
+  return "?";
+}
+
+const char* StrategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kData: return "data";
+  }
+  return "?";
+}
+
+const char* SyncModeName(SyncMode s) {
+  switch (s) {
+    case SyncMode::kSynchronous: return "synchronous";
+  }
+  return "?";
+}
+
+const char* CollectiveAlgorithmName(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kTree: return "tree";
+    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+hw::HardwareCatalog ScenarioCatalog(const Scenario& s) {
+  hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  for (const hw::DeviceSpec& d : s.cluster.custom_devices) catalog.AddDevice(d);
+  for (const hw::LinkSpec& l : s.cluster.custom_links) catalog.AddLink(l);
+  return catalog;
+}
+
+models::ModelGraph BuildWorkloadModel(const Scenario& s) {
+  const ModelRef& ref = s.workload.model;
+  models::ModelGraph graph = ref.transformer ? models::BuildTransformer(*ref.transformer)
+                             : !ref.file.empty() ? models::LoadModelFile(ref.file)
+                                                 : models::BuildZooModel(ref.zoo_name);
+  // Mixed precision keeps weights, activations and gradients in 16 bits; fp32
+  // and tf32 (a tensor-core math mode over fp32 storage) keep 32.
+  switch (s.workload.precision) {
+    case hw::Precision::kFp16: graph.SetDType(models::DType::kFp16); break;
+    case hw::Precision::kBf16: graph.SetDType(models::DType::kBf16); break;
+    case hw::Precision::kFp32:
+    case hw::Precision::kTf32: graph.SetDType(models::DType::kFp32); break;
+  }
+  return graph;
+}
+
+}  // namespace dtsim::config

@@ -1,0 +1,365 @@
+// Reads a scenario file (format: docs/scenario.md) into config::Scenario.
+//
+// Each section has its own Read* function that declares the section's keys,
+// reads them with YamlValue's typed reads and leaves the defaults of
+// scenario.h for absent keys. Every error is a UserError at the offending
+// key or value.
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "config/scenario.h"
+#include "config/yaml_reader.h"
+
+namespace dtsim::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array kTopologies = {Topology::kSingleSwitch, Topology::kFatTree};
+constexpr std::array kStrategies = {Strategy::kData};
+constexpr std::array kSyncModes = {SyncMode::kSynchronous};
+constexpr std::array kAlgorithms = {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
+                                    CollectiveAlgorithm::kHierarchical};
+// Simulation engines sim/ provides (sim/simulator.h).
+const std::vector<std::string> kEngines = {"analytic"};
+
+// One of `all`, spelled as `name` spells it.
+template <typename E, std::size_t N>
+E ReadEnum(const YamlValue& v, const std::array<E, N>& all, const char* (*name)(E),
+           std::string_view what) {
+  std::vector<std::string> names;
+  for (E e : all) names.emplace_back(name(e));
+  return all[v.AsChoice(names, what)];
+}
+
+// A fraction of a peak rate, in (0, 1].
+double ReadEfficiency(const YamlValue& v) {
+  const double e = v.AsNumber();
+  if (!(e > 0 && e <= 1)) {
+    v.Fail("expected an efficiency in (0, 1], got " + v.Describe(),
+           "an efficiency is a fraction of the peak rate: 0.8 means 80%");
+  }
+  return e;
+}
+
+// Checks that a name read from `v` is unique among those already defined.
+void CheckUnique(const YamlValue& v, const std::string& name, std::vector<std::string>* seen,
+                 std::string_view what) {
+  for (const std::string& s : *seen) {
+    if (EqualsIgnoreCase(s, name)) v.Fail(std::string(what) + " '" + name + "' is defined twice");
+  }
+  seen->push_back(name);
+}
+
+hw::DeviceSpec ReadDevice(const YamlValue& v) {
+  const YamlMap m = v.AsMap({"name", "kind", "fp32", "tf32", "fp16", "bf16", "memory",
+                             "memory_bandwidth", "source"});
+  hw::DeviceSpec d;
+  d.name = m.Require("name").AsString();
+  if (auto x = m.Get("kind")) {
+    const std::vector<std::string> kinds = {"gpu", "cpu"};
+    d.kind = kinds[x->AsChoice(kinds, "device kind")];
+  }
+  // fp32 is the rate every other precision falls back to, so it is required.
+  d.fp32_flop_per_s = m.Require("fp32").AsPositiveQuantity(Dimension::kFlopRate);
+  if (auto x = m.Get("tf32")) d.tf32_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
+  if (auto x = m.Get("fp16")) d.fp16_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
+  if (auto x = m.Get("bf16")) d.bf16_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
+  d.memory_bytes = m.Require("memory").AsPositiveQuantity(Dimension::kBytes);
+  d.memory_bw_bytes_per_s =
+      m.Require("memory_bandwidth").AsPositiveQuantity(Dimension::kBandwidth);
+  d.source = "scenario " + v.where().file;
+  if (auto x = m.Get("source")) d.source = x->AsString();
+  // The reads above already ensure validity; hw has the last word.
+  if (const std::string problem = d.Problem(); !problem.empty()) v.Fail(problem);
+  return d;
+}
+
+hw::LinkSpec ReadLink(const YamlValue& v) {
+  const YamlMap m = v.AsMap({"name", "bandwidth", "latency", "source"});
+  hw::LinkSpec l;
+  l.name = m.Require("name").AsString();
+  l.bw_bytes_per_s = m.Require("bandwidth").AsPositiveQuantity(Dimension::kBandwidth);
+  l.latency_s = m.Require("latency").AsQuantity(Dimension::kTime);
+  l.source = "scenario " + v.where().file;
+  if (auto x = m.Get("source")) l.source = x->AsString();
+  if (const std::string problem = l.Problem(); !problem.empty()) v.Fail(problem);
+  return l;
+}
+
+// The canonical spelling of a device or link name, or an error at `v`
+// listing the known ones.
+std::string ResolveDevice(const YamlValue& v, const hw::HardwareCatalog& catalog) {
+  const std::string name = v.AsString();
+  if (const hw::DeviceSpec* d = catalog.FindDevice(name)) return d->name;
+  std::vector<std::string> known;
+  for (const hw::DeviceSpec& d : catalog.devices()) known.push_back(d.name);
+  v.Fail("unknown device '" + name + "'",
+         UnknownNameHint(name, known, "known devices (or define it under cluster.devices)"));
+}
+
+std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) {
+  const std::string name = v.AsString();
+  if (const hw::LinkSpec* l = catalog.FindLink(name)) return l->name;
+  std::vector<std::string> known;
+  for (const hw::LinkSpec& l : catalog.links()) known.push_back(l.name);
+  v.Fail("unknown link '" + name + "'",
+         UnknownNameHint(name, known, "known links (or define it under cluster.links)"));
+}
+
+NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
+  const YamlMap m = v.AsMap({"link", "topology", "nics_per_node", "nodes_per_leaf",
+                             "oversubscription", "spine_latency"});
+  NetworkConfig n;
+  if (auto x = m.Get("topology")) n.topology = ReadEnum(*x, kTopologies, TopologyName, "topology");
+  if (auto x = m.Get("nics_per_node")) n.nics_per_node = x->AsInt(1);
+  if (auto x = m.Get("nodes_per_leaf")) n.nodes_per_leaf = x->AsInt(1);
+  if (auto x = m.Get("oversubscription")) {
+    n.oversubscription = x->AsNumber();
+    if (!(n.oversubscription >= 1)) {
+      x->Fail("expected an oversubscription >= 1, got " + x->Describe(),
+              "oversubscription is the leaf's down/up bandwidth ratio: 1 is non-blocking, "
+              "4 means 4:1");
+    }
+  }
+  if (auto x = m.Get("spine_latency")) n.spine_latency_s = x->AsQuantity(Dimension::kTime);
+  if (auto x = m.Get("link")) n.link = ResolveLink(*x, catalog);
+  return n;
+}
+
+ClusterConfig ReadCluster(const YamlValue& v) {
+  const YamlMap m = v.AsMap({"nodes", "devices_per_node", "device", "intra_node_link",
+                             "network", "devices", "links"});
+  ClusterConfig c;
+  if (auto x = m.Get("nodes")) c.nodes = x->AsInt(1);
+  if (auto x = m.Get("devices_per_node")) c.devices_per_node = x->AsInt(1);
+  // Rank ids are int; only a devices_per_node > 1 can overflow them.
+  if (const std::int64_t devices = std::int64_t{c.nodes} * c.devices_per_node; devices > INT_MAX) {
+    m.Require("devices_per_node")
+        .Fail("nodes x devices_per_node = " + std::to_string(devices) +
+              " devices is more than dtsim can number");
+  }
+  // Custom entries first: the names below may refer to them.
+  std::vector<std::string> names;
+  if (auto x = m.Get("devices")) {
+    for (const YamlValue& item : x->AsSequence()) {
+      c.custom_devices.push_back(ReadDevice(item));
+      CheckUnique(item, c.custom_devices.back().name, &names, "device");
+    }
+  }
+  names.clear();
+  if (auto x = m.Get("links")) {
+    for (const YamlValue& item : x->AsSequence()) {
+      c.custom_links.push_back(ReadLink(item));
+      CheckUnique(item, c.custom_links.back().name, &names, "link");
+    }
+  }
+  hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  for (const hw::DeviceSpec& d : c.custom_devices) catalog.AddDevice(d);
+  for (const hw::LinkSpec& l : c.custom_links) catalog.AddLink(l);
+
+  if (auto x = m.Get("device")) c.device = ResolveDevice(*x, catalog);
+  if (auto x = m.Get("intra_node_link")) c.intra_node_link = ResolveLink(*x, catalog);
+  if (auto x = m.Get("network")) c.network = ReadNetwork(*x, catalog);
+  return c;
+}
+
+models::TransformerConfig ReadTransformer(const YamlValue& v) {
+  const YamlMap m = v.AsMap({"layers", "hidden", "heads", "sequence", "vocab", "ffn_hidden",
+                             "max_positions", "tied_embeddings", "causal"});
+  models::TransformerConfig t;
+  if (auto x = m.Get("layers")) t.layers = x->AsInt(1);
+  if (auto x = m.Get("hidden")) t.hidden = x->AsInt(1);
+  if (auto x = m.Get("heads")) t.heads = x->AsInt(1);
+  if (auto x = m.Get("sequence")) t.sequence = x->AsInt(1);
+  if (auto x = m.Get("vocab")) t.vocab = x->AsInt(1);
+  // 0 keeps the builder's default (4 x hidden; = sequence).
+  if (auto x = m.Get("ffn_hidden")) t.ffn_hidden = x->AsInt(0);
+  if (auto x = m.Get("max_positions")) t.max_positions = x->AsInt(0);
+  if (auto x = m.Get("tied_embeddings")) t.tied_embeddings = x->AsBool();
+  if (auto x = m.Get("causal")) t.causal = x->AsBool();
+  if (t.hidden % t.heads != 0) {
+    const YamlValue at = m.Get("heads") ? *m.Get("heads") : v;
+    at.Fail("hidden (" + std::to_string(t.hidden) + ") is not divisible by heads (" +
+            std::to_string(t.heads) + ")");
+  }
+  if (t.max_positions != 0 && t.max_positions < t.sequence) {
+    m.Require("max_positions")
+        .Fail("max_positions (" + std::to_string(t.max_positions) +
+              ") is shorter than sequence (" + std::to_string(t.sequence) + ")");
+  }
+  // The builder has the last word on what is consistent; its errors are
+  // reported at the transformer mapping.
+  try {
+    models::BuildTransformer(t);
+  } catch (const UserError& e) {
+    v.Fail(e.message(), e.hint());
+  }
+  return t;
+}
+
+// `base` is the scenario file; a relative model file is found next to it.
+ModelRef ReadModel(const YamlValue& v, const std::string& base) {
+  ModelRef ref;
+  if (v.IsScalar()) {
+    const std::string name = v.AsString();
+    std::vector<std::string> known;
+    for (const models::ZooEntry& e : models::ZooEntries()) {
+      if (EqualsIgnoreCase(e.name, name)) {
+        ref.zoo_name = e.name;
+        return ref;
+      }
+      known.push_back(e.name);
+    }
+    v.Fail("unknown model '" + name + "'",
+           UnknownNameHint(name, known, "zoo models (or use {transformer: ...} or {file: ...})"));
+  }
+  if (!v.IsMap()) {
+    v.Fail("expected a zoo model name or a mapping with 'transformer' or 'file', got " +
+           v.Describe());
+  }
+  const YamlMap m = v.AsMap({"transformer", "file"});
+  if (m.entries().size() != 1) {
+    v.Fail("expected exactly one of 'transformer' or 'file'");
+  }
+  if (auto x = m.Get("transformer")) {
+    ref.transformer = ReadTransformer(*x);
+    return ref;
+  }
+  const YamlValue x = m.Require("file");
+  fs::path file = x.AsString();
+  if (file.is_relative()) file = fs::path(base).parent_path() / file;
+  ref.file = file.lexically_normal().string();
+  std::error_code ec;
+  if (!fs::is_regular_file(ref.file, ec)) {
+    x.Fail("model file '" + ref.file + "' not found",
+           "a relative path is resolved against the scenario file's folder");
+  }
+  return ref;
+}
+
+hw::Precision ReadPrecision(const YamlValue& v) {
+  const std::string s = v.AsString();
+  try {
+    return hw::ParsePrecision(s);
+  } catch (const UserError& e) {
+    v.Fail(e.message(), e.hint());
+  }
+}
+
+WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
+  const YamlMap m = v.AsMap({"model", "batch_per_device", "precision", "iterations",
+                             "compute_efficiency", "memory_efficiency", "kernel_launch",
+                             "optimizer_flops_per_param"});
+  WorkloadConfig w;
+  if (auto x = m.Get("model")) w.model = ReadModel(*x, base);
+  if (auto x = m.Get("batch_per_device")) w.batch_per_device = x->AsInt(1);
+  if (auto x = m.Get("precision")) w.precision = ReadPrecision(*x);
+  if (auto x = m.Get("iterations")) w.iterations = x->AsInt(1);
+  if (auto x = m.Get("compute_efficiency")) {
+    std::vector<std::string> kinds;
+    for (models::OpKind k : models::AllOpKinds()) kinds.emplace_back(models::OpKindName(k));
+    const YamlMap efficiencies = x->AsMap(kinds);
+    for (const YamlMap::Entry& e : efficiencies.entries()) {
+      for (models::OpKind k : models::AllOpKinds()) {
+        if (e.key == models::OpKindName(k)) w.compute_efficiency[k] = ReadEfficiency(e.value);
+      }
+    }
+  }
+  if (auto x = m.Get("memory_efficiency")) w.memory_efficiency = ReadEfficiency(*x);
+  if (auto x = m.Get("kernel_launch")) w.kernel_launch_s = x->AsQuantity(Dimension::kTime);
+  if (auto x = m.Get("optimizer_flops_per_param")) {
+    w.optimizer_flops_per_param = x->AsNumber();
+    if (*w.optimizer_flops_per_param < 0) x->Fail("expected a number >= 0, got " + x->Describe());
+  }
+  return w;
+}
+
+ParallelismConfig ReadParallelism(const YamlValue& v) {
+  const YamlMap m = v.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap"});
+  ParallelismConfig p;
+  if (auto x = m.Get("strategy")) p.strategy = ReadEnum(*x, kStrategies, StrategyName, "strategy");
+  if (auto x = m.Get("sync")) p.sync = ReadEnum(*x, kSyncModes, SyncModeName, "sync mode");
+  if (auto x = m.Get("algorithm")) {
+    p.algorithm = ReadEnum(*x, kAlgorithms, CollectiveAlgorithmName, "all-reduce algorithm");
+  }
+  if (auto x = m.Get("bucket_size")) p.bucket_bytes = x->AsPositiveQuantity(Dimension::kBytes);
+  if (auto x = m.Get("overlap")) p.overlap = x->AsBool();
+  return p;
+}
+
+OutputConfig ReadOutputs(const YamlValue& v) {
+  const YamlMap m = v.AsMap({"dir", "json", "csv", "trace", "trace_max_ranks"});
+  OutputConfig o;
+  if (auto x = m.Get("dir")) o.dir = x->AsString();
+  if (auto x = m.Get("json")) o.json = x->AsBool();
+  if (auto x = m.Get("csv")) o.csv = x->AsBool();
+  if (auto x = m.Get("trace")) o.trace = x->AsBool();
+  if (auto x = m.Get("trace_max_ranks")) o.trace_max_ranks = x->AsInt(1);
+  return o;
+}
+
+// "scenario files in 'dir': a.yaml, b.yaml": the hint for a missing file.
+std::string NeighboursHint(const fs::path& path) {
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") {
+      names.push_back(e.path().filename().string());
+    }
+  }
+  if (names.empty()) return "paths are relative to the current directory";
+  std::sort(names.begin(), names.end());
+  std::string s = "scenario files in '" + dir.string() + "': ";
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s;
+}
+
+}  // namespace
+
+Scenario ParseScenario(const std::string& yaml_text, const std::string& filename) {
+  const YamlValue root = YamlValue::Root(ParseYamlDocument(yaml_text, filename), filename);
+  if (root.IsNull()) root.Fail("the scenario is empty", "see docs/scenario.md for the format");
+  const YamlMap m = root.AsMap(
+      {"name", "seed", "engine", "cluster", "workload", "parallelism", "outputs"});
+
+  Scenario s;
+  s.source_path = filename;
+  if (const std::string stem = fs::path(filename).stem().string(); !stem.empty()) s.name = stem;
+  if (auto x = m.Get("name")) s.name = x->AsString();
+  if (auto x = m.Get("seed")) {
+    s.seed = static_cast<std::uint64_t>(x->AsInt64(0, std::numeric_limits<std::int64_t>::max()));
+  }
+  if (auto x = m.Get("engine")) s.engine = kEngines[x->AsChoice(kEngines, "engine")];
+  // Absent sections keep scenario.h's defaults (config_test checks that the
+  // default device and links are in the built-in catalog).
+  if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x);
+  if (auto x = m.Get("workload")) s.workload = ReadWorkload(*x, filename);
+  if (auto x = m.Get("parallelism")) s.parallelism = ReadParallelism(*x);
+  if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
+  if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;
+  return s;
+}
+
+Scenario LoadScenario(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    const std::string why = fs::exists(path, ec) ? "not a regular file" : "no such file";
+    throw UserError(SourceLocation{path}, "cannot read scenario file '" + path + "': " + why,
+                    NeighboursHint(path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw UserError(SourceLocation{path}, "cannot read scenario file '" + path + "'");
+  return ParseScenario(text.str(), path);
+}
+
+}  // namespace dtsim::config

@@ -1,0 +1,482 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "config/scenario.h"
+
+namespace dtsim::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Success when parsing `yaml` (as "test.yaml") throws a UserError located on
+// `line` of test.yaml whose text (message and hint) contains `text`.
+::testing::AssertionResult FailsAt(const std::string& yaml, int line, const std::string& text) {
+  try {
+    ParseScenario(yaml, "test.yaml");
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    if (e.where().file != "test.yaml" || e.where().line != line) {
+      return ::testing::AssertionFailure()
+             << "expected the error on test.yaml line " << line << ", got:\n" << what;
+    }
+    if (what.find(text) == std::string::npos) {
+      return ::testing::AssertionFailure() << "expected '" << text << "' in:\n" << what;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "no UserError for:\n" << yaml;
+}
+
+// A fresh folder name under the system's temporary folder, unique to this
+// call (several test runs may share the machine).
+fs::path ScratchDir() {
+  std::random_device random;
+  return fs::temp_directory_path() / ("dtsim_config_test_" + std::to_string(random()) +
+                                      std::to_string(random()));
+}
+
+// ---------------------------------------------------------------- bad input
+
+TEST(ScenarioLoaderTest, MissingUnit) {
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  links:
+    - {name: myfabric, bandwidth: 50, latency: 2us}
+)",
+                      3, "cluster.links[0].bandwidth: the bandwidth '50' has no unit"));
+  // The hint is ParseQuantity's: an example and the accepted units.
+  EXPECT_TRUE(FailsAt("parallelism:\n  bucket_size: 25\n", 2, "accepted units: B, KB"));
+  EXPECT_TRUE(FailsAt("workload:\n  kernel_launch: 5\n", 2, "the time '5' has no unit"));
+}
+
+TEST(ScenarioLoaderTest, UnknownTopLevelKey) {
+  EXPECT_TRUE(FailsAt("name: x\nsede: 3\n", 2, "unknown key 'sede' at top level"));
+  EXPECT_TRUE(FailsAt("name: x\nsede: 3\n", 2,
+                      "did you mean 'seed'? allowed keys: name, seed, engine, cluster, workload, "
+                      "parallelism, outputs"));
+}
+
+TEST(ScenarioLoaderTest, UnknownNestedKey) {
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  nodes: 2
+  network:
+    link: 25GbE
+    topolgy: fat_tree
+)",
+                      5, "unknown key 'topolgy' in 'cluster.network'"));
+  EXPECT_TRUE(FailsAt("workload:\n  compute_efficiency: {convolution: 0.5}\n", 2,
+                      "unknown key 'convolution' in 'workload.compute_efficiency'"));
+  EXPECT_TRUE(FailsAt("outputs:\n  dir: x\n  jsn: true\n", 3, "allowed keys: dir, json"));
+}
+
+TEST(ScenarioLoaderTest, WrongType) {
+  EXPECT_TRUE(FailsAt("name: x\ncluster: 4\n", 2, "cluster: expected a mapping"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  overlap: maybe\n", 2,
+                      "parallelism.overlap: expected true or false, got 'maybe'"));
+  EXPECT_TRUE(FailsAt("cluster:\n  device: [V100-SXM2-32GB]\n", 2,
+                      "cluster.device: expected a single value, got a list"));
+  EXPECT_TRUE(FailsAt("workload:\n  memory_efficiency: high\n", 2, "expected a number"));
+  EXPECT_TRUE(FailsAt("cluster:\n  devices: {name: x}\n", 2, "cluster.devices: expected a list"));
+  EXPECT_TRUE(FailsAt("- a\n- b\n", 1, "expected a mapping"));
+}
+
+TEST(ScenarioLoaderTest, NonIntegerCount) {
+  EXPECT_TRUE(FailsAt("cluster:\n  nodes: 2.5\n", 2,
+                      "cluster.nodes: expected an integer, got '2.5'"));
+  EXPECT_TRUE(FailsAt("cluster:\n  nodes: four\n", 2, "expected an integer, got 'four'"));
+  EXPECT_TRUE(FailsAt("cluster:\n  nodes: 0\n", 2, "expected an integer >= 1, got 0"));
+  EXPECT_TRUE(FailsAt("workload:\n  batch_per_device: -8\n", 2, "expected an integer >= 1"));
+  EXPECT_TRUE(FailsAt("cluster:\n  network: {nics_per_node: 1.5}\n", 2,
+                      "cluster.network.nics_per_node: expected an integer"));
+}
+
+TEST(ScenarioLoaderTest, NegativeOrZeroBandwidth) {
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  links:
+    - name: myfabric
+      bandwidth: -5GBps
+      latency: 2us
+)",
+                      4, "negative bandwidth '-5GBps'"));
+  EXPECT_TRUE(FailsAt("cluster:\n  links: [{name: f, bandwidth: 0GBps, latency: 1us}]\n", 2,
+                      "expected a bandwidth > 0, got '0GBps'"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  bucket_size: 0MiB\n", 2, "expected a size > 0"));
+}
+
+TEST(ScenarioLoaderTest, EfficiencyOutOfRange) {
+  EXPECT_TRUE(FailsAt("workload:\n  compute_efficiency:\n    dense: 0\n", 3,
+                      "workload.compute_efficiency.dense: expected an efficiency in (0, 1], "
+                      "got '0'"));
+  EXPECT_TRUE(FailsAt("workload:\n  memory_efficiency: 1.2\n", 2,
+                      "expected an efficiency in (0, 1], got '1.2'"));
+  EXPECT_TRUE(FailsAt("cluster:\n  network:\n    oversubscription: 0.5\n", 3,
+                      "expected an oversubscription >= 1, got '0.5'"));
+}
+
+TEST(ScenarioLoaderTest, UnknownModel) {
+  EXPECT_TRUE(FailsAt("name: x\nworkload:\n  model: resnet-50\n", 3,
+                      "unknown model 'resnet-50'\n  hint: did you mean 'resnet50'?"));
+  EXPECT_TRUE(FailsAt("workload:\n  model: {zoo: resnet50}\n", 2, "unknown key 'zoo'"));
+  EXPECT_TRUE(FailsAt("workload:\n  model: {file: no-such-model.yaml}\n", 2,
+                      "model file 'no-such-model.yaml' not found"));
+}
+
+TEST(ScenarioLoaderTest, InconsistentTransformer) {
+  EXPECT_TRUE(FailsAt("workload:\n  model:\n    transformer: {hidden: 1000, heads: 16}\n", 3,
+                      "workload.model.transformer.heads: hidden (1000) is not divisible by "
+                      "heads (16)"));
+  EXPECT_TRUE(FailsAt(R"(workload:
+  model:
+    transformer:
+      sequence: 2048
+      max_positions: 1024
+)",
+                      5, "max_positions (1024) is shorter than sequence (2048)"));
+  EXPECT_TRUE(FailsAt("workload:\n  model: {transformer: {layers: 0}}\n", 2,
+                      "transformer.layers: expected an integer >= 1, got 0"));
+}
+
+TEST(ScenarioLoaderTest, TooManyDevices) {
+  EXPECT_TRUE(FailsAt("cluster:\n  nodes: 100000\n  devices_per_node: 100000\n", 3,
+                      "more than dtsim can number"));
+}
+
+TEST(ScenarioLoaderTest, UnknownDevice) {
+  EXPECT_TRUE(FailsAt("cluster:\n  nodes: 2\n  device: V100-SMX2-32GB\n", 3,
+                      "cluster.device: unknown device 'V100-SMX2-32GB'\n  hint: did you mean "
+                      "'V100-SXM2-32GB'?"));
+  EXPECT_TRUE(FailsAt("cluster:\n  device: TPUv9\n", 2, "define it under cluster.devices"));
+}
+
+TEST(ScenarioLoaderTest, UnknownLink) {
+  EXPECT_TRUE(FailsAt("cluster:\n  intra_node_link: nvlink9\n", 2,
+                      "cluster.intra_node_link: unknown link 'nvlink9'"));
+  EXPECT_TRUE(FailsAt("cluster:\n  network:\n    link: 400GbE-ultra\n", 3,
+                      "cluster.network.link: unknown link '400GbE-ultra'"));
+}
+
+TEST(ScenarioLoaderTest, UnknownEnumValue) {
+  EXPECT_TRUE(FailsAt("parallelism:\n  algorithm: butterfly\n", 2,
+                      "unknown all-reduce algorithm 'butterfly'\n  hint: accepted values: "
+                      "ring, tree, hierarchical"));
+  EXPECT_TRUE(FailsAt("cluster:\n  network: {topology: torus}\n", 2,
+                      "accepted values: single_switch, fat_tree"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  strategy: pipeline\n", 2, "unknown strategy 'pipeline'"));
+  EXPECT_TRUE(FailsAt("engine: ns3\n", 1, "unknown engine 'ns3'"));
+  // Precision names come from hw::ParsePrecision; the error is moved to the value.
+  EXPECT_TRUE(FailsAt("workload:\n  precision: fp8\n", 2, "fp8"));
+}
+
+TEST(ScenarioLoaderTest, MissingRequiredKey) {
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  devices:
+    - {name: MyGPU, memory: 48GiB, memory_bandwidth: 1TBps}
+)",
+                      3, "cluster.devices[0]: missing required key 'fp32'"));
+}
+
+TEST(ScenarioLoaderTest, DuplicateCustomDevice) {
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  devices:
+    - {name: G, fp32: 1TFLOPS, memory: 1GiB, memory_bandwidth: 1TBps}
+    - {name: g, fp32: 2TFLOPS, memory: 1GiB, memory_bandwidth: 1TBps}
+)",
+                      4, "device 'g' is defined twice"));
+}
+
+TEST(ScenarioLoaderTest, MalformedYaml) {
+  // The flow mapping opened on line 3 is never closed.
+  EXPECT_TRUE(FailsAt(R"(name: x
+cluster:
+  network: {link: 25GbE, topology: fat_tree
+workload:
+  model: resnet50
+)",
+                      4, "malformed YAML"));
+  // A tab is not indentation in YAML.
+  EXPECT_TRUE(FailsAt("cluster:\n  nodes: 2\n\tdevices_per_node: 4\n", 3, "malformed YAML"));
+}
+
+TEST(ScenarioLoaderTest, EmptyFile) { EXPECT_TRUE(FailsAt("", 1, "the scenario is empty")); }
+
+TEST(ScenarioLoaderTest, MissingFile) {
+  try {
+    LoadScenario("scenarios/no-such-scenario.yaml");
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().file, "scenarios/no-such-scenario.yaml");
+    EXPECT_NE(std::string(e.what()).find("cannot read scenario file "
+                                         "'scenarios/no-such-scenario.yaml': no such file"),
+              std::string::npos)
+        << e.what();
+    // The hint lists the scenarios next to it.
+    EXPECT_NE(e.hint().find("default.yaml"), std::string::npos) << e.what();
+  }
+}
+
+// --------------------------------------------------------------- good input
+
+TEST(ScenarioLoaderTest, DefaultsApplied) {
+  const Scenario s = ParseScenario("seed: 7\n", "some/dir/my-run.yaml");
+  const Scenario d;  // scenario.h's defaults
+  EXPECT_EQ(s.name, "my-run");  // the file stem
+  EXPECT_EQ(s.source_path, "some/dir/my-run.yaml");
+  EXPECT_EQ(s.seed, 7u);
+  EXPECT_EQ(s.engine, d.engine);
+  EXPECT_EQ(s.cluster.nodes, 1);
+  EXPECT_EQ(s.cluster.devices_per_node, 1);
+  EXPECT_EQ(s.cluster.device, d.cluster.device);
+  EXPECT_EQ(s.cluster.intra_node_link, d.cluster.intra_node_link);
+  EXPECT_EQ(s.cluster.network.link, d.cluster.network.link);
+  EXPECT_EQ(s.cluster.network.topology, Topology::kSingleSwitch);
+  EXPECT_EQ(s.cluster.network.nodes_per_leaf, 16);
+  EXPECT_EQ(s.workload.model.zoo_name, "resnet50");
+  EXPECT_FALSE(s.workload.model.transformer.has_value());
+  EXPECT_EQ(s.workload.batch_per_device, 32);
+  EXPECT_EQ(s.workload.precision, hw::Precision::kFp32);
+  EXPECT_EQ(s.workload.iterations, 5);
+  EXPECT_TRUE(s.workload.compute_efficiency.empty());
+  EXPECT_FALSE(s.workload.memory_efficiency.has_value());
+  EXPECT_FALSE(s.workload.kernel_launch_s.has_value());
+  EXPECT_EQ(s.parallelism.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_DOUBLE_EQ(s.parallelism.bucket_bytes, 25.0 * 1024 * 1024);
+  EXPECT_TRUE(s.parallelism.overlap);
+  EXPECT_EQ(s.outputs.dir, "results/my-run");
+  EXPECT_TRUE(s.outputs.json && s.outputs.csv && s.outputs.trace);
+  EXPECT_EQ(s.outputs.trace_max_ranks, 16);
+}
+
+TEST(ScenarioLoaderTest, DefaultNamesAreInTheBuiltInCatalog) {
+  const hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  const ClusterConfig c;
+  EXPECT_NE(catalog.FindDevice(c.device), nullptr) << c.device;
+  EXPECT_NE(catalog.FindLink(c.intra_node_link), nullptr) << c.intra_node_link;
+  EXPECT_NE(catalog.FindLink(c.network.link), nullptr) << c.network.link;
+}
+
+TEST(ScenarioLoaderTest, EveryKeyIsRead) {
+  // The full example of docs/scenario.md, with the values converted by hand:
+  //   25MiB = 25 x 1024^2 B; 1TBps = 1e12 B/s; 48GiB = 48 x 1024^3 B.
+  const Scenario s = ParseScenario(R"(name: full
+seed: 42
+engine: analytic
+cluster:
+  nodes: 4
+  devices_per_node: 8
+  device: MyGPU
+  intra_node_link: myfabric
+  network:
+    link: myfabric
+    topology: fat_tree
+    nics_per_node: 2
+    nodes_per_leaf: 2
+    oversubscription: 2.5
+    spine_latency: 3us
+  devices:
+    - {name: MyGPU, kind: gpu, fp32: 20TFLOPS, tf32: 80TFLOPS, fp16: 160TFLOPS, bf16: 160TFLOPS,
+       memory: 48GiB, memory_bandwidth: 1TBps, source: "vendor sheet"}
+  links:
+    - {name: myfabric, bandwidth: 50GBps, latency: 2us}
+workload:
+  model: ResNet50
+  batch_per_device: 64
+  precision: fp16
+  iterations: 3
+  compute_efficiency: {conv2d: 0.55, dense: 0.7}
+  memory_efficiency: 0.8
+  kernel_launch: 5us
+  optimizer_flops_per_param: 12
+parallelism:
+  strategy: data
+  sync: synchronous
+  algorithm: hierarchical
+  bucket_size: 25MiB
+  overlap: false
+outputs:
+  dir: out/full
+  json: true
+  csv: false
+  trace: no
+  trace_max_ranks: 4
+)",
+                                   "full.yaml");
+  EXPECT_EQ(s.name, "full");
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.cluster.num_devices(), 32);
+  EXPECT_EQ(s.cluster.device, "MyGPU");
+  EXPECT_EQ(s.cluster.network.topology, Topology::kFatTree);
+  EXPECT_EQ(s.cluster.network.nics_per_node, 2);
+  EXPECT_EQ(s.cluster.network.nodes_per_leaf, 2);
+  EXPECT_DOUBLE_EQ(s.cluster.network.oversubscription, 2.5);
+  EXPECT_DOUBLE_EQ(s.cluster.network.spine_latency_s, 3e-6);
+  ASSERT_EQ(s.cluster.custom_devices.size(), 1u);
+  const hw::DeviceSpec& d = s.cluster.custom_devices[0];
+  EXPECT_DOUBLE_EQ(d.tf32_flop_per_s, 80e12);
+  EXPECT_DOUBLE_EQ(d.memory_bytes, 48.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(d.memory_bw_bytes_per_s, 1e12);
+  EXPECT_EQ(d.source, "vendor sheet");
+  ASSERT_EQ(s.cluster.custom_links.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.cluster.custom_links[0].bw_bytes_per_s, 50e9);
+  EXPECT_DOUBLE_EQ(s.cluster.custom_links[0].latency_s, 2e-6);
+  EXPECT_EQ(s.workload.model.zoo_name, "resnet50");  // the zoo's spelling
+  EXPECT_EQ(s.workload.precision, hw::Precision::kFp16);
+  EXPECT_EQ(s.workload.iterations, 3);
+  EXPECT_EQ(s.workload.compute_efficiency.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.workload.compute_efficiency.at(models::OpKind::kConv2d), 0.55);
+  EXPECT_DOUBLE_EQ(s.workload.compute_efficiency.at(models::OpKind::kDense), 0.7);
+  EXPECT_DOUBLE_EQ(*s.workload.memory_efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(*s.workload.kernel_launch_s, 5e-6);
+  EXPECT_DOUBLE_EQ(*s.workload.optimizer_flops_per_param, 12);
+  EXPECT_EQ(s.parallelism.algorithm, CollectiveAlgorithm::kHierarchical);
+  EXPECT_DOUBLE_EQ(s.parallelism.bucket_bytes, 25.0 * 1024 * 1024);
+  EXPECT_FALSE(s.parallelism.overlap);
+  EXPECT_EQ(s.outputs.dir, "out/full");
+  EXPECT_TRUE(s.outputs.json);
+  EXPECT_FALSE(s.outputs.csv);
+  EXPECT_FALSE(s.outputs.trace);
+  EXPECT_EQ(s.outputs.trace_max_ranks, 4);
+}
+
+TEST(ScenarioLoaderTest, CustomDeviceIsUsed) {
+  const Scenario s = ParseScenario(R"(cluster:
+  device: mygpu   # names are case-insensitive; the definition's spelling is kept
+  devices:
+    - {name: MyGPU, fp32: 20TFLOPS, fp16: 160TFLOPS, memory: 48GiB, memory_bandwidth: 1TBps}
+)",
+                                   "custom.yaml");
+  EXPECT_EQ(s.cluster.device, "MyGPU");
+  const hw::HardwareCatalog catalog = ScenarioCatalog(s);
+  const hw::DeviceSpec* d = catalog.FindDevice(s.cluster.device);
+  ASSERT_NE(d, nullptr);
+  EXPECT_DOUBLE_EQ(d->fp16_flop_per_s, 160e12);
+  EXPECT_EQ(d->source, "scenario custom.yaml");
+  // The built-in entries are still there.
+  EXPECT_NE(catalog.FindDevice("V100-SXM2-32GB"), nullptr);
+}
+
+TEST(ScenarioLoaderTest, CustomDeviceReplacesBuiltIn) {
+  const Scenario s = ParseScenario(R"(cluster:
+  device: V100-SXM2-32GB
+  devices:
+    - {name: V100-SXM2-32GB, fp32: 1TFLOPS, memory: 1GiB, memory_bandwidth: 1GBps}
+)",
+                                   "replace.yaml");
+  EXPECT_DOUBLE_EQ(ScenarioCatalog(s).FindDevice("V100-SXM2-32GB")->fp32_flop_per_s, 1e12);
+}
+
+TEST(ScenarioLoaderTest, TransformerModel) {
+  const Scenario s = ParseScenario(R"(workload:
+  model:
+    transformer: {layers: 2, hidden: 256, heads: 4, sequence: 128, vocab: 1000,
+                  tied_embeddings: false, causal: false}
+  precision: bf16
+)",
+                                   "t.yaml");
+  ASSERT_TRUE(s.workload.model.transformer.has_value());
+  const models::TransformerConfig& t = *s.workload.model.transformer;
+  EXPECT_EQ(t.layers, 2);
+  EXPECT_EQ(t.hidden, 256);
+  EXPECT_EQ(t.heads, 4);
+  EXPECT_EQ(t.sequence, 128);
+  EXPECT_EQ(t.vocab, 1000);
+  EXPECT_EQ(t.ffn_hidden, 0);  // builder default
+  EXPECT_FALSE(t.tied_embeddings);
+  EXPECT_FALSE(t.causal);
+  const models::ModelGraph g = BuildWorkloadModel(s);
+  ASSERT_GT(g.num_ops(), 0u);
+  for (models::OpId i = 0; i < g.num_ops(); ++i) EXPECT_EQ(g.op(i).dtype, models::DType::kBf16);
+}
+
+TEST(ScenarioLoaderTest, PrecisionSetsTheModelDType) {
+  const Scenario fp16 = ParseScenario("workload: {model: resnet50, precision: fp16}\n", "a.yaml");
+  EXPECT_EQ(BuildWorkloadModel(fp16).op(0).dtype, models::DType::kFp16);
+  const Scenario tf32 = ParseScenario("workload: {model: resnet50, precision: tf32}\n", "b.yaml");
+  EXPECT_EQ(BuildWorkloadModel(tf32).op(0).dtype, models::DType::kFp32);
+}
+
+TEST(ScenarioLoaderTest, ModelFileIsResolvedAgainstTheScenarioFolder) {
+  const fs::path dir = ScratchDir();
+  fs::create_directories(dir / "models");
+  // The example of models/MODEL_FILE.md.
+  std::ofstream(dir / "models" / "mine.yaml") << R"(name: my-cnn
+input: [3, 32, 32]
+layers:
+  - {name: conv1, type: conv2d, out_channels: 32, kernel: 3, stride: 1, padding: 1}
+  - {name: relu1, type: relu}
+  - {name: pool1, type: maxpool, kernel: 2}
+  - {name: flat, type: flatten}
+  - {name: fc, type: dense, out_features: 10, inputs: [flat]}
+  - {type: softmax_xent}
+)";
+  std::ofstream(dir / "run.yaml") << "workload:\n  model: {file: models/mine.yaml}\n";
+  const Scenario s = LoadScenario((dir / "run.yaml").string());
+  EXPECT_EQ(s.workload.model.file, (dir / "models" / "mine.yaml").string());
+  EXPECT_EQ(s.name, "run");
+  EXPECT_EQ(BuildWorkloadModel(s).name(), "my-cnn");
+  fs::remove_all(dir);
+}
+
+TEST(ScenarioLoaderTest, ErrorsInAFileNameTheFile) {
+  const fs::path dir = ScratchDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "bad.yaml").string();
+  std::ofstream(path) << "name: bad\ncluster:\n  nodes: 2.5\n";
+  try {
+    LoadScenario(path);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().ToString(), path + ":3:10");
+  }
+  fs::remove_all(dir);
+}
+
+// The full example of docs/scenario.md (its first yaml block) is valid.
+TEST(ScenarioLoaderTest, DocumentationExampleLoads) {
+  std::ifstream in("docs/scenario.md");
+  ASSERT_TRUE(in) << "run from the repository root";
+  std::string line, example;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line == "```yaml") {
+      inside = true;
+    } else if (inside && line == "```") {
+      break;
+    } else if (inside) {
+      example += line + "\n";
+    }
+  }
+  ASSERT_FALSE(example.empty());
+  const Scenario s = ParseScenario(example, "docs/scenario.md");
+  EXPECT_EQ(s.name, "resnet50-16xV100-25GbE");
+  EXPECT_EQ(s.cluster.num_devices(), 16);
+  EXPECT_EQ(s.cluster.custom_devices.size(), 1u);
+}
+
+// Every shipped scenario loads, names catalog entries and builds its model.
+// Tests run from the repository root (dtsim_test sets the working directory).
+TEST(ScenarioLoaderTest, EveryShippedScenarioLoads) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    ++count;
+    try {
+      const Scenario s = LoadScenario(entry.path().string());
+      EXPECT_EQ(s.name, entry.path().stem().string());
+      const hw::HardwareCatalog catalog = ScenarioCatalog(s);
+      EXPECT_NE(catalog.FindDevice(s.cluster.device), nullptr);
+      EXPECT_NE(catalog.FindLink(s.cluster.intra_node_link), nullptr);
+      EXPECT_NE(catalog.FindLink(s.cluster.network.link), nullptr);
+      EXPECT_GT(BuildWorkloadModel(s).num_ops(), 0u);
+    } catch (const UserError& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+  EXPECT_GE(count, 6);
+}
+
+}  // namespace
+}  // namespace dtsim::config

@@ -1,0 +1,122 @@
+// A small typed reader over yaml-cpp nodes for dtsim's input files.
+//
+// Every value remembers the file it came from, its position (1-based line and
+// column) and its dotted path ("cluster.network.link"), so that each check
+// reports a UserError at the value itself:
+//
+//   foo.yaml:4:10: error: cluster.nodes: expected an integer, got '2.5'
+//
+// YamlMap knows the keys a mapping may hold and rejects any other key with the
+// list of allowed ones, so no key is ever silently ignored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/error.h"
+#include "common/units.h"
+
+namespace dtsim::config {
+
+// Parses `text` as one YAML document. Malformed YAML, an empty input or more
+// than one document throw UserError at file:line:column.
+YAML::Node ParseYamlDocument(const std::string& text, const std::string& filename);
+
+class YamlMap;
+
+// One node of a document, with where it came from.
+class YamlValue {
+ public:
+  // `fallback` is used when the node carries no position and for empty
+  // values (yaml-cpp places them at the next token); pass the key's position.
+  YamlValue(YAML::Node node, std::string file, std::string path, SourceLocation fallback = {});
+
+  // The root of a document parsed from `file`.
+  static YamlValue Root(YAML::Node node, std::string file);
+
+  const std::string& path() const { return path_; }
+  const SourceLocation& where() const { return where_; }
+  const YAML::Node& node() const { return node_; }
+
+  bool IsNull() const { return node_.IsNull(); }
+  bool IsScalar() const { return node_.IsScalar(); }
+  bool IsMap() const { return node_.IsMap(); }
+  bool IsSequence() const { return node_.IsSequence(); }
+
+  // Throws UserError at this value: "<path>: <message>".
+  [[noreturn]] void Fail(const std::string& message, const std::string& hint = "") const;
+
+  // Typed reads. Each throws UserError at this value saying what was expected
+  // and what was found.
+  std::string AsString() const;  // any non-empty scalar
+  // An integer in [min, max]; "2.5" and "four" are rejected.
+  std::int64_t AsInt64(std::int64_t min, std::int64_t max) const;
+  int AsInt(int min) const;  // in [min, INT_MAX]
+  // A finite number (integers accepted).
+  double AsNumber() const;
+  bool AsBool() const;  // true/false (also yes/no, on/off)
+  // A quantity with a unit, in the base unit of `dim` (common/units.h).
+  // Errors from ParseQuantity are reported at this value, with their hint.
+  double AsQuantity(Dimension dim) const;
+  // Same, and > 0.
+  double AsPositiveQuantity(Dimension dim) const;
+  // One of `names` (case-insensitive); returns its index. The error lists
+  // them. `what` names the kind of value in messages ("topology").
+  std::size_t AsChoice(const std::vector<std::string>& names, std::string_view what) const;
+  // A list; the elements' paths are "<path>[i]".
+  std::vector<YamlValue> AsSequence() const;
+  // A mapping whose keys must all be in `allowed_keys`.
+  YamlMap AsMap(std::vector<std::string> allowed_keys) const;
+
+  // "a mapping", "a list", "'text'" or "nothing", for messages.
+  std::string Describe() const;
+
+ private:
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  SourceLocation where_;
+};
+
+// A mapping whose keys have been checked against a list of allowed keys.
+class YamlMap {
+ public:
+  struct Entry {
+    std::string key;
+    YamlValue key_value;  // the key node, for errors about the key itself
+    YamlValue value;
+  };
+
+  // Throws UserError when `value` is not a mapping, when a key is not a
+  // string, when a key appears twice, or at the first key not in
+  // `allowed_keys` (listing the allowed keys, with a "did you mean").
+  YamlMap(const YamlValue& value, std::vector<std::string> allowed_keys);
+
+  const YamlValue& self() const { return self_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+
+  // The value of `key`, or nullopt when absent. REQUIRES: `key` is allowed.
+  std::optional<YamlValue> Get(std::string_view key) const;
+  // Same, but an absent key throws UserError at the mapping.
+  YamlValue Require(std::string_view key) const;
+
+ private:
+  YamlValue self_;
+  std::vector<std::string> allowed_;
+  std::vector<Entry> entries_;
+};
+
+// The hint for an unknown name: "did you mean 'x'? known <what>: a, b, c".
+std::string UnknownNameHint(std::string_view name, const std::vector<std::string>& known,
+                            std::string_view what);
+
+// Case-insensitive ASCII equality.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+}  // namespace dtsim::config

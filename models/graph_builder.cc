@@ -1,0 +1,486 @@
+#include "models/graph_builder.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/error.h"
+
+namespace dtsim::models {
+namespace {
+
+double Elements(const Shape& shape) { return static_cast<double>(NumElements(shape)); }
+
+// Throws the UserError for a layer that does not fit its input.
+void Require(bool ok, const std::string& op_name, const std::string& message,
+             const std::string& hint = "") {
+  if (!ok) throw UserError("layer '" + op_name + "': " + message, hint);
+}
+
+void RequireRank(const Tensor& x, std::size_t rank, const std::string& op_name,
+                 const char* layout) {
+  Require(x.shape.size() == rank, op_name,
+          "expects a " + std::string(layout) + " input, got shape " + ShapeToString(x.shape));
+}
+
+// Output length of a sliding window along one axis (PyTorch Conv2d/MaxPool2d):
+//   out = floor((in + 2 * pad - kernel) / stride) + 1
+// With ceil_mode the division rounds up, except that the last window may not
+// start inside the right padding: if (out - 1) * stride >= in + pad, out -= 1.
+std::int64_t WindowOutput(std::int64_t in, int kernel, int stride, int pad, bool ceil_mode,
+                          const std::string& op_name) {
+  Require(kernel > 0 && stride > 0 && pad >= 0, op_name,
+          "kernel and stride must be positive and padding non-negative");
+  const std::int64_t span = in + 2 * pad - kernel;
+  Require(span >= 0, op_name,
+          "window of " + std::to_string(kernel) + " does not fit an input of " +
+              std::to_string(in) + " with padding " + std::to_string(pad));
+  std::int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+Op MakeOp(const std::string& name, OpKind kind, Shape output_shape) {
+  Op op;
+  op.name = name;
+  op.kind = kind;
+  op.output_shape = std::move(output_shape);
+  return op;
+}
+
+}  // namespace
+
+ConvSpec ConvSpec::Square(std::int64_t out_channels, int kernel, int stride, int pad) {
+  ConvSpec s;
+  s.out_channels = out_channels;
+  s.kernel_h = s.kernel_w = kernel;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  return s;
+}
+
+ConvSpec ConvSpec::Rect(std::int64_t out_channels, int kernel_h, int kernel_w, int pad_h,
+                        int pad_w) {
+  ConvSpec s;
+  s.out_channels = out_channels;
+  s.kernel_h = kernel_h;
+  s.kernel_w = kernel_w;
+  s.pad_h = pad_h;
+  s.pad_w = pad_w;
+  return s;
+}
+
+ConvSpec ConvSpec::NoBias() const {
+  ConvSpec s = *this;
+  s.bias = false;
+  return s;
+}
+
+PoolSpec PoolSpec::Square(int kernel, int stride, int pad) {
+  PoolSpec s;
+  s.kernel_h = s.kernel_w = kernel;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  return s;
+}
+
+PoolSpec PoolSpec::WithCeilMode() const {
+  PoolSpec s = *this;
+  s.ceil_mode = true;
+  return s;
+}
+
+GraphBuilder::GraphBuilder(std::string model_name) : graph_(std::move(model_name)) {}
+
+Tensor GraphBuilder::Emit(Op op, const std::vector<Tensor>& inputs, const Saves& saves) {
+  Require(!op.name.empty(), "(unnamed)", "every layer needs a name");
+  Require(graph_.Find(op.name) == graph_.num_ops(), op.name, "the name is already used",
+          "give every layer a unique name");
+  std::vector<OpId> ids;
+  for (const Tensor& t : inputs) {
+    op.input_shapes.push_back(t.shape);
+    ids.push_back(t.op);
+  }
+  double saved = saves.extra_elements;
+  for (std::size_t i : saves.inputs) saved += Keep(inputs.at(i));
+  op.saved_elements_per_sample = saved;
+  Shape out = op.output_shape;
+  const OpId id = graph_.AddOp(std::move(op), ids);
+  storage_of_.push_back(id);
+  kept_.push_back(false);
+  if (saves.output) graph_.mutable_op(id).saved_elements_per_sample += Keep({id, out});
+  return {id, out};
+}
+
+double GraphBuilder::Keep(const Tensor& t) {
+  const OpId root = storage_of_.at(t.op);
+  if (kept_[root]) return 0;
+  kept_[root] = true;
+  return Elements(t.shape);
+}
+
+Tensor GraphBuilder::Input(const std::string& name, Shape shape) {
+  Require(!shape.empty() && std::all_of(shape.begin(), shape.end(),
+                                        [](std::int64_t d) { return d > 0; }),
+          name, "an input shape needs one or more positive dimensions, got " +
+                    ShapeToString(shape));
+  // A data source: no compute, nothing kept.
+  return Emit(MakeOp(name, OpKind::kInput, std::move(shape)), {}, {});
+}
+
+// Convolution, x = (C, H, W), output (K, OH, OW), groups g:
+//   MACs          = K * OH * OW * (C / g) * kh * kw
+//   fwd           = 2 * MACs (+ K * OH * OW bias adds)
+//   bwd_input     = 2 * MACs                        (transposed convolution)
+//   bwd_weight    = 2 * MACs (+ K * OH * OW bias-gradient adds)
+//   params        = K * (C / g) * kh * kw (+ K)
+//   keeps its input (the weight gradient needs it).
+Tensor GraphBuilder::Conv2d(const std::string& name, const Tensor& x, const ConvSpec& spec) {
+  RequireRank(x, 3, name, "(C, H, W)");
+  const std::int64_t c = x.shape[0];
+  const std::int64_t k = spec.out_channels;
+  Require(k > 0, name, "out_channels must be positive");
+  Require(spec.groups > 0 && c % spec.groups == 0 && k % spec.groups == 0, name,
+          "groups (" + std::to_string(spec.groups) + ") must divide the input channels (" +
+              std::to_string(c) + ") and out_channels (" + std::to_string(k) + ")");
+  const std::int64_t oh =
+      WindowOutput(x.shape[1], spec.kernel_h, spec.stride_h, spec.pad_h, false, name);
+  const std::int64_t ow =
+      WindowOutput(x.shape[2], spec.kernel_w, spec.stride_w, spec.pad_w, false, name);
+  const double out_elems = static_cast<double>(k * oh * ow);
+  const double macs = out_elems * static_cast<double>(c / spec.groups) * spec.kernel_h *
+                      spec.kernel_w;
+  const double bias_adds = spec.bias ? out_elems : 0.0;
+  Op op = MakeOp(name, OpKind::kConv2d, {k, oh, ow});
+  op.fwd_flops = 2 * macs + bias_adds;
+  op.bwd_input_flops = 2 * macs;
+  op.bwd_weight_flops = 2 * macs + bias_adds;
+  op.params = k * (c / spec.groups) * spec.kernel_h * spec.kernel_w + (spec.bias ? k : 0);
+  op.read_elements_per_sample = Elements(x.shape);
+  op.written_elements_per_sample = out_elems;
+  return Emit(std::move(op), {x}, {.inputs = {0}});
+}
+
+// Dense on the last dimension, x = (..., in) with R = elements / in rows:
+//   MACs = R * in * out
+//   fwd = 2 * MACs (+ R * out bias adds), bwd_input = 2 * MACs,
+//   bwd_weight = 2 * MACs (+ R * out bias-gradient adds)
+//   params = in * out (0 when tied to an embedding) (+ out)
+//   keeps its input.
+Tensor GraphBuilder::Dense(const std::string& name, const Tensor& x, const DenseSpec& spec) {
+  Require(!x.shape.empty(), name, "expects an input with a feature dimension");
+  Require(spec.out_features > 0, name, "out_features must be positive");
+  const std::int64_t in = x.shape.back();
+  const double rows = Elements(x.shape) / static_cast<double>(in);
+  const double macs = rows * static_cast<double>(in * spec.out_features);
+  const double bias_adds = spec.bias ? rows * static_cast<double>(spec.out_features) : 0.0;
+  Shape out = x.shape;
+  out.back() = spec.out_features;
+  Op op = MakeOp(name, OpKind::kDense, out);
+  op.fwd_flops = 2 * macs + bias_adds;
+  op.bwd_input_flops = 2 * macs;
+  op.bwd_weight_flops = 2 * macs + bias_adds;
+  op.params = (spec.tied_weight ? 0 : in * spec.out_features) + (spec.bias ? spec.out_features : 0);
+  op.read_elements_per_sample = Elements(x.shape);
+  op.written_elements_per_sample = Elements(out);
+  return Emit(std::move(op), {x}, {.inputs = {0}});
+}
+
+// Batched matmul, a = (B..., M, K), b = (B..., K, N), B = product of the
+// leading dimensions:
+//   fwd = 2 * B * M * K * N
+//   bwd_input = 2 * fwd (dA = dC B^T and dB = A^T dC), no weights
+//   keeps both operands.
+Tensor GraphBuilder::MatMul(const std::string& name, const Tensor& a, const Tensor& b,
+                            const MatMulSpec& spec) {
+  Require(a.shape.size() >= 2 && a.shape.size() == b.shape.size(), name,
+          "expects two operands of the same rank >= 2, got " + ShapeToString(a.shape) +
+              " and " + ShapeToString(b.shape));
+  const std::size_t r = a.shape.size();
+  Require(std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()), name,
+          "leading (batch) dimensions differ: " + ShapeToString(a.shape) + " and " +
+              ShapeToString(b.shape));
+  const std::int64_t m = a.shape[r - 2];
+  const std::int64_t k = a.shape[r - 1];
+  const std::int64_t kb = spec.transpose_b ? b.shape[r - 1] : b.shape[r - 2];
+  const std::int64_t n = spec.transpose_b ? b.shape[r - 2] : b.shape[r - 1];
+  Require(k == kb, name,
+          "inner dimensions differ: " + ShapeToString(a.shape) + " times " +
+              ShapeToString(b.shape) + (spec.transpose_b ? " transposed" : ""));
+  Shape out(a.shape.begin(), a.shape.end() - 2);
+  out.push_back(m);
+  out.push_back(n);
+  const double batch = Elements(out) / static_cast<double>(m * n);
+  Op op = MakeOp(name, OpKind::kMatMul, out);
+  op.fwd_flops = 2 * batch * static_cast<double>(m * k * n);
+  op.bwd_input_flops = 2 * op.fwd_flops;
+  op.read_elements_per_sample = Elements(a.shape) + Elements(b.shape);
+  op.written_elements_per_sample = Elements(out);
+  return Emit(std::move(op), {a, b}, {.inputs = {0, 1}});
+}
+
+// Pooling, x = (C, H, W), window kh x kw, output (C, OH, OW):
+//   max: fwd = kh * kw compares per output element, bwd_input = 1 per output
+//        element (the gradient goes to the argmax); keeps its input and the
+//        argmax indices (one per output element), as PyTorch does.
+//   avg: fwd = kh * kw per output element (kh * kw - 1 adds, 1 divide),
+//        bwd_input = kh * kw per output element (spread over the window);
+//        keeps nothing.
+Tensor GraphBuilder::Pool(const std::string& name, OpKind kind, const Tensor& x,
+                          const PoolSpec& spec) {
+  RequireRank(x, 3, name, "(C, H, W)");
+  const std::int64_t oh =
+      WindowOutput(x.shape[1], spec.kernel_h, spec.stride_h, spec.pad_h, spec.ceil_mode, name);
+  const std::int64_t ow =
+      WindowOutput(x.shape[2], spec.kernel_w, spec.stride_w, spec.pad_w, spec.ceil_mode, name);
+  const Shape out = {x.shape[0], oh, ow};
+  const double out_elems = Elements(out);
+  const double window = static_cast<double>(spec.kernel_h) * spec.kernel_w;
+  Op op = MakeOp(name, kind, out);
+  op.fwd_flops = window * out_elems;
+  op.read_elements_per_sample = Elements(x.shape);
+  op.written_elements_per_sample = out_elems;
+  if (kind == OpKind::kMaxPool) {
+    op.bwd_input_flops = out_elems;
+    return Emit(std::move(op), {x}, {.inputs = {0}, .extra_elements = out_elems});
+  }
+  op.bwd_input_flops = window * out_elems;
+  return Emit(std::move(op), {x}, {});
+}
+
+Tensor GraphBuilder::MaxPool(const std::string& name, const Tensor& x, const PoolSpec& spec) {
+  return Pool(name, OpKind::kMaxPool, x, spec);
+}
+
+Tensor GraphBuilder::AvgPool(const std::string& name, const Tensor& x, const PoolSpec& spec) {
+  return Pool(name, OpKind::kAvgPool, x, spec);
+}
+
+Tensor GraphBuilder::GlobalAvgPool(const std::string& name, const Tensor& x) {
+  RequireRank(x, 3, name, "(C, H, W)");
+  PoolSpec spec;
+  spec.kernel_h = static_cast<int>(x.shape[1]);
+  spec.kernel_w = static_cast<int>(x.shape[2]);
+  return Pool(name, OpKind::kAvgPool, x, spec);
+}
+
+// Shape-preserving op with per-element FLOP counts; reads n, writes n.
+Tensor GraphBuilder::Elementwise(const std::string& name, OpKind kind, const Tensor& x,
+                                 double fwd_per_element, double bwd_per_element,
+                                 const Saves& saves) {
+  Require(!x.shape.empty(), name, "expects a non-scalar input");
+  const double n = Elements(x.shape);
+  Op op = MakeOp(name, kind, x.shape);
+  op.fwd_flops = fwd_per_element * n;
+  op.bwd_input_flops = bwd_per_element * n;
+  op.read_elements_per_sample = n;
+  op.written_elements_per_sample = n;
+  return Emit(std::move(op), {x}, saves);
+}
+
+// ReLU: fwd 1 (max(x, 0)), bwd 1 (select) per element; keeps its output.
+Tensor GraphBuilder::Relu(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kRelu, x, 1, 1, {.output = true});
+}
+
+// GELU, tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
+// fwd 9 per element (x^3: 2, scale and add: 2, scale: 1, tanh: 1, 1 + : 1,
+// times x and 0.5: 2); bwd 18 (recompute the tanh term and apply its
+// derivative, about twice the forward). Keeps its input.
+Tensor GraphBuilder::Gelu(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kGelu, x, 9, 18, {.inputs = {0}});
+}
+
+// tanh: fwd 1, bwd 3 (dy * (1 - y * y)) per element; keeps its output.
+Tensor GraphBuilder::Tanh(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kTanh, x, 1, 3, {.output = true});
+}
+
+// Dropout (training): fwd 2 per element (compare a random draw to make the
+// mask, multiply by mask / (1 - p)), bwd 1 (multiply by the mask). Keeps the
+// mask, counted as one element per element (frameworks store it in 1 byte).
+Tensor GraphBuilder::Dropout(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kDropout, x, 2, 1,
+                     {.extra_elements = Elements(x.shape)});
+}
+
+// Batch norm (training), statistics over batch and H x W per channel C:
+//   fwd 7 per element (mean: 1, variance: 2, normalise: 2, scale-shift: 2)
+//   bwd_weight 5 per element (recompute x_hat: 2, sum dy: 1, sum dy x_hat: 2)
+//   bwd_input 4 per element (dy - mean(dy) - x_hat mean(dy x_hat): 3,
+//   times gamma rstd: 1)
+//   params 2 * C (gamma, beta; running statistics are buffers, not params).
+// Keeps its input; the per-channel statistics belong to the batch, not to
+// one sample, and are not counted.
+Tensor GraphBuilder::BatchNorm(const std::string& name, const Tensor& x) {
+  Tensor y = Elementwise(name, OpKind::kBatchNorm, x, 7, 4, {.inputs = {0}});
+  Op& op = graph_.mutable_op(y.op);
+  op.bwd_weight_flops = 5 * Elements(x.shape);
+  op.params = 2 * x.shape[0];
+  return y;
+}
+
+// Layer norm over the last dimension H, the same per-element counts as batch
+// norm; params 2 * H. Keeps its input plus mean and rstd of each row
+// (2 per row of H).
+Tensor GraphBuilder::LayerNorm(const std::string& name, const Tensor& x) {
+  Require(!x.shape.empty(), name, "expects a non-scalar input");
+  const double rows = Elements(x.shape) / static_cast<double>(x.shape.back());
+  Tensor y = Elementwise(name, OpKind::kLayerNorm, x, 7, 4,
+                         {.inputs = {0}, .extra_elements = 2 * rows});
+  Op& op = graph_.mutable_op(y.op);
+  op.bwd_weight_flops = 5 * Elements(x.shape);
+  op.params = 2 * x.shape.back();
+  return y;
+}
+
+// Local response normalisation over a window of n = 2 r + 1 channels:
+//   y = x / (bias + alpha * sum_window x^2)^beta
+//   fwd 2 n + 4 per element (n square-and-adds, bias + alpha * sum: 2,
+//   pow: 1, times x: 1); bwd 2 * fwd (TensorFlow's LRNGrad recomputes the
+//   window sums and applies the chain rule across the window).
+// Keeps its input and its output (both are LRNGrad's inputs).
+Tensor GraphBuilder::LocalResponseNorm(const std::string& name, const Tensor& x,
+                                       int depth_radius) {
+  Require(depth_radius >= 0, name, "depth_radius must be >= 0");
+  const double fwd = 2.0 * (2 * depth_radius + 1) + 4;
+  return Elementwise(name, OpKind::kLocalResponseNorm, x, fwd, 2 * fwd,
+                     {.inputs = {0}, .output = true});
+}
+
+// Softmax over the last dimension: fwd 5 per element (max, subtract, exp,
+// sum, divide), bwd 4 (sum dy y: 2, subtract: 1, times y: 1). Keeps its
+// output.
+Tensor GraphBuilder::Softmax(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kSoftmax, x, 5, 4, {.output = true});
+}
+
+// Softmax cross entropy, logits (..., classes) with R rows, output a scalar
+// loss per sample (shape (1)):
+//   fwd = 5 per logit (softmax) + 2 per row (log of the target's probability,
+//   add to the mean)
+//   bwd_input = 2 per logit (p - onehot, times 1 / R)
+// Keeps the probabilities (new storage, one per logit).
+Tensor GraphBuilder::SoftmaxCrossEntropy(const std::string& name, const Tensor& logits,
+                                         std::int64_t classes) {
+  Require(!logits.shape.empty() && logits.shape.back() == classes, name,
+          "expects logits with " + std::to_string(classes) +
+              " classes in the last dimension, got shape " + ShapeToString(logits.shape));
+  const double n = Elements(logits.shape);
+  const double rows = n / static_cast<double>(classes);
+  Op op = MakeOp(name, OpKind::kSoftmaxCrossEntropy, {1});
+  op.fwd_flops = 5 * n + 2 * rows;
+  op.bwd_input_flops = 2 * n;
+  op.read_elements_per_sample = n;
+  op.written_elements_per_sample = 1;
+  return Emit(std::move(op), {logits}, {.extra_elements = n});
+}
+
+// Embedding lookup, ids of any shape with I ids, table vocab x hidden:
+//   fwd 0 (a gather), bwd_input 0 (ids have no gradient),
+//   bwd_weight = I * hidden (scatter-add of the output gradient into rows)
+//   params = vocab * hidden; reads I ids and I rows, writes I * hidden.
+// Keeps the ids.
+Tensor GraphBuilder::Embedding(const std::string& name, const Tensor& ids, std::int64_t vocab,
+                               std::int64_t hidden) {
+  Require(vocab > 0 && hidden > 0, name, "vocab and hidden must be positive");
+  Shape out = ids.shape;
+  out.push_back(hidden);
+  Op op = MakeOp(name, OpKind::kEmbedding, out);
+  op.bwd_weight_flops = Elements(out);
+  op.params = vocab * hidden;
+  op.read_elements_per_sample = Elements(ids.shape) + Elements(out);
+  op.written_elements_per_sample = Elements(out);
+  return Emit(std::move(op), {ids}, {.inputs = {0}});
+}
+
+// a + b: fwd 1 per element; bwd 0 (the gradient passes unchanged to both
+// inputs). Keeps nothing.
+Tensor GraphBuilder::Add(const std::string& name, const Tensor& a, const Tensor& b) {
+  Require(a.shape == b.shape, name,
+          "adds tensors of the same shape, got " + ShapeToString(a.shape) + " and " +
+              ShapeToString(b.shape));
+  const double n = Elements(a.shape);
+  Op op = MakeOp(name, OpKind::kAdd, a.shape);
+  op.fwd_flops = n;
+  op.read_elements_per_sample = 2 * n;
+  op.written_elements_per_sample = n;
+  return Emit(std::move(op), {a, b}, {});
+}
+
+// Concatenation: a copy, no FLOPs; its gradient is a split (views).
+Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& parts,
+                            int axis) {
+  Require(parts.size() >= 2, name, "concatenates two or more inputs");
+  const std::size_t rank = parts[0].shape.size();
+  Require(axis >= 0 && static_cast<std::size_t>(axis) < rank, name,
+          "axis " + std::to_string(axis) + " is outside shape " +
+              ShapeToString(parts[0].shape));
+  Shape out = parts[0].shape;
+  out[axis] = 0;
+  double read = 0;
+  for (const Tensor& p : parts) {
+    Shape a = p.shape, b = parts[0].shape;
+    bool same_rank = a.size() == rank;
+    if (same_rank) a[axis] = b[axis] = 0;
+    Require(same_rank && a == b, name,
+            "inputs must agree on every dimension but " + std::to_string(axis) + ", got " +
+                ShapeToString(parts[0].shape) + " and " + ShapeToString(p.shape));
+    out[axis] += p.shape[axis];
+    read += Elements(p.shape);
+  }
+  Op op = MakeOp(name, OpKind::kConcat, out);
+  op.read_elements_per_sample = read;
+  op.written_elements_per_sample = Elements(out);
+  return Emit(std::move(op), parts, {});
+}
+
+// Views: no FLOPs, no traffic, nothing kept.
+Tensor GraphBuilder::View(const std::string& name, OpKind kind, const Tensor& x, Shape shape,
+                          bool shares_storage) {
+  Tensor y = Emit(MakeOp(name, kind, std::move(shape)), {x}, {});
+  if (shares_storage) storage_of_[y.op] = storage_of_[x.op];
+  return y;
+}
+
+Tensor GraphBuilder::Reshape(const std::string& name, const Tensor& x, Shape shape) {
+  Require(!shape.empty() && NumElements(shape) == NumElements(x.shape), name,
+          "cannot view " + ShapeToString(x.shape) + " (" + std::to_string(NumElements(x.shape)) +
+              " elements) as " + ShapeToString(shape) + " (" +
+              std::to_string(NumElements(shape)) + " elements)");
+  return View(name, OpKind::kReshape, x, std::move(shape), true);
+}
+
+Tensor GraphBuilder::Flatten(const std::string& name, const Tensor& x) {
+  return Reshape(name, x, {NumElements(x.shape)});
+}
+
+Tensor GraphBuilder::Slice(const std::string& name, const Tensor& x, int axis,
+                           std::int64_t begin, std::int64_t size) {
+  Require(axis >= 0 && static_cast<std::size_t>(axis) < x.shape.size(), name,
+          "axis " + std::to_string(axis) + " is outside shape " + ShapeToString(x.shape));
+  Require(begin >= 0 && size > 0 && begin + size <= x.shape[axis], name,
+          "slice [" + std::to_string(begin) + ", " + std::to_string(begin + size) +
+              ") is outside dimension " + std::to_string(axis) + " of " +
+              ShapeToString(x.shape));
+  Shape out = x.shape;
+  out[axis] = size;
+  // A part of x's storage; kept separately from the other parts.
+  return View(name, OpKind::kReshape, x, std::move(out), false);
+}
+
+ModelGraph GraphBuilder::Finish(std::string description) {
+  if (graph_.num_ops() == 0 ||
+      graph_.op(graph_.num_ops() - 1).kind != OpKind::kSoftmaxCrossEntropy) {
+    throw UserError("model '" + graph_.name() + "' must end with a loss layer (softmax_xent)",
+                    "backward starts at the loss; add a softmax_xent layer last");
+  }
+  graph_.set_description(std::move(description));
+  graph_.Validate();
+  ModelGraph out = std::move(graph_);
+  graph_ = ModelGraph(out.name());
+  storage_of_.clear();
+  kept_.clear();
+  return out;
+}
+
+}  // namespace dtsim::models

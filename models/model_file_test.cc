@@ -1,0 +1,152 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "models/zoo.h"
+
+namespace dtsim::models {
+namespace {
+
+// Parses `text` and returns the UserError it must raise.
+UserError ErrorOf(const std::string& text) {
+  try {
+    ParseModelYaml(text, "m.yaml");
+  } catch (const UserError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for:\n" << text;
+  return UserError("none");
+}
+
+// Checks the error's line and that its message (or hint) says `says`.
+void ExpectError(const std::string& text, int line, const std::string& says) {
+  const UserError e = ErrorOf(text);
+  EXPECT_EQ(e.where().file, "m.yaml") << e.what();
+  EXPECT_EQ(e.where().line, line) << e.what();
+  EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+}
+
+const char kHeader[] = "name: t\ninput: [3, 8, 8]\nlayers:\n";  // layers start on line 4
+
+TEST(ModelFile, ExampleLoadsWithDerivedNumbers) {
+  const ModelGraph g = LoadModelFile("models/examples/small_cnn.yaml");
+  EXPECT_EQ(g.name(), "small-cnn");
+  // conv1 864 + bn1 64 + conv2 9,216 + bn2 64 + conv3 18,496 + fc 650, as
+  // derived in the example's header.
+  EXPECT_EQ(g.Totals().params, 29354);
+  EXPECT_EQ(g.op(g.Find("pool")).output_shape, (Shape{32, 16, 16}));
+  EXPECT_EQ(g.op(g.Find("conv3")).output_shape, (Shape{64, 8, 8}));
+  // conv3: MACs = 64 * 8 * 8 * 32 * 9 = 1,179,648, plus 64 * 8 * 8 bias adds.
+  EXPECT_DOUBLE_EQ(g.op(g.Find("conv3")).fwd_flops, 2 * 1179648.0 + 4096);
+  EXPECT_EQ(g.inputs(g.Find("residual")), (std::vector<OpId>{g.Find("bn2"), g.Find("relu1")}));
+  EXPECT_EQ(g.op(g.num_ops() - 1).kind, OpKind::kSoftmaxCrossEntropy);
+}
+
+TEST(ModelFile, LayersDefaultToThePreviousLayerAndGetNames) {
+  const ModelGraph g = ParseModelYaml(std::string(kHeader) +
+                                          "  - {type: flatten}\n"
+                                          "  - {type: dense, out_features: 10}\n"
+                                          "  - {type: softmax_xent}\n",
+                                      "dir/tiny.yaml");
+  ASSERT_EQ(g.num_ops(), 4u);
+  EXPECT_EQ(g.op(1).name, "flatten_1");
+  EXPECT_EQ(g.op(2).name, "dense_2");
+  EXPECT_EQ(g.inputs(2), (std::vector<OpId>{1}));
+  EXPECT_EQ(g.op(2).params, 192 * 10 + 10);
+  EXPECT_EQ(ParseModelYaml("input: [4]\nlayers:\n  - {type: softmax_xent}\n", "dir/tiny.yaml")
+                .name(),
+            "tiny");  // no 'name': the file's stem
+}
+
+TEST(ModelFile, TransformerShorthandEqualsBuildTransformer) {
+  const ModelGraph g = ParseModelYaml(
+      "name: small-gpt\n"
+      "transformer: {layers: 2, hidden: 64, heads: 4, sequence: 32, vocab: 1000}\n",
+      "g.yaml");
+  TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.sequence = 32;
+  c.vocab = 1000;
+  const ModelGraph expected = BuildTransformer(c);
+  EXPECT_EQ(g.name(), "small-gpt");
+  EXPECT_EQ(g.num_ops(), expected.num_ops());
+  EXPECT_EQ(g.Totals().params, expected.Totals().params);
+  EXPECT_DOUBLE_EQ(g.Totals().fwd_flops, expected.Totals().fwd_flops);
+}
+
+TEST(ModelFile, ErrorsNameTheirLineAndWhatWasExpected) {
+  const std::string h = kHeader;
+  // Unknown key (line 4), with the accepted keys in the hint.
+  ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 3, strides: 2}\n", 4,
+              "unknown key 'strides'");
+  ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 3, strides: 2}\n", 4,
+              "accepted keys: name, type, inputs, out_channels");
+  // Missing key.
+  ExpectError(h + "  - {type: relu}\n  - {name: c, type: conv2d, kernel: 3}\n", 5,
+              "layer 'c' (conv2d) is missing 'out_channels'");
+  // Wrong type, reported at the value: 'many' starts at column 43 (1-based).
+  const std::string bad_value = "  - {name: c, type: conv2d, out_channels: many, kernel: 3}\n";
+  ASSERT_EQ(bad_value.find("many") + 1, 43u);
+  const UserError wrong = ErrorOf(h + bad_value);
+  EXPECT_EQ(wrong.where().line, 4);
+  EXPECT_EQ(wrong.where().column, 43);
+  EXPECT_NE(wrong.message().find("'out_channels' must be an integer >= 1, got 'many'"),
+            std::string::npos)
+      << wrong.what();
+  ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: [3, 3, 3]}\n", 4,
+              "[height, width] pair");
+  ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 3, bias: maybe}\n", 4,
+              "'bias' must be true or false");
+  // Unknown layer type.
+  ExpectError(h + "  - {type: relu}\n\n  - {name: x, type: convolution}\n", 6,
+              "unknown layer type 'convolution'");
+  // Unknown input name.
+  ExpectError(h + "  - {name: a, type: relu}\n  - {name: b, type: add, inputs: [a, shortcut]}\n",
+              5, "reads 'shortcut', which is not an earlier layer");
+  // Shape mismatch found by GraphBuilder, located at the layer.
+  ExpectError(h + "  - {name: p, type: maxpool, kernel: 2}\n"
+                  "  - {name: sum, type: add, inputs: [p, input]}\n",
+              5, "adds tensors of the same shape, got 3x4x4 and 3x8x8");
+  ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 9}\n", 4,
+              "window of 9 does not fit an input of 8");
+  // Duplicate layer name.
+  ExpectError(h + "  - {name: a, type: relu}\n  - {name: a, type: relu}\n", 5,
+              "the name is already used");
+  // Add without inputs.
+  ExpectError(h + "  - {name: a, type: add}\n", 4, "needs 'inputs'");
+  // Last layer not a loss.
+  ExpectError(h + "  - {name: a, type: relu}\n  - {name: f, type: flatten}\n", 5,
+              "the last layer must be the loss");
+  // Top-level problems.
+  ExpectError("name: t\ninput: [3, 8, 8]\nlayer:\n  - {type: relu}\n", 3, "unknown key 'layer'");
+  ExpectError("name: t\ninput: [3, 8, 8]\n", 1, "missing 'layers'");
+  ExpectError("name: t\ninput: [3, -8, 8]\nlayers:\n  - {type: softmax_xent}\n", 2,
+              "'input' must be an integer >= 1, got '-8'");
+  ExpectError("name: t\nlayers:\n  - {type: relu}\n", 3, "it is the first layer");
+  ExpectError("name: t\ninput: [3, 8, 8\nlayers: []\n", 3, "invalid YAML");
+  ExpectError("name: t\ninput: [8]\ninput: [9]\nlayers: []\n", 3, "repeated");
+  ExpectError("- just\n- a list\n", 1, "a model file must be a mapping");
+  // Transformer shorthand problems.
+  ExpectError("transformer: {layers: 2, hidden: 64, heads: 3, sequence: 8, vocab: 10}\n", 1,
+              "must be divisible by heads");
+  ExpectError("transformer:\n  layers: 2\n  hidden: 64\n  heads: 0\n", 4,
+              "transformer.heads must be an integer >= 1, got '0'");
+  ExpectError("transformer: {layers: 2, hidden: 64, heads: 4, sequence: 8, vocab: 10}\n"
+              "layers: []\n",
+              2, "'layers' cannot be combined with 'transformer'");
+}
+
+TEST(ModelFile, MissingFileIsAUserError) {
+  try {
+    LoadModelFile("models/examples/no_such_file.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("cannot open"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dtsim::models

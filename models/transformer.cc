@@ -1,0 +1,37 @@
+// BuildTransformer: GPT-style decoder stacks (GPT-2, GPT-3, Megatron-LM).
+//
+//   tokens (S) -> Embeddings (token + position, dropout)
+//              -> L x pre-LN Block -> final LN
+//              -> LM head Dense H -> V (weight tied to the token table by default)
+//              -> softmax cross entropy
+#include <string>
+
+#include "models/transformer_blocks.h"
+#include "models/zoo.h"
+
+namespace dtsim::models {
+
+ModelGraph BuildTransformer(const TransformerConfig& config, std::string name) {
+  using transformer::LayerNormPlacement;
+  const transformer::Dims d = transformer::Resolve(config);
+  GraphBuilder b(std::move(name));
+  Tensor h = transformer::Embeddings(b, b.Input("tokens", {d.seq}), d, {});
+  for (std::int64_t l = 0; l < d.layers; ++l) {
+    h = transformer::Block(b, "layer" + std::to_string(l) + ".", h, d, LayerNormPlacement::kPre);
+  }
+  h = b.LayerNorm("final_ln", h);
+  // A tied head reuses the token table: no params here, but its FLOPs and
+  // weight gradient are computed here all the same.
+  const Tensor logits = b.Dense(
+      "lm_head", h,
+      {.out_features = d.vocab, .bias = false, .tied_weight = config.tied_embeddings});
+  b.SoftmaxCrossEntropy("loss", logits, d.vocab);
+  return b.Finish(
+      std::string(config.causal ? "GPT-style decoder" : "Bidirectional encoder") +
+      " (pre-LN, as GPT-2, Radford et al. 2019): " + std::to_string(d.layers) + " layers, hidden " +
+      std::to_string(d.hidden) + ", " + std::to_string(d.heads) + " heads, MLP " +
+      std::to_string(d.ffn) + ", sequence " + std::to_string(d.seq) + ", vocab " +
+      std::to_string(d.vocab) + (config.tied_embeddings ? ", tied LM head" : ", untied LM head"));
+}
+
+}  // namespace dtsim::models

@@ -26,15 +26,6 @@ const char* SyncModeName(SyncMode s) {
   return "?";
 }
 
-const char* CollectiveAlgorithmName(CollectiveAlgorithm a) {
-  switch (a) {
-    case CollectiveAlgorithm::kRing: return "ring";
-    case CollectiveAlgorithm::kTree: return "tree";
-    case CollectiveAlgorithm::kHierarchical: return "hierarchical";
-  }
-  return "?";
-}
-
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s) {
   hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
   for (const hw::DeviceSpec& d : s.cluster.custom_devices) catalog.AddDevice(d);

@@ -15,6 +15,7 @@
 #include "hw/catalog.h"
 #include "models/op.h"
 #include "models/zoo.h"
+#include "plan/plan.h"
 
 namespace dtsim::config {
 
@@ -67,7 +68,8 @@ struct WorkloadConfig {
   std::map<models::OpKind, double> compute_efficiency;
   std::optional<double> memory_efficiency;  // fraction of peak memory bandwidth
   std::optional<double> kernel_launch_s;    // fixed overhead per kernel
-  std::optional<double> optimizer_flops_per_param;  // default: by optimizer
+  std::optional<double> optimizer_bytes_per_param;  // optimizer memory traffic per
+                                                    // parameter; default 20 (sim/cost_model.h)
 };
 
 enum class Strategy { kData };
@@ -76,12 +78,10 @@ const char* StrategyName(Strategy s);
 enum class SyncMode { kSynchronous };
 const char* SyncModeName(SyncMode s);
 
-enum class CollectiveAlgorithm {
-  kRing,          // ring reduce-scatter + all-gather over all ranks
-  kTree,          // NCCL-style double binary tree, pipelined in chunks
-  kHierarchical,  // reduce-scatter in node, all-reduce across nodes, all-gather in node
-};
-const char* CollectiveAlgorithmName(CollectiveAlgorithm a);  // "ring", "tree", "hierarchical"
+// All-reduce algorithms are the plan's (plan/plan.h): ring, tree (NCCL's
+// double binary tree), hierarchical (in node, across nodes, in node).
+using plan::CollectiveAlgorithm;
+using plan::CollectiveAlgorithmName;  // "ring", "tree", "hierarchical"
 
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;

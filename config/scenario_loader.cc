@@ -13,8 +13,9 @@
 #include <limits>
 #include <sstream>
 
+#include "common/yaml_reader.h"
 #include "config/scenario.h"
-#include "config/yaml_reader.h"
+#include "models/model_file.h"
 
 namespace dtsim::config {
 namespace {
@@ -170,40 +171,6 @@ ClusterConfig ReadCluster(const YamlValue& v) {
   return c;
 }
 
-models::TransformerConfig ReadTransformer(const YamlValue& v) {
-  const YamlMap m = v.AsMap({"layers", "hidden", "heads", "sequence", "vocab", "ffn_hidden",
-                             "max_positions", "tied_embeddings", "causal"});
-  models::TransformerConfig t;
-  if (auto x = m.Get("layers")) t.layers = x->AsInt(1);
-  if (auto x = m.Get("hidden")) t.hidden = x->AsInt(1);
-  if (auto x = m.Get("heads")) t.heads = x->AsInt(1);
-  if (auto x = m.Get("sequence")) t.sequence = x->AsInt(1);
-  if (auto x = m.Get("vocab")) t.vocab = x->AsInt(1);
-  // 0 keeps the builder's default (4 x hidden; = sequence).
-  if (auto x = m.Get("ffn_hidden")) t.ffn_hidden = x->AsInt(0);
-  if (auto x = m.Get("max_positions")) t.max_positions = x->AsInt(0);
-  if (auto x = m.Get("tied_embeddings")) t.tied_embeddings = x->AsBool();
-  if (auto x = m.Get("causal")) t.causal = x->AsBool();
-  if (t.hidden % t.heads != 0) {
-    const YamlValue at = m.Get("heads") ? *m.Get("heads") : v;
-    at.Fail("hidden (" + std::to_string(t.hidden) + ") is not divisible by heads (" +
-            std::to_string(t.heads) + ")");
-  }
-  if (t.max_positions != 0 && t.max_positions < t.sequence) {
-    m.Require("max_positions")
-        .Fail("max_positions (" + std::to_string(t.max_positions) +
-              ") is shorter than sequence (" + std::to_string(t.sequence) + ")");
-  }
-  // The builder has the last word on what is consistent; its errors are
-  // reported at the transformer mapping.
-  try {
-    models::BuildTransformer(t);
-  } catch (const UserError& e) {
-    v.Fail(e.message(), e.hint());
-  }
-  return t;
-}
-
 // `base` is the scenario file; a relative model file is found next to it.
 ModelRef ReadModel(const YamlValue& v, const std::string& base) {
   ModelRef ref;
@@ -229,7 +196,7 @@ ModelRef ReadModel(const YamlValue& v, const std::string& base) {
     v.Fail("expected exactly one of 'transformer' or 'file'");
   }
   if (auto x = m.Get("transformer")) {
-    ref.transformer = ReadTransformer(*x);
+    ref.transformer = models::ReadTransformerConfig(*x);
     return ref;
   }
   const YamlValue x = m.Require("file");
@@ -256,7 +223,7 @@ hw::Precision ReadPrecision(const YamlValue& v) {
 WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   const YamlMap m = v.AsMap({"model", "batch_per_device", "precision", "iterations",
                              "compute_efficiency", "memory_efficiency", "kernel_launch",
-                             "optimizer_flops_per_param"});
+                             "optimizer_bytes_per_param"});
   WorkloadConfig w;
   if (auto x = m.Get("model")) w.model = ReadModel(*x, base);
   if (auto x = m.Get("batch_per_device")) w.batch_per_device = x->AsInt(1);
@@ -274,9 +241,9 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   }
   if (auto x = m.Get("memory_efficiency")) w.memory_efficiency = ReadEfficiency(*x);
   if (auto x = m.Get("kernel_launch")) w.kernel_launch_s = x->AsQuantity(Dimension::kTime);
-  if (auto x = m.Get("optimizer_flops_per_param")) {
-    w.optimizer_flops_per_param = x->AsNumber();
-    if (*w.optimizer_flops_per_param < 0) x->Fail("expected a number >= 0, got " + x->Describe());
+  if (auto x = m.Get("optimizer_bytes_per_param")) {
+    w.optimizer_bytes_per_param = x->AsNumber();
+    if (*w.optimizer_bytes_per_param < 0) x->Fail("expected a number >= 0, got " + x->Describe());
   }
   return w;
 }

@@ -126,7 +126,7 @@ TEST(ScenarioLoaderTest, UnknownModel) {
 
 TEST(ScenarioLoaderTest, InconsistentTransformer) {
   EXPECT_TRUE(FailsAt("workload:\n  model:\n    transformer: {hidden: 1000, heads: 16}\n", 3,
-                      "workload.model.transformer.heads: hidden (1000) is not divisible by "
+                      "workload.model.transformer.heads: hidden (1000) must be divisible by "
                       "heads (16)"));
   EXPECT_TRUE(FailsAt(R"(workload:
   model:
@@ -288,7 +288,7 @@ workload:
   compute_efficiency: {conv2d: 0.55, dense: 0.7}
   memory_efficiency: 0.8
   kernel_launch: 5us
-  optimizer_flops_per_param: 12
+  optimizer_bytes_per_param: 12
 parallelism:
   strategy: data
   sync: synchronous
@@ -329,7 +329,7 @@ outputs:
   EXPECT_DOUBLE_EQ(s.workload.compute_efficiency.at(models::OpKind::kDense), 0.7);
   EXPECT_DOUBLE_EQ(*s.workload.memory_efficiency, 0.8);
   EXPECT_DOUBLE_EQ(*s.workload.kernel_launch_s, 5e-6);
-  EXPECT_DOUBLE_EQ(*s.workload.optimizer_flops_per_param, 12);
+  EXPECT_DOUBLE_EQ(*s.workload.optimizer_bytes_per_param, 12);
   EXPECT_EQ(s.parallelism.algorithm, CollectiveAlgorithm::kHierarchical);
   EXPECT_DOUBLE_EQ(s.parallelism.bucket_bytes, 25.0 * 1024 * 1024);
   EXPECT_FALSE(s.parallelism.overlap);
@@ -400,7 +400,7 @@ TEST(ScenarioLoaderTest, PrecisionSetsTheModelDType) {
 TEST(ScenarioLoaderTest, ModelFileIsResolvedAgainstTheScenarioFolder) {
   const fs::path dir = ScratchDir();
   fs::create_directories(dir / "models");
-  // The example of models/MODEL_FILE.md.
+  // The example of docs/model_file.md.
   std::ofstream(dir / "models" / "mine.yaml") << R"(name: my-cnn
 input: [3, 32, 32]
 layers:

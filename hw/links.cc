@@ -58,6 +58,9 @@ constexpr const char* kIbLatency =
 
 // clang-format off
 constexpr LinkRow kLinks[] = {
+  {"pcie2-x16", 5.0 * 16 * 8.0 / 10.0 / 8, kPcieLatencyUs,
+   "PCI Express Base Specification 2.0: 5 GT/s x 16 lanes, 8b/10b = 8 GB/s (Tesla K20m host "
+   "interface: PCIe 2.0 x16, Tesla K20 board specification)", kNcclLatency},
   {"pcie3-x16", PcieX16GBps(8), kPcieLatencyUs,
    "PCI Express Base Specification 3.0: 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s",
    kNcclLatency},
@@ -112,7 +115,7 @@ constexpr struct {
   const char* alias;
   const char* target;
 } kLinkAliases[] = {
-  {"pcie3", "pcie3-x16"}, {"pcie4", "pcie4-x16"}, {"pcie5", "pcie5-x16"},
+  {"pcie2", "pcie2-x16"}, {"pcie3", "pcie3-x16"}, {"pcie4", "pcie4-x16"}, {"pcie5", "pcie5-x16"},
   {"edr", "ib-edr"},      {"hdr", "ib-hdr"},      {"ndr", "ib-ndr"},
 };
 // clang-format on

@@ -106,10 +106,10 @@ const std::vector<LayerType>& LayerTypes() {
   return types;
 }
 
-std::string LayerTypeNames() {
-  std::string s;
-  for (const LayerType& t : LayerTypes()) s += (s.empty() ? "" : ", ") + t.type;
-  return s;
+std::vector<std::string> LayerTypeNames() {
+  std::vector<std::string> names;
+  for (const LayerType& t : LayerTypes()) names.push_back(t.type);
+  return names;
 }
 
 }  // namespace dtsim::models

@@ -79,27 +79,27 @@ TEST(ModelFile, TransformerShorthandEqualsBuildTransformer) {
 
 TEST(ModelFile, ErrorsNameTheirLineAndWhatWasExpected) {
   const std::string h = kHeader;
-  // Unknown key (line 4), with the accepted keys in the hint.
+  // Unknown key (line 4), with the allowed keys in the hint.
   ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 3, strides: 2}\n", 4,
               "unknown key 'strides'");
   ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 3, strides: 2}\n", 4,
-              "accepted keys: name, type, inputs, out_channels");
+              "allowed keys: name, type, inputs, out_channels");
   // Missing key.
   ExpectError(h + "  - {type: relu}\n  - {name: c, type: conv2d, kernel: 3}\n", 5,
-              "layer 'c' (conv2d) is missing 'out_channels'");
+              "layers[1]: missing required key 'out_channels'");
   // Wrong type, reported at the value: 'many' starts at column 43 (1-based).
   const std::string bad_value = "  - {name: c, type: conv2d, out_channels: many, kernel: 3}\n";
   ASSERT_EQ(bad_value.find("many") + 1, 43u);
   const UserError wrong = ErrorOf(h + bad_value);
   EXPECT_EQ(wrong.where().line, 4);
   EXPECT_EQ(wrong.where().column, 43);
-  EXPECT_NE(wrong.message().find("'out_channels' must be an integer >= 1, got 'many'"),
+  EXPECT_NE(wrong.message().find("layers[0].out_channels: expected an integer, got 'many'"),
             std::string::npos)
       << wrong.what();
   ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: [3, 3, 3]}\n", 4,
-              "[height, width] pair");
+              "expected an integer or a list of two integers");
   ExpectError(h + "  - {name: c, type: conv2d, out_channels: 8, kernel: 3, bias: maybe}\n", 4,
-              "'bias' must be true or false");
+              "layers[0].bias: expected true or false");
   // Unknown layer type.
   ExpectError(h + "  - {type: relu}\n\n  - {name: x, type: convolution}\n", 6,
               "unknown layer type 'convolution'");
@@ -122,21 +122,21 @@ TEST(ModelFile, ErrorsNameTheirLineAndWhatWasExpected) {
               "the last layer must be the loss");
   // Top-level problems.
   ExpectError("name: t\ninput: [3, 8, 8]\nlayer:\n  - {type: relu}\n", 3, "unknown key 'layer'");
-  ExpectError("name: t\ninput: [3, 8, 8]\n", 1, "missing 'layers'");
+  ExpectError("name: t\ninput: [3, 8, 8]\n", 1, "missing required key 'layers'");
   ExpectError("name: t\ninput: [3, -8, 8]\nlayers:\n  - {type: softmax_xent}\n", 2,
-              "'input' must be an integer >= 1, got '-8'");
+              "input[1]: expected an integer >= 1, got -8");
   ExpectError("name: t\nlayers:\n  - {type: relu}\n", 3, "it is the first layer");
-  ExpectError("name: t\ninput: [3, 8, 8\nlayers: []\n", 3, "invalid YAML");
-  ExpectError("name: t\ninput: [8]\ninput: [9]\nlayers: []\n", 3, "repeated");
-  ExpectError("- just\n- a list\n", 1, "a model file must be a mapping");
+  ExpectError("name: t\ninput: [3, 8, 8\nlayers: []\n", 3, "malformed YAML");
+  ExpectError("name: t\ninput: [8]\ninput: [9]\nlayers: []\n", 3, "duplicate key 'input'");
+  ExpectError("- just\n- a list\n", 1, "expected a mapping");
   // Transformer shorthand problems.
   ExpectError("transformer: {layers: 2, hidden: 64, heads: 3, sequence: 8, vocab: 10}\n", 1,
               "must be divisible by heads");
   ExpectError("transformer:\n  layers: 2\n  hidden: 64\n  heads: 0\n", 4,
-              "transformer.heads must be an integer >= 1, got '0'");
+              "transformer.heads: expected an integer >= 1, got 0");
   ExpectError("transformer: {layers: 2, hidden: 64, heads: 4, sequence: 8, vocab: 10}\n"
               "layers: []\n",
-              2, "'layers' cannot be combined with 'transformer'");
+              2, "layers: cannot be combined with 'transformer'");
 }
 
 TEST(ModelFile, MissingFileIsAUserError) {

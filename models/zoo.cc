@@ -44,7 +44,7 @@ ModelGraph BuildZooModel(std::string_view name) {
   }
   throw UserError("unknown model '" + std::string(name) + "'",
                   "built-in models: " + known +
-                      "; or describe your own in a model file (see models/MODEL_FILE.md)");
+                      "; or describe your own in a model file (see docs/model_file.md)");
 }
 
 }  // namespace dtsim::models

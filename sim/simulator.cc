@@ -10,20 +10,12 @@
 namespace dtsim::sim {
 namespace {
 
-plan::CollectiveAlgorithm ToPlanAlgorithm(config::CollectiveAlgorithm a) {
-  switch (a) {
-    case config::CollectiveAlgorithm::kRing: return plan::CollectiveAlgorithm::kRing;
-    case config::CollectiveAlgorithm::kTree: return plan::CollectiveAlgorithm::kTree;
-    case config::CollectiveAlgorithm::kHierarchical: return plan::CollectiveAlgorithm::kHierarchical;
-  }
-  return plan::CollectiveAlgorithm::kRing;
-}
-
 CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   CostModelOptions o;
   o.compute_efficiency = w.compute_efficiency;
   if (w.memory_efficiency) o.memory_efficiency = *w.memory_efficiency;
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
+  if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
   return o;
 }
 
@@ -66,7 +58,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph) 
   o.iterations = s.workload.iterations;
   o.bucket_bytes = s.parallelism.bucket_bytes;
   o.overlap = s.parallelism.overlap;
-  o.algorithm = ToPlanAlgorithm(s.parallelism.algorithm);
+  o.algorithm = s.parallelism.algorithm;
   return plan::BuildDataParallelPlan(graph, {s.cluster.nodes, s.cluster.devices_per_node}, o);
 }
 

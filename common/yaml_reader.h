@@ -1,4 +1,6 @@
-// A small typed reader over yaml-cpp nodes for dtsim's input files.
+// A small typed reader over yaml-cpp nodes for dtsim's input files: scenario
+// files (config/, docs/scenario.md) and model files (models/,
+// docs/model_file.md).
 //
 // Every value remembers the file it came from, its position (1-based line and
 // column) and its dotted path ("cluster.network.link"), so that each check
@@ -22,10 +24,11 @@
 #include "common/error.h"
 #include "common/units.h"
 
-namespace dtsim::config {
+namespace dtsim {
 
-// Parses `text` as one YAML document. Malformed YAML, an empty input or more
-// than one document throw UserError at file:line:column.
+// Parses `text` as one YAML document. Malformed YAML and a second document
+// throw UserError at file:line:column; an empty input gives a null node (the
+// caller reports what it expected).
 YAML::Node ParseYamlDocument(const std::string& text, const std::string& filename);
 
 class YamlMap;
@@ -69,10 +72,22 @@ class YamlValue {
   // One of `names` (case-insensitive); returns its index. The error lists
   // them. `what` names the kind of value in messages ("topology").
   std::size_t AsChoice(const std::vector<std::string>& names, std::string_view what) const;
+  // An integer n, meaning (n, n), or a list of two integers [a, b] (a 2-D
+  // window such as a kernel size); each in [min, INT_MAX].
+  std::pair<int, int> AsIntPair(int min) const;
+  // A non-empty list of integers, each in [min, max] (a shape such as
+  // [3, 224, 224]); an element's error is reported at the element.
+  std::vector<std::int64_t> AsInt64List(std::int64_t min, std::int64_t max) const;
   // A list; the elements' paths are "<path>[i]".
   std::vector<YamlValue> AsSequence() const;
   // A mapping whose keys must all be in `allowed_keys`.
   YamlMap AsMap(std::vector<std::string> allowed_keys) const;
+  // For a mapping whose allowed keys depend on one of its values (a model
+  // file's layer allows the keys of its `type`): the value of `key`, read
+  // before the other keys are checked with AsMap. Throws UserError as AsMap
+  // does when this is not a mapping, and as YamlMap::Require does when `key`
+  // is absent.
+  YamlValue RequireSelector(std::string_view key, std::string_view expected = "") const;
 
   // "a mapping", "a list", "'text'" or "nothing", for messages.
   std::string Describe() const;
@@ -103,8 +118,10 @@ class YamlMap {
 
   // The value of `key`, or nullopt when absent. REQUIRES: `key` is allowed.
   std::optional<YamlValue> Get(std::string_view key) const;
-  // Same, but an absent key throws UserError at the mapping.
-  YamlValue Require(std::string_view key) const;
+  // Same, but an absent key throws UserError at the mapping; `expected`
+  // (optional) says what the key should hold: "missing required key 'kernel'
+  // (an integer or a [height, width] pair)".
+  YamlValue Require(std::string_view key, std::string_view expected = "") const;
 
  private:
   YamlValue self_;
@@ -119,4 +136,4 @@ std::string UnknownNameHint(std::string_view name, const std::vector<std::string
 // Case-insensitive ASCII equality.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
-}  // namespace dtsim::config
+}  // namespace dtsim

@@ -1,4 +1,4 @@
-#include "config/yaml_reader.h"
+#include "common/yaml_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <climits>
 #include <cmath>
 
-namespace dtsim::config {
+namespace dtsim {
 namespace {
 
 // yaml-cpp marks are 0-based; SourceLocation is 1-based.
@@ -52,6 +52,16 @@ std::string Join(const std::vector<std::string>& names) {
     s += n;
   }
   return s;
+}
+
+std::string ExpectedMapping(const YamlValue& value) {
+  return "expected a mapping of 'key: value' lines, got " + value.Describe();
+}
+
+std::string MissingKey(std::string_view key, std::string_view expected) {
+  std::string message = "missing required key '" + std::string(key) + "'";
+  if (!expected.empty()) message += " (" + std::string(expected) + ")";
+  return message;
 }
 
 }  // namespace
@@ -204,6 +214,28 @@ std::size_t YamlValue::AsChoice(const std::vector<std::string>& names,
        UnknownNameHint(s, names, "accepted values"));
 }
 
+std::pair<int, int> YamlValue::AsIntPair(int min) const {
+  if (IsScalar()) {
+    const int v = AsInt(min);
+    return {v, v};
+  }
+  if (!IsSequence() || node_.size() != 2) {
+    Fail("expected an integer or a list of two integers, got " + Describe(),
+         "write 3 for 3 and 3, or [3, 5]");
+  }
+  const std::vector<YamlValue> items = AsSequence();
+  return {items[0].AsInt(min), items[1].AsInt(min)};
+}
+
+std::vector<std::int64_t> YamlValue::AsInt64List(std::int64_t min, std::int64_t max) const {
+  if (!IsSequence() || node_.size() == 0) {
+    Fail("expected a non-empty list of integers, got " + Describe(), "e.g. [3, 224, 224]");
+  }
+  std::vector<std::int64_t> out;
+  for (const YamlValue& item : AsSequence()) out.push_back(item.AsInt64(min, max));
+  return out;
+}
+
 std::vector<YamlValue> YamlValue::AsSequence() const {
   if (!node_.IsSequence()) Fail("expected a list, got " + Describe());
   std::vector<YamlValue> out;
@@ -217,11 +249,21 @@ YamlMap YamlValue::AsMap(std::vector<std::string> allowed_keys) const {
   return YamlMap(*this, std::move(allowed_keys));
 }
 
+YamlValue YamlValue::RequireSelector(std::string_view key, std::string_view expected) const {
+  if (!IsMap()) Fail(ExpectedMapping(*this));
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) {
+      const YamlValue key_value(it->first, file_, path_, where_);
+      return YamlValue(it->second, file_, ChildPath(path_, key), key_value.where());
+    }
+  }
+  Fail(MissingKey(key, expected));
+}
+
 YamlMap::YamlMap(const YamlValue& value, std::vector<std::string> allowed_keys)
     : self_(value), allowed_(std::move(allowed_keys)) {
   if (!value.IsMap()) {
-    value.Fail("expected a mapping of 'key: value' lines, got " + value.Describe(),
-               "allowed keys: " + Join(allowed_));
+    value.Fail(ExpectedMapping(value), "allowed keys: " + Join(allowed_));
   }
   const std::string& file = value.where().file;
   for (auto it = value.node().begin(); it != value.node().end(); ++it) {
@@ -254,10 +296,10 @@ std::optional<YamlValue> YamlMap::Get(std::string_view key) const {
   return std::nullopt;
 }
 
-YamlValue YamlMap::Require(std::string_view key) const {
+YamlValue YamlMap::Require(std::string_view key, std::string_view expected) const {
   std::optional<YamlValue> v = Get(key);
-  if (!v) self_.Fail("missing required key '" + std::string(key) + "'");
+  if (!v) self_.Fail(MissingKey(key, expected));
   return *v;
 }
 
-}  // namespace dtsim::config
+}  // namespace dtsim

@@ -1,10 +1,13 @@
-#include "config/yaml_reader.h"
+#include "common/yaml_reader.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
-namespace dtsim::config {
+namespace dtsim {
 namespace {
 
 YamlValue Root(const std::string& text) {
@@ -105,6 +108,53 @@ TEST(YamlReaderTest, ChoiceIsCaseInsensitiveAndListsTheValues) {
   EXPECT_EQ(e.hint(), "did you mean 'ring'? accepted values: ring, tree");
 }
 
+TEST(YamlReaderTest, IntPairsAndIntLists) {
+  const YamlMap m = Root("a: 3\nb: [3, 5]\nc: [3, 5, 7]\nd: [2, 0]\ne: []\n")
+                        .AsMap({"a", "b", "c", "d", "e"});
+  EXPECT_EQ(m.Require("a").AsIntPair(1), std::make_pair(3, 3));
+  EXPECT_EQ(m.Require("b").AsIntPair(1), std::make_pair(3, 5));
+  EXPECT_NE(ErrorOf([&] { m.Require("c").AsIntPair(1); })
+                .message()
+                .find("c: expected an integer or a list of two integers, got a list"),
+            std::string::npos);
+  // An element out of range is reported at the element: "0" is column 8.
+  UserError e = ErrorOf([&] { m.Require("d").AsIntPair(1); });
+  EXPECT_EQ(e.message(), "d[1]: expected an integer >= 1, got 0");
+  EXPECT_EQ(e.where().column, 8);
+  EXPECT_EQ(m.Require("c").AsInt64List(1, 10), (std::vector<std::int64_t>{3, 5, 7}));
+  EXPECT_NE(ErrorOf([&] { m.Require("d").AsInt64List(1, 10); }).message().find("d[1]:"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { m.Require("e").AsInt64List(1, 10); })
+                .message()
+                .find("e: expected a non-empty list of integers"),
+            std::string::npos);
+}
+
+TEST(YamlReaderTest, MissingKeySaysWhatIsExpected) {
+  const YamlMap m = Root("a: 1\n").AsMap({"a", "b"});
+  EXPECT_EQ(ErrorOf([&] { m.Require("b", "an integer >= 1"); }).message(),
+            "missing required key 'b' (an integer >= 1)");
+  EXPECT_EQ(ErrorOf([&] { m.Require("b"); }).message(), "missing required key 'b'");
+}
+
+TEST(YamlReaderTest, SelectorIsReadBeforeTheOtherKeys) {
+  // The keys allowed beside `type` depend on it: read it, then check them.
+  const YamlValue layer = Root("l: {type: conv, kernel: 3}\n").AsMap({"l"}).Require("l");
+  const YamlValue type = layer.RequireSelector("type");
+  EXPECT_EQ(type.AsString(), "conv");
+  EXPECT_EQ(type.path(), "l.type");
+  EXPECT_EQ(layer.AsMap({"type", "kernel"}).Require("kernel").AsInt(1), 3);
+  EXPECT_NE(ErrorOf([&] { layer.AsMap({"type"}); }).message().find("unknown key 'kernel'"),
+            std::string::npos);
+  // Absent, or not a mapping: the errors of Require and AsMap.
+  EXPECT_EQ(ErrorOf([&] { layer.RequireSelector("kind", "a kind"); }).message(),
+            "l: missing required key 'kind' (a kind)");
+  EXPECT_NE(ErrorOf([&] { Root("- x\n").RequireSelector("type"); })
+                .message()
+                .find("expected a mapping of 'key: value' lines, got a list"),
+            std::string::npos);
+}
+
 TEST(YamlReaderTest, MalformedYamlHasALocation) {
   // The flow list opened on line 2 is never closed.
   UserError e = ErrorOf([] { ParseYamlDocument("a: 1\nb: [1, 2\nc: 3\n", "t.yaml"); });
@@ -130,4 +180,4 @@ TEST(YamlReaderTest, UnknownNameHint) {
 }
 
 }  // namespace
-}  // namespace dtsim::config
+}  // namespace dtsim

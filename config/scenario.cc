@@ -15,6 +15,8 @@ const char* TopologyName(Topology t) {
 const char* StrategyName(Strategy s) {
   switch (s) {
     case Strategy::kData: return "data";
+    case Strategy::kParameterServer: return "parameter_server";
+    case Strategy::kLocalSgd: return "local_sgd";
   }
   return "?";
 }
@@ -22,8 +24,35 @@ const char* StrategyName(Strategy s) {
 const char* SyncModeName(SyncMode s) {
   switch (s) {
     case SyncMode::kSynchronous: return "synchronous";
+    case SyncMode::kAsynchronous: return "asynchronous";
   }
   return "?";
+}
+
+const char* ServerPlacementName(ServerPlacement p) {
+  return p == ServerPlacement::kDedicated ? "dedicated" : "colocated";
+}
+
+const char* PsPayloadName(PsPayload p) {
+  return p == PsPayload::kGradients ? "gradients" : "parameters";
+}
+
+const char* AveragingTransportName(AveragingTransport t) {
+  return t == AveragingTransport::kAllReduce ? "all_reduce" : "parameter_server";
+}
+
+const char* NoiseDistributionName(NoiseDistribution d) {
+  switch (d) {
+    case NoiseDistribution::kNone: return "none";
+    case NoiseDistribution::kLognormal: return "lognormal";
+    case NoiseDistribution::kExponential: return "exponential";
+    case NoiseDistribution::kStall: return "stall";
+  }
+  return "?";
+}
+
+const char* FailureScopeName(FailureScope s) {
+  return s == FailureScope::kDevice ? "device" : "node";
 }
 
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s) {

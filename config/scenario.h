@@ -72,16 +72,52 @@ struct WorkloadConfig {
                                                     // parameter; default 20 (sim/cost_model.h)
 };
 
-enum class Strategy { kData };
-const char* StrategyName(Strategy s);
+enum class Strategy {
+  kData,             // synchronous data parallelism with all-reduce
+  kParameterServer,  // workers pull parameters from and push updates to server tasks
+  kLocalSgd,         // workers train alone and average parameters every H minibatches
+};
+const char* StrategyName(Strategy s);  // "data", "parameter_server", "local_sgd"
 
-enum class SyncMode { kSynchronous };
-const char* SyncModeName(SyncMode s);
+enum class SyncMode {
+  kSynchronous,   // a step ends when the (k of n) updates of all workers are in
+  kAsynchronous,  // parameter_server only: each worker runs at its own pace
+};
+const char* SyncModeName(SyncMode s);  // "synchronous", "asynchronous"
 
 // All-reduce algorithms are the plan's (plan/plan.h): ring, tree (NCCL's
 // double binary tree), hierarchical (in node, across nodes, in node).
 using plan::CollectiveAlgorithm;
 using plan::CollectiveAlgorithmName;  // "ring", "tree", "hierarchical"
+
+enum class ServerPlacement {
+  kDedicated,  // S extra nodes, one server task each, on the same network
+  kColocated,  // server s runs on worker node s (sharing its NIC), as TF's ps tasks often did
+};
+const char* ServerPlacementName(ServerPlacement p);  // "dedicated", "colocated"
+
+enum class PsPayload {
+  kGradients,   // update-based: workers push gradients, servers apply them
+  kParameters,  // parameter averaging: workers push parameters, servers average them
+};
+const char* PsPayloadName(PsPayload p);  // "gradients", "parameters"
+
+struct ParameterServerConfig {
+  int servers = 1;  // S >= 1; variables are sharded evenly over the servers
+  ServerPlacement placement = ServerPlacement::kDedicated;
+  // Where the variables live and are updated: a catalog device. "cpu-host"
+  // is a two-socket server CPU (TensorFlow's default for ps tasks); a GPU
+  // name keeps them on a GPU.
+  std::string device = "cpu-host";
+  // Synchronous only: the step completes once this many workers' updates
+  // have arrived; the rest are dropped (backup workers, TensorFlow's
+  // SyncReplicasOptimizer replicas_to_aggregate). 0 = all workers.
+  int replicas_to_aggregate = 0;
+  PsPayload payload = PsPayload::kGradients;
+};
+
+enum class AveragingTransport { kAllReduce, kParameterServer };
+const char* AveragingTransportName(AveragingTransport t);  // "all_reduce", "parameter_server"
 
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;
@@ -89,6 +125,63 @@ struct ParallelismConfig {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket, PyTorch DDP's bucket_cap_mb=25
   bool overlap = true;  // all-reduce buckets during backward (false: after backward)
+  // local_sgd: average parameters every H >= 1 minibatches (H = 1 is
+  // synchronous data parallelism), through all-reduce or the servers.
+  int averaging_period = 10;
+  AveragingTransport averaging = AveragingTransport::kAllReduce;
+  ParameterServerConfig parameter_server;  // parameter_server, and local_sgd over servers
+};
+
+// Slow and noisy devices. Ranks are worker indices (0-based, node-major).
+struct SlowDevices {
+  std::vector<int> ranks;  // which workers
+  double factor = 1.0;     // compute takes factor x as long (>= 1), e.g. an older GPU
+};
+
+enum class NoiseDistribution {
+  kNone,
+  kLognormal,    // every compute task of a worker's step is x exp(N(0, sigma^2))
+  kExponential,  // each worker step is delayed by an Exp(mean) extra time
+  kStall,        // with probability p a worker step stalls for `delay`
+};
+const char* NoiseDistributionName(NoiseDistribution d);  // "none", "lognormal", "exponential", "stall"
+
+struct StragglerConfig {
+  std::vector<SlowDevices> slow_devices;
+  NoiseDistribution noise = NoiseDistribution::kNone;
+  double sigma = 0;              // lognormal
+  double mean_s = 0;             // exponential
+  double probability = 0;        // stall, in [0, 1]
+  double delay_s = 0;            // stall
+  // Periodic interference: during `duration_s` of every `period_s`
+  // (starting at t = 0) compute on the listed ranks (all when empty) runs
+  // `slowdown` times slower. period_s = 0: no interference.
+  double interference_period_s = 0;
+  double interference_duration_s = 0;
+  double interference_slowdown = 1.0;
+  std::vector<int> interference_ranks;
+
+  bool Empty() const {
+    return slow_devices.empty() && noise == NoiseDistribution::kNone &&
+           interference_period_s == 0;
+  }
+};
+
+enum class FailureScope { kDevice, kNode };
+const char* FailureScopeName(FailureScope s);  // "device", "node"
+
+// Failures over a long training run: each device (or node) fails after an
+// exponentially distributed time with mean `mtbf_s`; training restarts from
+// the last checkpoint. mtbf_s = 0: no failures.
+struct FailureConfig {
+  double mtbf_s = 0;
+  FailureScope scope = FailureScope::kDevice;
+  double checkpoint_interval_s = 3600;  // time between checkpoints (training time)
+  double checkpoint_cost_s = 60;        // time to write one checkpoint
+  double restart_cost_s = 300;          // detect, replace, reload after a failure
+  double horizon_s = 7 * 24 * 3600.0;   // wall time of training simulated
+
+  bool Enabled() const { return mtbf_s > 0; }
 };
 
 struct OutputConfig {
@@ -107,6 +200,8 @@ struct Scenario {
   ClusterConfig cluster;
   WorkloadConfig workload;
   ParallelismConfig parallelism;
+  StragglerConfig stragglers;
+  FailureConfig failures;
   OutputConfig outputs;
 };
 

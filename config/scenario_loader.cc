@@ -15,6 +15,7 @@
 
 #include "common/yaml_reader.h"
 #include "config/scenario.h"
+#include "config/section_readers.h"
 #include "models/model_file.h"
 
 namespace dtsim::config {
@@ -23,8 +24,13 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::array kTopologies = {Topology::kSingleSwitch, Topology::kFatTree};
-constexpr std::array kStrategies = {Strategy::kData};
-constexpr std::array kSyncModes = {SyncMode::kSynchronous};
+constexpr std::array kStrategies = {Strategy::kData, Strategy::kParameterServer,
+                                    Strategy::kLocalSgd};
+constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};
+constexpr std::array kPlacements = {ServerPlacement::kDedicated, ServerPlacement::kColocated};
+constexpr std::array kPayloads = {PsPayload::kGradients, PsPayload::kParameters};
+constexpr std::array kTransports = {AveragingTransport::kAllReduce,
+                                    AveragingTransport::kParameterServer};
 constexpr std::array kAlgorithms = {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
                                     CollectiveAlgorithm::kHierarchical};
 // Simulation engines sim/ provides (sim/simulator.h).
@@ -248,8 +254,23 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   return w;
 }
 
+ParameterServerConfig ReadParameterServer(const YamlValue& v) {
+  const YamlMap m =
+      v.AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload"});
+  ParameterServerConfig ps;
+  if (auto x = m.Get("servers")) ps.servers = x->AsInt(1);
+  if (auto x = m.Get("placement")) {
+    ps.placement = ReadEnum(*x, kPlacements, ServerPlacementName, "server placement");
+  }
+  if (auto x = m.Get("device")) ps.device = x->AsString();  // checked against the catalog later
+  if (auto x = m.Get("replicas_to_aggregate")) ps.replicas_to_aggregate = x->AsInt(0);
+  if (auto x = m.Get("payload")) ps.payload = ReadEnum(*x, kPayloads, PsPayloadName, "payload");
+  return ps;
+}
+
 ParallelismConfig ReadParallelism(const YamlValue& v) {
-  const YamlMap m = v.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap"});
+  const YamlMap m = v.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap",
+                             "averaging_period", "averaging", "parameter_server"});
   ParallelismConfig p;
   if (auto x = m.Get("strategy")) p.strategy = ReadEnum(*x, kStrategies, StrategyName, "strategy");
   if (auto x = m.Get("sync")) p.sync = ReadEnum(*x, kSyncModes, SyncModeName, "sync mode");
@@ -258,6 +279,15 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
   }
   if (auto x = m.Get("bucket_size")) p.bucket_bytes = x->AsPositiveQuantity(Dimension::kBytes);
   if (auto x = m.Get("overlap")) p.overlap = x->AsBool();
+  if (auto x = m.Get("averaging_period")) p.averaging_period = x->AsInt(1);
+  if (auto x = m.Get("averaging")) {
+    p.averaging = ReadEnum(*x, kTransports, AveragingTransportName, "averaging transport");
+  }
+  if (auto x = m.Get("parameter_server")) p.parameter_server = ReadParameterServer(*x);
+  if (p.sync == SyncMode::kAsynchronous && p.strategy != Strategy::kParameterServer) {
+    m.Require("sync").Fail("asynchronous training needs strategy: parameter_server",
+                           "all-reduce and local SGD are synchronous by construction");
+  }
   return p;
 }
 
@@ -295,7 +325,8 @@ Scenario ParseScenario(const std::string& yaml_text, const std::string& filename
   const YamlValue root = YamlValue::Root(ParseYamlDocument(yaml_text, filename), filename);
   if (root.IsNull()) root.Fail("the scenario is empty", "see docs/scenario.md for the format");
   const YamlMap m = root.AsMap(
-      {"name", "seed", "engine", "cluster", "workload", "parallelism", "outputs"});
+      {"name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
+       "outputs"});
 
   Scenario s;
   s.source_path = filename;
@@ -310,6 +341,8 @@ Scenario ParseScenario(const std::string& yaml_text, const std::string& filename
   if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x);
   if (auto x = m.Get("workload")) s.workload = ReadWorkload(*x, filename);
   if (auto x = m.Get("parallelism")) s.parallelism = ReadParallelism(*x);
+  if (auto x = m.Get("stragglers")) s.stragglers = ReadStragglers(*x);
+  if (auto x = m.Get("failures")) s.failures = ReadFailures(*x);
   if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
   if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;
   return s;

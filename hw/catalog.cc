@@ -111,6 +111,7 @@ std::string LinkSpec::Problem() const {
 HardwareCatalog HardwareCatalog::BuiltIn() {
   HardwareCatalog catalog;
   internal::AddBuiltInGpus(&catalog);
+  internal::AddBuiltInHostCpus(&catalog);
   internal::AddBuiltInLinks(&catalog);
   return catalog;
 }

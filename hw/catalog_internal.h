@@ -12,6 +12,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
 // Add the built-in entries and their aliases to `catalog`.
 void AddBuiltInGpus(HardwareCatalog* catalog);   // hw/gpus.cc
+void AddBuiltInHostCpus(HardwareCatalog* catalog);  // hw/host_cpus.cc
 void AddBuiltInLinks(HardwareCatalog* catalog);  // hw/links.cc
 
 }  // namespace dtsim::hw::internal

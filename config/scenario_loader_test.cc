@@ -56,7 +56,7 @@ TEST(ScenarioLoaderTest, UnknownTopLevelKey) {
   EXPECT_TRUE(FailsAt("name: x\nsede: 3\n", 2, "unknown key 'sede' at top level"));
   EXPECT_TRUE(FailsAt("name: x\nsede: 3\n", 2,
                       "did you mean 'seed'? allowed keys: name, seed, engine, cluster, workload, "
-                      "parallelism, outputs"));
+                      "parallelism, stragglers, failures, outputs"));
 }
 
 TEST(ScenarioLoaderTest, UnknownNestedKey) {

@@ -62,14 +62,14 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph) 
   return plan::BuildDataParallelPlan(graph, {s.cluster.nodes, s.cluster.devices_per_node}, o);
 }
 
-Prediction Simulate(const config::Scenario& s) {
+Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
   const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
   if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
 
   Prediction p;
-  p.graph = config::BuildWorkloadModel(s);
+  p.graph = options.graph ? *options.graph : config::BuildWorkloadModel(s);
   p.device = *device;
   p.network = MakeNetworkSpec(s, catalog);
   p.plan = MakePlan(s, p.graph);

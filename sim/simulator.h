@@ -36,8 +36,16 @@ struct Prediction {
 NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::HardwareCatalog& catalog);
 plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph);
 
+struct SimulateOptions {
+  // The workload's model graph, already built (e.g. shared by the points of
+  // a sweep); nullptr = build it from the scenario. Must be what
+  // config::BuildWorkloadModel(scenario) returns; must outlive the call.
+  const models::ModelGraph* graph = nullptr;
+};
+
 // Runs the scenario. Throws UserError for inputs that only turn out wrong
-// here (e.g. a hierarchical all-reduce the cluster cannot do).
-Prediction Simulate(const config::Scenario& scenario);
+// here (e.g. a hierarchical all-reduce the cluster cannot do). Thread-safe:
+// several scenarios may be simulated at once.
+Prediction Simulate(const config::Scenario& scenario, const SimulateOptions& options = {});
 
 }  // namespace dtsim::sim

@@ -1,5 +1,7 @@
 #include "plan/data_parallel.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace dtsim::plan {
@@ -42,14 +44,19 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
                            const DataParallelOptions& options) {
   DTSIM_CHECK(graph.num_ops() > 0, "empty model graph");
   DTSIM_CHECK(cluster.nodes >= 1 && cluster.devices_per_node >= 1, "bad cluster shape");
-  DTSIM_CHECK(options.batch_per_rank >= 1 && options.iterations >= 1, "bad options");
+  DTSIM_CHECK(options.batch_per_rank >= 1 && options.iterations >= 1 &&
+                  options.averaging_period >= 1 && options.materialized_ranks >= 0,
+              "bad options");
 
   Plan plan;
   const int num_ranks = cluster.nodes * cluster.devices_per_node;
   for (int r = 0; r < num_ranks; ++r)
     plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
+  if (options.materialized_ranks > 0)
+    plan.materialized_ranks = std::min(options.materialized_ranks, num_ranks);
+  const int built = plan.num_materialized();
   plan.model_name = graph.name();
-  plan.strategy = "data";
+  plan.strategy = options.averaging_period == 1 ? "data" : "local_sgd";
   plan.iterations = options.iterations;
   plan.batch_per_rank = options.batch_per_rank;
   plan.samples_per_iteration = static_cast<std::int64_t>(num_ranks) * options.batch_per_rank;
@@ -61,6 +68,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     total_params += graph.op(v).params;
   }
   plan.ops_on_rank.assign(static_cast<std::size_t>(num_ranks), all_ops);
+  const auto averages = [&](int it) { return it % options.averaging_period == options.averaging_period - 1; };
 
   const auto buckets = GradientBuckets(graph, options.bucket_bytes);
   std::vector<std::int32_t> bucket_of_op(graph.num_ops(), -1);
@@ -79,8 +87,8 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     // Per rank: the weight-gradient tasks of each bucket, and the last
     // backward task (for overlap = false).
     std::vector<std::vector<std::vector<TaskId>>> bucket_deps(
-        buckets.size(), std::vector<std::vector<TaskId>>(static_cast<std::size_t>(num_ranks)));
-    for (int r = 0; r < num_ranks; ++r) {
+        buckets.size(), std::vector<std::vector<TaskId>>(static_cast<std::size_t>(built)));
+    for (int r = 0; r < built; ++r) {
       Task t;
       t.rank = r;
       t.iteration = it;
@@ -116,8 +124,8 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
 
     // Gradient all-reduces, one per bucket, in bucket order on the comm
     // streams; then each rank's optimizer step waits for all of them.
-    std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(num_ranks));
-    if (num_ranks > 1) {
+    std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(built));
+    if (num_ranks > 1 && averages(it)) {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
         Collective c;
         c.op = CollectiveOp::kAllReduce;
@@ -126,12 +134,12 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         c.group = world;
         c.bucket = static_cast<std::int32_t>(b);
         std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], it);
-        for (int r = 0; r < num_ranks; ++r)
+        for (int r = 0; r < built; ++r)
           opt_deps[static_cast<std::size_t>(r)].push_back(
               plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
       }
     }
-    for (int r = 0; r < num_ranks; ++r) {
+    for (int r = 0; r < built; ++r) {
       Task t;
       t.kind = TaskKind::kOptimizer;
       t.stream = StreamKind::kCompute;

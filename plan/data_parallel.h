@@ -1,6 +1,7 @@
 // Builds synchronous data-parallel plans: every rank holds the whole model,
 // trains on its own batch, and gradients are all-reduced in buckets while
-// backward runs (PyTorch DDP / Horovod style).
+// backward runs (PyTorch DDP / Horovod style); with an averaging period H > 1,
+// local SGD (parameters averaged every H minibatches).
 #pragma once
 
 #include "models/graph.h"
@@ -24,6 +25,17 @@ struct DataParallelOptions {
   // false: all-reduces wait for the whole backward pass.
   bool overlap = true;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  // Local SGD: ranks all-reduce only every `averaging_period` iterations
+  // (those with iteration % H == H - 1) and otherwise update alone. The
+  // averaging iteration all-reduces, bucket by bucket as backward produces
+  // them, the change of the parameters since the last average (the local
+  // updates plus this step's gradient), which is the same volume as the
+  // parameters and averages the replicas; H = 1 is plain synchronous data
+  // parallelism.
+  int averaging_period = 1;
+  // Symmetric shortcut (see plan.h): materialize only rank 0's tasks when 1;
+  // 0 = all ranks.
+  int materialized_ranks = 0;
 };
 
 // REQUIRES: graph non-empty. With one rank, no collectives are generated.

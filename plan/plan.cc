@@ -40,8 +40,12 @@ const char* CollectiveAlgorithmName(CollectiveAlgorithm a) {
   return "?";
 }
 
+const char* RankRoleName(RankRole r) { return r == RankRole::kWorker ? "worker" : "server"; }
+
 TaskId Plan::AddTask(const Task& task, std::span<const TaskId> deps) {
-  DTSIM_CHECK(task.rank >= 0 && task.rank < num_ranks(), "task rank out of range");
+  DTSIM_CHECK(task.rank >= 0 && task.rank < num_materialized(), "task rank out of range");
+  DTSIM_CHECK(task.min_deps >= 0 && task.min_deps <= static_cast<std::int32_t>(deps.size()),
+              "min_deps exceeds the number of dependencies");
   const TaskId id = static_cast<TaskId>(tasks_.size());
   for (TaskId d : deps) DTSIM_CHECK(d >= 0 && d < id, "dependency must be an earlier task");
   tasks_.push_back(task);
@@ -65,8 +69,12 @@ std::int32_t Plan::AddCollective(Collective c, const std::vector<std::vector<Tas
                                  std::int32_t iteration) {
   DTSIM_CHECK(c.group >= 0 && c.group < static_cast<std::int32_t>(groups_.size()),
               "collective group out of range");
-  const auto& members = groups_[static_cast<std::size_t>(c.group)];
-  DTSIM_CHECK(deps_per_member.size() == members.size(), "one dependency list per member");
+  const auto& all_members = groups_[static_cast<std::size_t>(c.group)];
+  std::vector<RankId> members;
+  for (RankId r : all_members)
+    if (r < num_materialized()) members.push_back(r);
+  DTSIM_CHECK(deps_per_member.size() == members.size(),
+              "one dependency list per materialized member");
   const auto index = static_cast<std::int32_t>(collectives_.size());
   c.iteration = iteration;
   c.tasks.clear();

@@ -7,7 +7,17 @@
 // (program order). Dependencies across streams and ranks are explicit edges.
 // A collective (all-reduce, ...) is one Collective record plus one task per
 // member rank on that rank's comm stream; it starts when every member has
-// reached it.
+// reached it. A point-to-point transfer is one kSend task on the sender; it
+// holds no stream (transfers run concurrently, limited by the links), and
+// what the receiver does with the data depends on it. Server ranks' streams
+// run their tasks in the order they become ready rather than in program
+// order (a server serves whichever worker comes first).
+//
+// Symmetric plans: when every worker does exactly the same, a builder may
+// materialize only the first `materialized_ranks` ranks; collectives still
+// span all ranks of their group (and are priced so), but only materialized
+// members have tasks. The simulator uses this to price 1,024 identical
+// workers at the cost of one.
 //
 // The vocabulary covers pipeline (send/recv, micro-batches), tensor-parallel
 // (collectives inside forward/backward) and parameter-server plans; builders
@@ -56,8 +66,13 @@ struct Task {
   std::int32_t batch = 0;        // samples this compute task processes
   std::int32_t collective = -1;  // index into Plan::collectives for kCollective
   std::int64_t params = 0;       // parameters updated (kOptimizer)
-  RankId peer = -1;              // kSend/kRecv: the other rank
-  double bytes = 0;              // kSend/kRecv payload
+  RankId peer = -1;              // kSend: the receiving rank
+  double bytes = 0;              // kSend payload
+  // Start once this many of the task's dependencies have finished (k of n,
+  // e.g. a server aggregating the first k workers' gradients); 0 = all.
+  std::int32_t min_deps = 0;
+  // Contributions a server-side kOptimizer task aggregates (>= 1).
+  std::int32_t contributions = 1;
 };
 
 struct Collective {
@@ -70,10 +85,17 @@ struct Collective {
   std::vector<TaskId> tasks;      // one per member, in group order
 };
 
+enum class RankRole : std::uint8_t {
+  kWorker,  // trains on its own data
+  kServer,  // parameter-server task: holds a shard of the variables
+};
+const char* RankRoleName(RankRole r);
+
 // Where a rank lives in the cluster.
 struct RankPlacement {
   std::int32_t node = 0;
-  std::int32_t local = 0;  // device index within the node
+  std::int32_t local = 0;  // device index within the node (servers: after the devices)
+  RankRole role = RankRole::kWorker;
 };
 
 class Plan {
@@ -81,9 +103,9 @@ class Plan {
   // Adds a task after every task already on its (rank, stream) and returns its
   // id. `deps` must be earlier task ids. REQUIRES: task.rank < num_ranks().
   TaskId AddTask(const Task& task, std::span<const TaskId> deps = {});
-  // Adds a collective over `group` and its member tasks (one per rank, on the
-  // comm stream); member r depends on deps_per_member[r]. Returns the
-  // collective's index.
+  // Adds a collective over `group` and its member tasks (one per materialized
+  // member, on the comm stream); member r depends on deps_per_member[r]
+  // (one list per materialized member). Returns the collective's index.
   std::int32_t AddCollective(Collective c, const std::vector<std::vector<TaskId>>& deps_per_member,
                              std::int32_t iteration);
   std::int32_t AddGroup(std::vector<RankId> ranks);
@@ -99,6 +121,14 @@ class Plan {
   // Placement of ranks; set by the builder.
   std::vector<RankPlacement> ranks;
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks.size()); }
+  // Ranks [0, materialized_ranks) have tasks; -1 = all ranks.
+  std::int32_t materialized_ranks = -1;
+  std::int32_t num_materialized() const {
+    return materialized_ranks < 0 ? num_ranks() : materialized_ranks;
+  }
+  bool IsServer(RankId r) const {
+    return ranks[static_cast<std::size_t>(r)].role == RankRole::kServer;
+  }
 
   // Facts about the job, set by the builder.
   std::string model_name;

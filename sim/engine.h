@@ -6,7 +6,10 @@
 // stream, the stream is idle and all its dependencies have finished. The
 // member tasks of a collective each hold their comm stream from the moment
 // they are ready; the collective starts when the last member is ready and
-// all members finish together.
+// all members finish together. kSend tasks hold no stream: they start as
+// soon as their dependencies allow. Server ranks' streams take tasks in the
+// order they become ready. A task with min_deps = k starts after k of its
+// dependencies.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,24 @@ struct TaskCosts {
   std::vector<SimTime> collective_ns;  // per collective
 };
 
+// Optional time-dependent behaviour. The default is the static costs.
+class EngineHooks {
+ public:
+  virtual ~EngineHooks() = default;
+  // When a compute task of nominal duration `ns` that starts at `start` ends
+  // (stragglers: interference windows, per-step noise).
+  virtual SimTime ComputeEnd(const plan::Task& task, SimTime start, SimTime ns) {
+    (void)task;
+    return start + ns;
+  }
+  // When a kSend task that starts at `start` ends (a network model that
+  // reserves links); the default is its static cost.
+  virtual SimTime TransferEnd(const plan::Task& task, SimTime start, SimTime ns) {
+    (void)task;
+    return start + ns;
+  }
+};
+
 struct TaskTiming {
   SimTime start = 0;  // for collective members: when the collective started
   SimTime end = 0;
@@ -35,7 +56,8 @@ struct EngineResult {
 };
 
 // Runs `plan` to completion. Throws InternalError if the plan deadlocks
-// (a dependency cycle through stream order).
-EngineResult RunEngine(const plan::Plan& plan, const TaskCosts& costs);
+// (a dependency cycle through stream order). `hooks` may be nullptr.
+EngineResult RunEngine(const plan::Plan& plan, const TaskCosts& costs,
+                       EngineHooks* hooks = nullptr);
 
 }  // namespace dtsim::sim

@@ -43,7 +43,7 @@ TEST(Engine, CrossStreamDependencyAndOverlap) {
   TaskId a = p.AddTask(Compute(0));
   p.AddTask(Compute(0));
   Task comm;
-  comm.kind = TaskKind::kSend;
+  comm.kind = TaskKind::kSend;  // holds no stream; waits for A only
   comm.stream = StreamKind::kComm;
   comm.rank = 0;
   const TaskId deps[] = {a};
@@ -71,9 +71,9 @@ TEST(Engine, CollectiveWaitsForSlowestMember) {
   EXPECT_EQ(r.makespan, 350);
 }
 
-TEST(Engine, CommStreamRunsCollectivesInOrder) {
-  // Two all-reduces (5 and 7 ns) then a send (10 ns) on rank 0's comm
-  // stream, none with dependencies: they run back to back, 5 + 7 + 10.
+TEST(Engine, CommStreamRunsCollectivesInOrderAndSendsHoldNoStream) {
+  // Two all-reduces (5 and 7 ns) on the comm streams run back to back; a
+  // send (10 ns) holds no stream, so it runs alongside them from t = 0.
   Plan p = TwoRanks();
   p.AddGroup({0, 1});
   plan::Collective c;
@@ -87,9 +87,42 @@ TEST(Engine, CommStreamRunsCollectivesInOrder) {
   p.AddTask(send);
   EngineResult r = RunEngine(p, TaskCosts{{0, 0, 0, 0, 10}, {5, 7}});
   EXPECT_EQ(r.timing[2].start, 5);
-  EXPECT_EQ(r.timing[4].start, 12);
-  EXPECT_EQ(r.makespan, 22);
+  EXPECT_EQ(r.timing[4].start, 0);
+  EXPECT_EQ(r.makespan, 12);
   EXPECT_EQ(r.events, 3u);  // two collective completions and one task
+}
+
+TEST(Engine, KOfNDependencies) {
+  // A task waiting for 2 of 3 compute tasks (100, 300, 200 ns on three
+  // streams) starts when the second finishes: at 200.
+  Plan p;
+  p.ranks = {{0, 0}, {0, 1}, {0, 2}};
+  TaskId a = p.AddTask(Compute(0));
+  TaskId b = p.AddTask(Compute(1));
+  TaskId c = p.AddTask(Compute(2));
+  Task agg = Compute(0);
+  agg.min_deps = 2;
+  const TaskId deps[] = {a, b, c};
+  TaskId k = p.AddTask(agg, deps);
+  EngineResult r = RunEngine(p, TaskCosts{{100, 300, 200, 10}, {}});
+  EXPECT_EQ(r.timing[static_cast<std::size_t>(k)].start, 200);
+  EXPECT_EQ(r.makespan, 300);
+}
+
+TEST(Engine, ServerStreamServesInReadyOrder) {
+  // Rank 1 is a server. Its two tasks are added in the order (x, y) but y's
+  // input arrives first (worker task of 50 ns vs 200 ns): y runs first.
+  Plan p;
+  p.ranks = {{0, 0}, {1, 0, plan::RankRole::kServer}, {0, 1}};
+  TaskId slow = p.AddTask(Compute(0));
+  TaskId fast = p.AddTask(Compute(2));
+  const TaskId dx[] = {slow};
+  const TaskId dy[] = {fast};
+  TaskId x = p.AddTask(Compute(1), dx);
+  TaskId y = p.AddTask(Compute(1), dy);
+  EngineResult r = RunEngine(p, TaskCosts{{200, 50, 30, 30}, {}});
+  EXPECT_EQ(r.timing[static_cast<std::size_t>(y)].start, 50);
+  EXPECT_EQ(r.timing[static_cast<std::size_t>(x)].start, 200);
 }
 
 }  // namespace

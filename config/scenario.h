@@ -17,6 +17,10 @@
 #include "models/zoo.h"
 #include "plan/plan.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace dtsim::config {
 
 enum class Topology {
@@ -213,6 +217,10 @@ Scenario LoadScenario(const std::string& path);
 // Same from text; `filename` names the source in messages and is the base
 // for relative model file paths.
 Scenario ParseScenario(const std::string& yaml_text, const std::string& filename);
+// Same from a document already parsed (e.g. by ParseYamlDocument, then edited
+// as sim/sweep.cc does for each point of a sweep). Errors name the positions
+// the nodes carry (their YAML::Mark), in `filename`.
+Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename);
 
 // The catalog of the scenario: built-in entries plus the scenario's own.
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);

@@ -322,7 +322,11 @@ std::string NeighboursHint(const fs::path& path) {
 }  // namespace
 
 Scenario ParseScenario(const std::string& yaml_text, const std::string& filename) {
-  const YamlValue root = YamlValue::Root(ParseYamlDocument(yaml_text, filename), filename);
+  return ParseScenarioNode(ParseYamlDocument(yaml_text, filename), filename);
+}
+
+Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filename) {
+  const YamlValue root = YamlValue::Root(root_node, filename);
   if (root.IsNull()) root.Fail("the scenario is empty", "see docs/scenario.md for the format");
   const YamlMap m = root.AsMap(
       {"name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",

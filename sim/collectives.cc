@@ -98,21 +98,36 @@ double ScheduleSeconds(Network& network, const std::vector<CollectiveStep>& step
   return total;
 }
 
-double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
-                        const std::vector<int>& ranks, double bytes) {
+namespace {
+
+std::vector<CollectiveStep> AllReduceSchedule(Network& network, plan::CollectiveAlgorithm algorithm,
+                                              const std::vector<int>& ranks, double bytes) {
   switch (algorithm) {
-    case plan::CollectiveAlgorithm::kRing:
-      return ScheduleSeconds(network, RingAllReduce(ranks, bytes));
-    case plan::CollectiveAlgorithm::kTree:
-      return ScheduleSeconds(network, TreeAllReduce(ranks, bytes));
+    case plan::CollectiveAlgorithm::kRing: return RingAllReduce(ranks, bytes);
+    case plan::CollectiveAlgorithm::kTree: return TreeAllReduce(ranks, bytes);
     case plan::CollectiveAlgorithm::kHierarchical: {
       std::vector<int> node_of(static_cast<std::size_t>(network.num_ranks()));
       for (int r = 0; r < network.num_ranks(); ++r)
         node_of[static_cast<std::size_t>(r)] = network.NodeOf(r);
-      return ScheduleSeconds(network, HierarchicalAllReduce(ranks, node_of, bytes));
+      return HierarchicalAllReduce(ranks, node_of, bytes);
     }
   }
-  return 0;
+  return {};
+}
+
+}  // namespace
+
+double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
+                        const std::vector<int>& ranks, double bytes) {
+  return ScheduleSeconds(network, AllReduceSchedule(network, algorithm, ranks, bytes));
+}
+
+double AllReduceTotalBytes(Network& network, plan::CollectiveAlgorithm algorithm,
+                           const std::vector<int>& ranks, double bytes) {
+  double total = 0;
+  for (const CollectiveStep& step : AllReduceSchedule(network, algorithm, ranks, bytes))
+    for (const Transfer& t : step.transfers) total += step.repeat * t.bytes;
+  return total;
 }
 
 }  // namespace dtsim::sim

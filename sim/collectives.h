@@ -42,6 +42,11 @@ std::vector<CollectiveStep> HierarchicalAllReduce(const std::vector<int>& ranks,
 double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                         const std::vector<int>& ranks, double bytes);
 
+// Bytes all ranks send in an all-reduce of `bytes` over `ranks` with
+// `algorithm` (ring: 2 (N - 1) / N x bytes per rank).
+double AllReduceTotalBytes(Network& network, plan::CollectiveAlgorithm algorithm,
+                           const std::vector<int>& ranks, double bytes);
+
 // Sum of repeat x StepSeconds over a schedule.
 double ScheduleSeconds(Network& network, const std::vector<CollectiveStep>& steps);
 

@@ -49,9 +49,10 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
   return std::max(t_compute, t_memory) + options_.kernel_launch_s;
 }
 
-double CostModel::OptimizerSeconds(std::int64_t params) const {
+double CostModel::OptimizerSeconds(std::int64_t params, int contributions) const {
   if (params <= 0) return 0;
-  const double bytes = static_cast<double>(params) * options_.optimizer_bytes_per_param;
+  const double bytes = static_cast<double>(params) *
+                       (options_.optimizer_bytes_per_param + 4.0 * std::max(0, contributions - 1));
   return bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency) +
          options_.kernel_launch_s;
 }

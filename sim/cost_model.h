@@ -41,8 +41,10 @@ class CostModel {
   // Seconds for a compute task of kind `kind` (forward, backward input or
   // backward weight) of `op` on `batch` samples.
   double ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const;
-  // Seconds of the optimizer step over `params` parameters.
-  double OptimizerSeconds(std::int64_t params) const;
+  // Seconds of the optimizer step over `params` parameters. A parameter
+  // server aggregating `contributions` > 1 updates first reads each of them
+  // (4 bytes per parameter each) and then applies the step.
+  double OptimizerSeconds(std::int64_t params, int contributions = 1) const;
 
   const hw::DeviceSpec& device() const { return device_; }
   double peak_flop_per_s() const { return peak_; }

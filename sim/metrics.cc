@@ -24,6 +24,22 @@ SimTime Overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) 
   return total;
 }
 
+// Sorts `v` and merges overlapping intervals, leaving a sorted disjoint list.
+void MergeIntervals(std::vector<Interval>* v) {
+  std::sort(v->begin(), v->end(), [](const Interval& a, const Interval& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::size_t out = 0;
+  for (const Interval& x : *v) {
+    if (out > 0 && x.begin <= (*v)[out - 1].end) {
+      (*v)[out - 1].end = std::max((*v)[out - 1].end, x.end);
+    } else {
+      (*v)[out++] = x;
+    }
+  }
+  v->resize(out);
+}
+
 SimTime Length(const std::vector<Interval>& v) {
   SimTime total = 0;
   for (const Interval& x : v) total += x.end - x.begin;
@@ -32,45 +48,60 @@ SimTime Length(const std::vector<Interval>& v) {
 
 }  // namespace
 
-RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result) {
+RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
+                          MetricsWindow measured) {
   RunMetrics m;
   const int iterations = plan.iterations;
-  const auto ranks = static_cast<std::size_t>(plan.num_ranks());
+  const auto ranks = static_cast<std::size_t>(plan.num_materialized());
   std::vector<SimTime> iter_end(static_cast<std::size_t>(iterations), 0);
-  std::vector<int> optimizer_count(ranks, 0);
   for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
     const plan::Task& task = plan.tasks()[t];
-    if (task.kind != plan::TaskKind::kOptimizer) continue;
-    ++optimizer_count[static_cast<std::size_t>(task.rank)];
+    if (plan.IsServer(task.rank)) continue;
+    DTSIM_CHECK(task.iteration >= 0 && task.iteration < iterations, "task iteration out of range");
     auto& e = iter_end[static_cast<std::size_t>(task.iteration)];
     e = std::max(e, result.timing[t].end);
   }
-  for (int c : optimizer_count) DTSIM_CHECK(c == iterations, "one optimizer task per iteration");
+  // Iteration ends are monotone even if a worker finished an iteration early.
+  for (std::size_t i = 1; i < iter_end.size(); ++i) iter_end[i] = std::max(iter_end[i], iter_end[i - 1]);
 
-  m.first_measured_iteration = iterations >= 2 ? 1 : 0;
-  m.measured_iterations = iterations - m.first_measured_iteration;
-  const SimTime window_begin =
-      m.first_measured_iteration == 0 ? 0 : iter_end[static_cast<std::size_t>(m.first_measured_iteration - 1)];
-  const SimTime window_end = iter_end.back();
+  const int last = measured.last_iteration >= 0 ? measured.last_iteration : iterations - 1;
+  const int first = measured.first_iteration >= 0 ? measured.first_iteration : (last >= 1 ? 1 : 0);
+  DTSIM_CHECK(0 <= first && first <= last && last < iterations, "bad metrics window");
+  m.first_measured_iteration = first;
+  m.measured_iterations = last - first + 1;
+  const SimTime window_begin = first == 0 ? 0 : iter_end[static_cast<std::size_t>(first - 1)];
+  const SimTime window_end = iter_end[static_cast<std::size_t>(last)];
   for (SimTime e : iter_end) m.iteration_end_s.push_back(NsToSeconds(e));
   m.step_time_s = NsToSeconds(window_end - window_begin) / m.measured_iterations;
   if (m.step_time_s > 0)
     m.throughput_samples_per_s = static_cast<double>(plan.samples_per_iteration) / m.step_time_s;
 
-  // Busy intervals per rank and stream inside the measured window. Stream
-  // tasks run one at a time in order, so each list is sorted and disjoint.
+  // Busy intervals per worker inside the measured window: its compute
+  // stream, and communication (its comm stream, plus transfers it sends or
+  // receives, which may overlap each other and are merged).
   std::vector<std::vector<Interval>> compute(ranks), comm(ranks);
   for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
     const plan::Task& task = plan.tasks()[t];
     const TaskTiming& tm = result.timing[t];
     const SimTime b = std::max(tm.start, window_begin), e = std::min(tm.end, window_end);
     if (e <= b) continue;
+    if (task.kind == plan::TaskKind::kSend) {
+      for (plan::RankId r : {task.rank, task.peer})
+        if (r >= 0 && static_cast<std::size_t>(r) < ranks && !plan.IsServer(r))
+          comm[static_cast<std::size_t>(r)].push_back({b, e});
+      continue;
+    }
+    if (plan.IsServer(task.rank)) continue;
     auto& list = task.stream == plan::StreamKind::kCompute ? compute : comm;
     list[static_cast<std::size_t>(task.rank)].push_back({b, e});
   }
+  for (auto& list : comm) MergeIntervals(&list);
   const double per_iter = 1.0 / m.measured_iterations;
   const SimTime window = window_end - window_begin;
+  std::size_t workers = 0;
+  for (std::size_t r = 0; r < ranks; ++r) workers += !plan.IsServer(static_cast<plan::RankId>(r));
   for (std::size_t r = 0; r < ranks; ++r) {
+    if (plan.IsServer(static_cast<plan::RankId>(r))) continue;
     // Whole nanoseconds first, so that the three parts add up exactly.
     const SimTime busy = Length(compute[r]);
     const SimTime comm_busy = Length(comm[r]);
@@ -83,10 +114,10 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result) {
     b.idle_s = NsToSeconds(idle) * per_iter;
     m.per_rank.push_back(b);
     m.compute_utilization.push_back(window > 0 ? static_cast<double>(busy) / window : 0.0);
-    m.breakdown.compute_s += b.compute_s / static_cast<double>(ranks);
-    m.breakdown.exposed_comm_s += b.exposed_comm_s / static_cast<double>(ranks);
-    m.breakdown.idle_s += b.idle_s / static_cast<double>(ranks);
-    m.breakdown.comm_s += b.comm_s / static_cast<double>(ranks);
+    m.breakdown.compute_s += b.compute_s / static_cast<double>(workers);
+    m.breakdown.exposed_comm_s += b.exposed_comm_s / static_cast<double>(workers);
+    m.breakdown.idle_s += b.idle_s / static_cast<double>(workers);
+    m.breakdown.comm_s += b.comm_s / static_cast<double>(workers);
   }
   return m;
 }

@@ -32,8 +32,17 @@ struct RunMetrics {
   std::vector<Breakdown> per_rank;      // per rank, per iteration
 };
 
-// REQUIRES: every rank has one optimizer task per iteration (it marks the
-// end of the rank's iteration).
-RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result);
+// Which iterations to measure; -1 = default (all but the first when there
+// are at least two; the last).
+struct MetricsWindow {
+  int first_iteration = -1;
+  int last_iteration = -1;
+};
+
+// A worker's iteration ends with the last of its tasks of that iteration;
+// the global iteration ends when the last worker's does. Server ranks and
+// unmaterialized ranks are not part of the per-rank figures.
+RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
+                          MetricsWindow window = {});
 
 }  // namespace dtsim::sim

@@ -9,8 +9,8 @@ namespace {
 // Link index layout (R = ranks, N = nodes, L = leaves):
 //   [0, R) dev_up, [R, 2R) dev_down, [2R, 2R+N) nic_up, [2R+N, 2R+2N) nic_down,
 //   [2R+2N, 2R+2N+L) leaf_up, [2R+2N+L, 2R+2N+2L) leaf_down
-int NumLeaves(const NetworkSpec& s) {
-  return s.fat_tree ? (s.nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf : 0;
+int NumLeaves(const NetworkSpec& s, int nodes) {
+  return s.fat_tree ? (nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf : 0;
 }
 }  // namespace
 
@@ -21,7 +21,12 @@ Network::Network(const NetworkSpec& spec) : spec_(spec) {
   DTSIM_CHECK(spec.nic_bw_bytes_per_s > 0 || spec.nodes == 1, "NIC bandwidth must be positive");
   DTSIM_CHECK(!spec.fat_tree || (spec.nodes_per_leaf >= 1 && spec.oversubscription >= 1.0),
               "bad fat-tree parameters");
-  const int r = num_ranks(), n = spec.nodes, l = NumLeaves(spec);
+  num_nodes_ = spec.nodes;
+  for (int node : spec.extra_endpoint_nodes) {
+    DTSIM_CHECK(node >= 0, "endpoint node must be >= 0");
+    num_nodes_ = std::max(num_nodes_, node + 1);
+  }
+  const int r = num_ranks(), n = num_nodes_, l = NumLeaves(spec, n);
   bw_.assign(static_cast<std::size_t>(2 * r + 2 * n + 2 * l), 0.0);
   for (int i = 0; i < 2 * r; ++i) bw_[static_cast<std::size_t>(i)] = spec.intra_bw_bytes_per_s;
   for (int i = 0; i < 2 * n; ++i) bw_[static_cast<std::size_t>(2 * r + i)] = spec.nic_bw_bytes_per_s;
@@ -29,11 +34,12 @@ Network::Network(const NetworkSpec& spec) : spec_(spec) {
       spec.nodes_per_leaf * spec.nic_bw_bytes_per_s / std::max(1.0, spec.oversubscription);
   for (int i = 0; i < 2 * l; ++i) bw_[static_cast<std::size_t>(2 * r + 2 * n + i)] = leaf_bw;
   load_.assign(bw_.size(), 0.0);
+  busy_until_.assign(bw_.size(), 0);
 }
 
 Network::Path Network::Route(int src, int dst) const {
   Path p;
-  const int r = num_ranks(), n = spec_.nodes;
+  const int r = num_ranks(), n = num_nodes_;
   const int src_node = NodeOf(src), dst_node = NodeOf(dst);
   if (src_node == dst_node) {
     p.links[p.num_links++] = src;
@@ -48,13 +54,36 @@ Network::Path Network::Route(int src, int dst) const {
     const int src_leaf = src_node / spec_.nodes_per_leaf;
     const int dst_leaf = dst_node / spec_.nodes_per_leaf;
     if (src_leaf != dst_leaf) {
-      const int leaves = NumLeaves(spec_);
+      const int leaves = NumLeaves(spec_, n);
       p.links[p.num_links++] = 2 * r + 2 * n + src_leaf;
       p.links[p.num_links++] = 2 * r + 2 * n + leaves + dst_leaf;
       p.latency_s += spec_.spine_latency_s;
     }
   }
   return p;
+}
+
+double Network::TransferSeconds(int src, int dst, double bytes) const {
+  if (src == dst) return 0;
+  const Path p = Route(src, dst);
+  double bw = bw_[static_cast<std::size_t>(p.links[0])];
+  for (int i = 1; i < p.num_links; ++i) bw = std::min(bw, bw_[static_cast<std::size_t>(p.links[i])]);
+  return p.latency_s + bytes / bw;
+}
+
+SimTime Network::ReserveTransfer(int src, int dst, double bytes, SimTime now_ns) {
+  if (src == dst) return now_ns;
+  const Path p = Route(src, dst);
+  double bw = bw_[static_cast<std::size_t>(p.links[0])];
+  SimTime start = now_ns;
+  for (int i = 0; i < p.num_links; ++i) {
+    const auto l = static_cast<std::size_t>(p.links[i]);
+    bw = std::min(bw, bw_[l]);
+    start = std::max(start, busy_until_[l]);
+  }
+  const SimTime end = start + SecondsToNs(bytes / bw);
+  for (int i = 0; i < p.num_links; ++i) busy_until_[static_cast<std::size_t>(p.links[i])] = end;
+  return end + SecondsToNs(p.latency_s);
 }
 
 double Network::StepSeconds(std::span<const Transfer> transfers) {

@@ -18,6 +18,8 @@
 #include <span>
 #include <vector>
 
+#include "common/units.h"
+
 namespace dtsim::sim {
 
 struct NetworkSpec {
@@ -31,6 +33,11 @@ struct NetworkSpec {
   int nodes_per_leaf = 1;
   double oversubscription = 1.0;
   double spine_latency_s = 0;       // added on leaf-spine-leaf paths
+  // Endpoints beyond the nodes x devices_per_node devices (parameter-server
+  // tasks), ranked after them: the node each one sits on. A node index >=
+  // `nodes` adds a node (a dedicated server machine with its own NIC). Their
+  // port into the node runs at intra_bw_bytes_per_s.
+  std::vector<int> extra_endpoint_nodes;
 };
 
 struct Transfer {
@@ -52,9 +59,25 @@ class Network {
   // Transfers with src == dst cost nothing.
   double StepSeconds(std::span<const Transfer> transfers);
 
+  // Point-to-point transfers that come and go (parameter-server pushes and
+  // pulls): each reserves every link of its path for bytes / (slowest link
+  // bandwidth), first come first served, so transfers into one server link
+  // queue behind each other (incast). Returns when the transfer that is
+  // ready at `now_ns` has arrived (its reservation end plus path latency).
+  SimTime ReserveTransfer(int src, int dst, double bytes, SimTime now_ns);
+  // The same transfer alone on an idle network, seconds.
+  double TransferSeconds(int src, int dst, double bytes) const;
+
   const NetworkSpec& spec() const { return spec_; }
-  int num_ranks() const { return spec_.nodes * spec_.devices_per_node; }
-  int NodeOf(int rank) const { return rank / spec_.devices_per_node; }
+  int num_ranks() const {
+    return grid_ranks() + static_cast<int>(spec_.extra_endpoint_nodes.size());
+  }
+  int num_nodes() const { return num_nodes_; }
+  int NodeOf(int rank) const {
+    return rank < grid_ranks()
+               ? rank / spec_.devices_per_node
+               : spec_.extra_endpoint_nodes[static_cast<std::size_t>(rank - grid_ranks())];
+  }
 
  private:
   struct Path {
@@ -63,8 +86,11 @@ class Network {
     double latency_s = 0;
   };
   Path Route(int src, int dst) const;
+  int grid_ranks() const { return spec_.nodes * spec_.devices_per_node; }
 
   NetworkSpec spec_;
+  int num_nodes_ = 0;
+  std::vector<SimTime> busy_until_;  // per link, for ReserveTransfer
   std::vector<double> bw_;       // per link, bytes/s
   std::vector<double> load_;     // scratch: bytes per link in the current step
   std::vector<int> touched_;     // scratch: links with non-zero load

@@ -56,5 +56,31 @@ TEST(Network, SpineLatencyOnlyAcrossLeaves) {
   EXPECT_DOUBLE_EQ(net.StepSeconds(cross), 13e-6);
 }
 
+TEST(Network, ReservedTransfersIntoOneLinkQueue) {
+  // Ranks 0 and 1 (node 0) and rank 2 (node 1) each send 1 MB to rank 3
+  // (node 1) at t = 0. Rank 2's transfer stays in the node (100 GB/s); the
+  // two from node 0 share node 1's NIC (10 GB/s) one after the other:
+  // arrivals at 100 us + latency and 200 us + latency.
+  Network net(TwoNodes());
+  EXPECT_EQ(net.ReserveTransfer(0, 3, 1e6, 0), 100'000 + 10'000);
+  EXPECT_EQ(net.ReserveTransfer(1, 3, 1e6, 0), 200'000 + 10'000);
+  EXPECT_EQ(net.ReserveTransfer(2, 3, 1e6, 0), 10'000 + 1'000);
+  // Later transfers find the link free again.
+  EXPECT_EQ(net.ReserveTransfer(0, 3, 1e6, 1'000'000), 1'100'000 + 10'000);
+  EXPECT_DOUBLE_EQ(net.TransferSeconds(0, 3, 1e6), 10e-6 + 1e6 / 10e9);
+}
+
+TEST(Network, ExtraEndpointsAddServerNodes) {
+  NetworkSpec s = TwoNodes();
+  s.extra_endpoint_nodes = {2, 0};  // a dedicated server node, and one on node 0
+  Network net(s);
+  EXPECT_EQ(net.num_ranks(), 6);
+  EXPECT_EQ(net.num_nodes(), 3);
+  EXPECT_EQ(net.NodeOf(4), 2);
+  EXPECT_EQ(net.NodeOf(5), 0);
+  EXPECT_DOUBLE_EQ(net.TransferSeconds(0, 4, 1e6), 10e-6 + 1e6 / 10e9);  // over the NICs
+  EXPECT_DOUBLE_EQ(net.TransferSeconds(0, 5, 1e6), 1e-6 + 1e6 / 100e9);  // inside node 0
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -27,13 +27,15 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
         seconds = cm.ComputeSeconds(graph.op(static_cast<models::OpId>(t.op)), t.kind, t.batch);
         break;
       case plan::TaskKind::kOptimizer:
-        seconds = cm.OptimizerSeconds(t.params);
+        seconds = cm.OptimizerSeconds(t.params, t.contributions);
         break;
       case plan::TaskKind::kCollective:
         break;  // priced per collective below
-      case plan::TaskKind::kSend:
+      case plan::TaskKind::kSend:  // alone on the network; contention is the engine's
+        seconds = network.TransferSeconds(t.rank, t.peer, t.bytes);
+        break;
       case plan::TaskKind::kRecv:
-        DTSIM_CHECK(false, "point-to-point tasks are not priced yet");
+        DTSIM_CHECK(false, "plans express transfers as kSend tasks");
     }
     costs.task_ns[i] = SecondsToNs(seconds);
   }

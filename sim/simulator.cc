@@ -1,14 +1,22 @@
 #include "sim/simulator.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 
 #include "common/error.h"
 #include "plan/data_parallel.h"
+#include "plan/parameter_server.h"
+#include "sim/collectives.h"
 #include "sim/cost_model.h"
 #include "sim/plan_costs.h"
+#include "sim/stragglers.h"
 
 namespace dtsim::sim {
 namespace {
+
+using config::Strategy;
 
 CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   CostModelOptions o;
@@ -19,18 +27,179 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   return o;
 }
 
-// Simulates `plan` on identical devices and returns (engine result, costs).
-std::pair<EngineResult, TaskCosts> Execute(const plan::Plan& plan, const models::ModelGraph& graph,
-                                           const CostModel& cost_model, const NetworkSpec& spec) {
+bool UsesServers(const config::Scenario& s) {
+  return s.parallelism.strategy == Strategy::kParameterServer ||
+         (s.parallelism.strategy == Strategy::kLocalSgd &&
+          s.parallelism.averaging == config::AveragingTransport::kParameterServer);
+}
+
+int AveragingPeriod(const config::Scenario& s) {
+  return s.parallelism.strategy == Strategy::kLocalSgd ? s.parallelism.averaging_period : 1;
+}
+
+// Local SGD needs whole averaging rounds in the measured window: one warm-up
+// iteration, then enough rounds of H to cover the iterations asked for.
+int IterationsToSimulate(const config::Scenario& s) {
+  const int h = AveragingPeriod(s);
+  const int asked = s.workload.iterations;
+  if (h == 1) return asked;
+  const int rounds = std::max(1, (std::max(1, asked - 1) + h - 1) / h);
+  return 1 + rounds * h;
+}
+
+// Time-dependent behaviour: stragglers slow compute, parameter-server
+// transfers reserve their links.
+class SimHooks : public EngineHooks {
+ public:
+  SimHooks(const StragglerModel* stragglers, Network* reservations, int workers)
+      : stragglers_(stragglers), reservations_(reservations),
+        delayed_until_(static_cast<std::size_t>(workers), -1) {}
+
+  SimTime ComputeEnd(const plan::Task& t, SimTime start, SimTime ns) override {
+    if (stragglers_ == nullptr || t.rank >= static_cast<int>(delayed_until_.size()) ||
+        t.kind == plan::TaskKind::kCollective)
+      return start + ns;
+    // The per-step delay (exponential noise, stalls) comes once per worker
+    // iteration, before its first compute task.
+    auto& seen = delayed_until_[static_cast<std::size_t>(t.rank)];
+    if (t.iteration > seen) {
+      seen = t.iteration;
+      start += stragglers_->ExtraDelayNs(t.rank, t.iteration);
+    }
+    return stragglers_->TaskEnd(t.rank, t.iteration, start, ns);
+  }
+
+  SimTime TransferEnd(const plan::Task& t, SimTime start, SimTime ns) override {
+    if (reservations_ == nullptr) return start + ns;
+    return reservations_->ReserveTransfer(t.rank, t.peer, t.bytes, start);
+  }
+
+ private:
+  const StragglerModel* stragglers_;
+  Network* reservations_;
+  std::vector<int> delayed_until_;  // last iteration whose delay was applied, per worker
+};
+
+struct Run {
+  EngineResult engine;
+  TaskCosts costs;
+};
+
+Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
+            const std::vector<CostModel>& cost_models, const std::vector<int>& cost_of_rank,
+            const NetworkSpec& spec, const StragglerModel* stragglers, bool reserve_links) {
   Network network(spec);
-  std::vector<CostModel> models{cost_model};
-  std::vector<int> cost_of_rank(static_cast<std::size_t>(plan.num_ranks()), 0);
-  TaskCosts costs = PriceTasks(plan, graph, models, cost_of_rank, network);
-  EngineResult result = RunEngine(plan, costs);
-  return {std::move(result), std::move(costs)};
+  Run run;
+  run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network);
+  int workers = 0;
+  for (plan::RankId r = 0; r < plan.num_materialized(); ++r) workers += !plan.IsServer(r);
+  SimHooks hooks(stragglers, reserve_links ? &network : nullptr, workers);
+  run.engine = RunEngine(plan, run.costs, &hooks);
+  return run;
+}
+
+// Bytes all ranks put on links in iterations [first, last].
+double NetworkBytes(const plan::Plan& plan, Network& network, int first, int last) {
+  double bytes = 0;
+  std::map<std::pair<int, double>, double> cache;  // (algorithm, bytes) -> total
+  for (const plan::Collective& c : plan.collectives()) {
+    if (c.iteration < first || c.iteration > last) continue;
+    auto key = std::make_pair(static_cast<int>(c.algorithm), c.bytes);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
+      it = cache.emplace(key, AllReduceTotalBytes(network, c.algorithm,
+                                                  std::vector<int>(members.begin(), members.end()),
+                                                  c.bytes))
+               .first;
+    }
+    bytes += it->second;
+  }
+  for (const plan::Task& t : plan.tasks())
+    if (t.kind == plan::TaskKind::kSend && t.iteration >= first && t.iteration <= last)
+      bytes += t.bytes;
+  return bytes;
+}
+
+// Staleness and pace of an asynchronous parameter-server run.
+AsyncFigures ComputeAsyncFigures(const plan::Plan& plan, const EngineResult& r, int first) {
+  AsyncFigures f;
+  int workers = 0;
+  for (plan::RankId x = 0; x < plan.num_ranks(); ++x) workers += !plan.IsServer(x);
+  // Per server: the start times of its applies; per (worker, server,
+  // iteration): when the worker pulled.
+  std::map<plan::RankId, std::vector<SimTime>> applies;
+  std::map<std::tuple<int, int, int>, SimTime> pulled;
+  std::vector<SimTime> worker_first(static_cast<std::size_t>(workers), -1);
+  std::vector<SimTime> worker_last(static_cast<std::size_t>(workers), 0);
+  std::vector<int> steps(static_cast<std::size_t>(workers), 0);
+  for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
+    const plan::Task& task = plan.tasks()[t];
+    if (task.kind == plan::TaskKind::kOptimizer && plan.IsServer(task.rank))
+      applies[task.rank].push_back(r.timing[t].start);
+    if (task.kind == plan::TaskKind::kSend && plan.IsServer(task.rank))
+      pulled[{task.peer, task.rank, task.iteration}] = r.timing[t].start;
+    if (!plan.IsServer(task.rank)) {
+      auto w = static_cast<std::size_t>(task.rank);
+      worker_last[w] = std::max(worker_last[w], r.timing[t].end);
+    }
+  }
+  for (auto& [server, times] : applies) std::sort(times.begin(), times.end());
+  std::vector<double> staleness;
+  for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
+    const plan::Task& task = plan.tasks()[t];
+    if (task.kind != plan::TaskKind::kOptimizer || !plan.IsServer(task.rank)) continue;
+    const auto deps = plan.deps(static_cast<plan::TaskId>(t));
+    const plan::Task& push = plan.task(deps[0]);
+    auto it = pulled.find({push.rank, task.rank, push.iteration});
+    if (it == pulled.end()) continue;
+    const auto& times = applies[task.rank];
+    const SimTime applied = r.timing[t].start;
+    const auto lo = std::lower_bound(times.begin(), times.end(), it->second);
+    const auto hi = std::lower_bound(times.begin(), times.end(), applied);
+    staleness.push_back(static_cast<double>(std::max<std::ptrdiff_t>(0, hi - lo)));
+  }
+  if (!staleness.empty()) f.staleness = Summarize(staleness);
+  // Pace: each worker's iterations after the first, over the time they took.
+  std::vector<SimTime> end_of_first(static_cast<std::size_t>(workers), 0);
+  for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
+    const plan::Task& task = plan.tasks()[t];
+    if (plan.IsServer(task.rank) || task.iteration >= first) continue;
+    auto w = static_cast<std::size_t>(task.rank);
+    end_of_first[w] = std::max(end_of_first[w], r.timing[t].end);
+  }
+  for (int w = 0; w < workers; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    const int measured = plan.iterations - first;
+    const double secs = NsToSeconds(worker_last[i] - end_of_first[i]);
+    const double rate = secs > 0 ? measured / secs : 0;
+    f.worker_steps.push_back(plan.iterations);
+    f.worker_steps_per_s.push_back(rate);
+    f.global_steps_per_s += rate;
+  }
+  return f;
+}
+
+// Adds the parameter-server endpoints of `plan` to `spec`.
+void AddServerEndpoints(const plan::Plan& plan, NetworkSpec* spec) {
+  for (plan::RankId r = 0; r < plan.num_ranks(); ++r)
+    if (plan.IsServer(r)) spec->extra_endpoint_nodes.push_back(plan.ranks[static_cast<std::size_t>(r)].node);
+}
+
+Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb) {
+  Breakdown x;
+  x.compute_s = wa * a.compute_s + wb * b.compute_s;
+  x.exposed_comm_s = wa * a.exposed_comm_s + wb * b.exposed_comm_s;
+  x.idle_s = wa * a.idle_s + wb * b.idle_s;
+  x.comm_s = wa * a.comm_s + wb * b.comm_s;
+  return x;
 }
 
 }  // namespace
+
+bool WorkersAreAlike(const config::Scenario& s) {
+  return !UsesServers(s) && s.stragglers.Empty();
+}
 
 NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog& catalog) {
   const auto& c = s.cluster;
@@ -52,14 +221,36 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
   return n;
 }
 
-plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph) {
+plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, int materialize) {
+  const plan::ClusterShape shape{s.cluster.nodes, s.cluster.devices_per_node};
+  if (UsesServers(s)) {
+    const auto& ps = s.parallelism.parameter_server;
+    plan::ParameterServerOptions o;
+    o.batch_per_rank = s.workload.batch_per_device;
+    o.iterations = IterationsToSimulate(s);
+    o.servers = ps.servers;
+    o.dedicated = ps.placement == config::ServerPlacement::kDedicated;
+    o.asynchronous = s.parallelism.sync == config::SyncMode::kAsynchronous;
+    o.replicas_to_aggregate = ps.replicas_to_aggregate;
+    o.push_parameters = ps.payload == config::PsPayload::kParameters ||
+                        s.parallelism.strategy == Strategy::kLocalSgd;
+    o.averaging_period = AveragingPeriod(s);
+    if (o.replicas_to_aggregate > s.cluster.num_devices())
+      throw UserError("parallelism.parameter_server.replicas_to_aggregate (" +
+                          std::to_string(o.replicas_to_aggregate) + ") exceeds the " +
+                          std::to_string(s.cluster.num_devices()) + " workers",
+                      "k of n: at most the number of workers; 0 means all");
+    return plan::BuildParameterServerPlan(graph, shape, o);
+  }
   plan::DataParallelOptions o;
   o.batch_per_rank = s.workload.batch_per_device;
-  o.iterations = s.workload.iterations;
+  o.iterations = IterationsToSimulate(s);
   o.bucket_bytes = s.parallelism.bucket_bytes;
   o.overlap = s.parallelism.overlap;
   o.algorithm = s.parallelism.algorithm;
-  return plan::BuildDataParallelPlan(graph, {s.cluster.nodes, s.cluster.devices_per_node}, o);
+  o.averaging_period = AveragingPeriod(s);
+  o.materialized_ranks = materialize;
+  return plan::BuildDataParallelPlan(graph, shape, o);
 }
 
 Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
@@ -67,30 +258,120 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
   const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
   if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
+  const bool servers = UsesServers(s);
+  const hw::DeviceSpec* server_device = device;
+  if (servers) {
+    server_device = catalog.FindDevice(s.parallelism.parameter_server.device);
+    if (server_device == nullptr)
+      throw UserError("unknown parameter-server device '" + s.parallelism.parameter_server.device +
+                          "'",
+                      "use a catalog device (dtsim devices), e.g. cpu-host or a GPU name");
+  }
+  if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
+    throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 
   Prediction p;
   p.graph = options.graph ? *options.graph : config::BuildWorkloadModel(s);
   p.device = *device;
-  p.network = MakeNetworkSpec(s, catalog);
-  p.plan = MakePlan(s, p.graph);
-  const CostModel cost_model(*device, s.workload.precision, MakeCostOptions(s.workload));
-  std::tie(p.engine, p.costs) = Execute(p.plan, p.graph, cost_model, p.network);
-  p.metrics = ComputeMetrics(p.plan, p.engine);
+  p.averaging_period = AveragingPeriod(s);
+  const CostModelOptions cost_options = MakeCostOptions(s.workload);
+  const std::vector<CostModel> cost_models{
+      CostModel(*device, s.workload.precision, cost_options),
+      CostModel(*server_device, s.workload.precision, cost_options)};
+  const int workers = s.cluster.num_devices();
+  const bool alike = WorkersAreAlike(s);
+  const bool fast = options.fast && alike;
+  // Identical workers: a few stand for all (the timeline shows them).
+  const int materialize = fast ? 1 : alike ? std::min(workers, std::max(1, s.outputs.trace_max_ranks)) : 0;
 
-  // Baseline: the same per-device work on a single device.
+  config::Scenario run_scenario = s;
+  if (fast) run_scenario.workload.iterations = 2;  // one iteration of each kind, composed below
+  p.plan = MakePlan(run_scenario, p.graph, materialize);
+  if (fast && p.averaging_period > 1) {
+    // Iteration 0 without averaging, iteration 1 with it.
+    plan::DataParallelOptions o;
+    o.batch_per_rank = s.workload.batch_per_device;
+    o.iterations = 2;
+    o.bucket_bytes = s.parallelism.bucket_bytes;
+    o.overlap = s.parallelism.overlap;
+    o.algorithm = s.parallelism.algorithm;
+    o.averaging_period = 2;
+    o.materialized_ranks = 1;
+    p.plan = plan::BuildDataParallelPlan(p.graph, {s.cluster.nodes, s.cluster.devices_per_node}, o);
+  }
+  p.materialized_workers = 0;
+  for (plan::RankId r = 0; r < p.plan.num_materialized(); ++r)
+    p.materialized_workers += !p.plan.IsServer(r);
+
+  p.network = MakeNetworkSpec(s, catalog);
+  AddServerEndpoints(p.plan, &p.network);
+  std::vector<int> cost_of_rank(static_cast<std::size_t>(p.plan.num_ranks()), 0);
+  for (plan::RankId r = 0; r < p.plan.num_ranks(); ++r)
+    if (p.plan.IsServer(r)) cost_of_rank[static_cast<std::size_t>(r)] = 1;
+  std::optional<StragglerModel> stragglers;
+  if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
+  Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
+                    stragglers ? &*stragglers : nullptr, servers);
+  p.engine = std::move(run.engine);
+  p.costs = std::move(run.costs);
+
+  Network network(p.network);
+  if (fast) {
+    // Compose H iterations: H - 1 without averaging and one with it.
+    const int h = p.averaging_period;
+    const RunMetrics plain = ComputeMetrics(p.plan, p.engine, {0, 0});
+    const RunMetrics avg = ComputeMetrics(p.plan, p.engine, {1, 1});
+    p.metrics = avg;
+    p.metrics.first_measured_iteration = 0;
+    p.metrics.measured_iterations = 2;
+    const double wp = (h - 1.0) / h, wa = 1.0 / h;
+    p.metrics.step_time_s = wp * plain.step_time_s + wa * avg.step_time_s;
+    p.metrics.throughput_samples_per_s =
+        static_cast<double>(p.plan.samples_per_iteration) / p.metrics.step_time_s;
+    p.metrics.breakdown = Weighted(plain.breakdown, wp, avg.breakdown, wa);
+    for (std::size_t r = 0; r < p.metrics.per_rank.size(); ++r) {
+      p.metrics.per_rank[r] = Weighted(plain.per_rank[r], wp, avg.per_rank[r], wa);
+      p.metrics.compute_utilization[r] = p.metrics.per_rank[r].compute_s / p.metrics.step_time_s;
+    }
+    p.network_bytes_per_sample = NetworkBytes(p.plan, network, 1, 1) / h /
+                                 static_cast<double>(p.plan.samples_per_iteration);
+  } else {
+    p.metrics = ComputeMetrics(p.plan, p.engine);
+    const int first = p.metrics.first_measured_iteration;
+    const int last = p.plan.iterations - 1;
+    // Collectives are counted over their whole group, so symmetric plans
+    // need no scaling; parameter-server plans materialize every worker.
+    p.network_bytes_per_sample =
+        NetworkBytes(p.plan, network, first, last) /
+        (static_cast<double>(p.plan.samples_per_iteration) * p.metrics.measured_iterations);
+    if (servers && s.parallelism.sync == config::SyncMode::kAsynchronous) {
+      p.async = ComputeAsyncFigures(p.plan, p.engine, std::max(1, first));
+      // Asynchronous workers do not wait for each other: throughput is the
+      // sum of their paces.
+      p.metrics.throughput_samples_per_s = p.async->global_steps_per_s * s.workload.batch_per_device;
+      if (p.async->global_steps_per_s > 0)
+        p.metrics.step_time_s = workers / p.async->global_steps_per_s;
+    }
+  }
+  p.averaging_round_s = p.metrics.step_time_s * p.averaging_period;
+
+  // Baseline: the same per-device work on a single device, no stragglers.
   config::Scenario one = s;
   one.cluster.nodes = 1;
   one.cluster.devices_per_node = 1;
-  NetworkSpec one_net = p.network;
-  one_net.nodes = one_net.devices_per_node = 1;
+  one.parallelism.strategy = Strategy::kData;
+  one.workload.iterations = 1;
+  NetworkSpec one_net = MakeNetworkSpec(one, catalog);
   const plan::Plan one_plan = MakePlan(one, p.graph);
-  const auto one_run = Execute(one_plan, p.graph, cost_model, one_net);
+  const Run one_run = Execute(one_plan, p.graph, cost_models, {0}, one_net, nullptr, false);
   p.single_device_throughput_samples_per_s =
-      ComputeMetrics(one_plan, one_run.first).throughput_samples_per_s;
-  const int devices = s.cluster.num_devices();
+      ComputeMetrics(one_plan, one_run.engine).throughput_samples_per_s;
   if (p.single_device_throughput_samples_per_s > 0)
     p.scaling_efficiency = p.metrics.throughput_samples_per_s /
-                           (devices * p.single_device_throughput_samples_per_s);
+                           (workers * p.single_device_throughput_samples_per_s);
+
+  if (s.failures.Enabled())
+    p.failures = SimulateFailures(s.failures, workers, s.cluster.devices_per_node, s.seed);
   p.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return p;

@@ -5,6 +5,7 @@
 //            --(metrics)--> step time, throughput, breakdown
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,23 @@
 #include "models/graph.h"
 #include "plan/plan.h"
 #include "sim/engine.h"
+#include "sim/failures.h"
 #include "sim/metrics.h"
 #include "sim/network.h"
+#include "sim/statistics.h"
 
 namespace dtsim::sim {
+
+// Asynchronous parameter-server runs: how stale the applied updates are and
+// how fast each worker goes.
+struct AsyncFigures {
+  // Updates applied to the same shard between a worker's pull and the
+  // application of its push, over all applied updates.
+  Summary staleness;
+  double global_steps_per_s = 0;           // updates per second, all workers
+  std::vector<double> worker_steps_per_s;  // per worker
+  std::vector<int> worker_steps;           // steps each worker completed
+};
 
 struct Prediction {
   models::ModelGraph graph;
@@ -29,19 +43,43 @@ struct Prediction {
   double scaling_efficiency = 0;
   hw::DeviceSpec device;
   NetworkSpec network;
+  // Bytes all ranks send over links per training sample (mean over the
+  // measured window).
+  double network_bytes_per_sample = 0;
+  // local_sgd: parameters averaged every this many steps; time of one
+  // averaging round (H steps). data: 1 and the step time.
+  int averaging_period = 1;
+  double averaging_round_s = 0;
+  // Workers simulated one by one (the rest are identical, see plan.h).
+  int materialized_workers = 0;
+  std::optional<AsyncFigures> async;
+  std::optional<GoodputResult> failures;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)
 };
-
-// Everything the engine needs that comes from the scenario and the catalog.
-NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::HardwareCatalog& catalog);
-plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph);
 
 struct SimulateOptions {
   // The workload's model graph, already built (e.g. shared by the points of
   // a sweep); nullptr = build it from the scenario. Must be what
   // config::BuildWorkloadModel(scenario) returns; must outlive the call.
   const models::ModelGraph* graph = nullptr;
+  // For scenarios whose workers are all alike (data parallel or local SGD
+  // over all-reduce, no stragglers): simulate one worker and one iteration
+  // of each kind (with and without averaging) and compose them. Gives the
+  // same step time and breakdown as the full simulation (sim_test checks),
+  // at a fraction of the cost; the timeline then holds one worker and two
+  // iterations. Sweeps use it.
+  bool fast = false;
 };
+
+// Everything the engine needs that comes from the scenario and the catalog.
+NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::HardwareCatalog& catalog);
+// `materialize` > 0: build only that many workers' tasks (symmetric plans).
+plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph,
+                    int materialize = 0);
+
+// True when every worker of the scenario behaves the same (no stragglers,
+// no servers): the plan may be built symmetric.
+bool WorkersAreAlike(const config::Scenario& scenario);
 
 // Runs the scenario. Throws UserError for inputs that only turn out wrong
 // here (e.g. a hierarchical all-reduce the cluster cannot do). Thread-safe:

@@ -1,0 +1,161 @@
+#include "plan/parameter_server.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace dtsim::plan {
+namespace {
+
+using models::OpId;
+using models::OpKind;
+
+bool IsFree(const models::Op& op) {
+  return op.kind == OpKind::kInput || op.kind == OpKind::kReshape;
+}
+
+}  // namespace
+
+Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
+                              const ParameterServerOptions& o) {
+  DTSIM_CHECK(graph.num_ops() > 0, "empty model graph");
+  DTSIM_CHECK(o.batch_per_rank >= 1 && o.iterations >= 1 && o.servers >= 1 &&
+                  o.averaging_period >= 1 && o.replicas_to_aggregate >= 0,
+              "bad parameter-server options");
+  const int n = cluster.nodes * cluster.devices_per_node;
+  const int k = o.replicas_to_aggregate == 0 ? n : std::min(o.replicas_to_aggregate, n);
+  const int h = o.averaging_period;
+
+  Plan plan;
+  for (int r = 0; r < n; ++r)
+    plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
+  for (int s = 0; s < o.servers; ++s) {
+    RankPlacement p;
+    p.role = RankRole::kServer;
+    if (o.dedicated) {
+      p.node = cluster.nodes + s;
+      p.local = 0;
+    } else {
+      p.node = s % cluster.nodes;
+      p.local = cluster.devices_per_node + s / cluster.nodes;
+    }
+    plan.ranks.push_back(p);
+  }
+  plan.model_name = graph.name();
+  plan.strategy = h > 1 ? "local_sgd" : "parameter_server";
+  plan.iterations = o.iterations;
+  plan.batch_per_rank = o.batch_per_rank;
+  plan.samples_per_iteration = static_cast<std::int64_t>(n) * o.batch_per_rank;
+
+  std::vector<std::int32_t> all_ops;
+  std::int64_t params = 0;
+  double param_bytes = 0;
+  for (OpId v = 0; v < graph.num_ops(); ++v) {
+    all_ops.push_back(static_cast<std::int32_t>(v));
+    params += graph.op(v).params;
+    param_bytes += graph.op(v).ParamBytes();
+  }
+  plan.ops_on_rank.assign(static_cast<std::size_t>(n), all_ops);
+  plan.ops_on_rank.resize(static_cast<std::size_t>(n + o.servers));  // servers hold shards
+  const std::int64_t shard_params = (params + o.servers - 1) / o.servers;
+  const double shard_bytes = param_bytes / o.servers;
+  const auto server = [&](int s) { return static_cast<RankId>(n + s); };
+  const auto syncs = [&](int it) { return it % h == h - 1; };
+
+  // pull_done[w][s]: what worker w's next pull of shard s waits for.
+  std::vector<std::vector<TaskId>> pull_after(static_cast<std::size_t>(n),
+                                              std::vector<TaskId>(static_cast<std::size_t>(o.servers), -1));
+  for (int it = 0; it < o.iterations; ++it) {
+    const bool pull_now = it == 0 || syncs(it - 1);
+    const bool push_now = syncs(it);
+    // pushes[s] = every worker's push of shard s this step.
+    std::vector<std::vector<TaskId>> pushes(static_cast<std::size_t>(o.servers));
+    for (int w = 0; w < n; ++w) {
+      Task t;
+      t.rank = w;
+      t.iteration = it;
+      std::vector<TaskId> pulled;
+      if (pull_now) {
+        for (int s = 0; s < o.servers; ++s) {
+          Task pull;
+          pull.kind = TaskKind::kSend;
+          pull.stream = StreamKind::kComm;
+          pull.rank = server(s);
+          pull.peer = w;
+          pull.iteration = it;
+          pull.bytes = shard_bytes;
+          const TaskId after = pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)];
+          pulled.push_back(after < 0 ? plan.AddTask(pull) : plan.AddTask(pull, std::span(&after, 1)));
+        }
+      }
+      t.batch = o.batch_per_rank;
+      t.stream = StreamKind::kCompute;
+      bool first = true;
+      TaskId last = -1;
+      for (OpId v = 0; v < graph.num_ops(); ++v) {
+        if (IsFree(graph.op(v))) continue;
+        t.kind = TaskKind::kForward;
+        t.op = static_cast<std::int32_t>(v);
+        last = first ? plan.AddTask(t, pulled) : plan.AddTask(t);
+        first = false;
+      }
+      for (OpId v = graph.num_ops(); v-- > 0;) {
+        const models::Op& op = graph.op(v);
+        if (IsFree(op)) continue;
+        t.op = static_cast<std::int32_t>(v);
+        if (!graph.ReadsOnlyGraphInputs(v)) {
+          t.kind = TaskKind::kBackwardInput;
+          last = plan.AddTask(t);
+        }
+        if (op.HasParams()) {
+          t.kind = TaskKind::kBackwardWeight;
+          last = plan.AddTask(t);
+        }
+      }
+      if (h > 1) {  // local SGD: the worker updates its own replica every step
+        Task opt;
+        opt.kind = TaskKind::kOptimizer;
+        opt.rank = w;
+        opt.iteration = it;
+        opt.params = params;
+        last = plan.AddTask(opt);
+      }
+      if (push_now) {
+        for (int s = 0; s < o.servers; ++s) {
+          Task push;
+          push.kind = TaskKind::kSend;
+          push.stream = StreamKind::kComm;
+          push.rank = w;
+          push.peer = server(s);
+          push.iteration = it;
+          push.bytes = shard_bytes;
+          pushes[static_cast<std::size_t>(s)].push_back(plan.AddTask(push, std::span(&last, 1)));
+        }
+      }
+    }
+    if (!push_now) continue;
+    // Server side.
+    for (int s = 0; s < o.servers; ++s) {
+      Task apply;
+      apply.kind = TaskKind::kOptimizer;
+      apply.rank = server(s);
+      apply.iteration = it;
+      apply.params = shard_params;
+      const auto& in = pushes[static_cast<std::size_t>(s)];
+      if (o.asynchronous) {
+        for (int w = 0; w < n; ++w) {
+          const TaskId a = plan.AddTask(apply, std::span(&in[static_cast<std::size_t>(w)], 1));
+          pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)] = a;
+        }
+      } else {
+        apply.contributions = k;
+        apply.min_deps = k;
+        const TaskId a = plan.AddTask(apply, in);
+        for (int w = 0; w < n; ++w) pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)] = a;
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace dtsim::plan

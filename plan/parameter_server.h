@@ -1,0 +1,41 @@
+// Builds parameter-server plans (TensorFlow's distributed runtime): the
+// variables are sharded evenly over S server tasks; every step each worker
+// pulls every shard, runs forward and backward, and pushes its update to
+// every shard's server, which aggregates and applies it.
+//
+//   synchronous: server s waits for k of the n workers' pushes of the step
+//                (k = replicas_to_aggregate; the n - k slowest are dropped),
+//                applies them once, and the next step's pulls wait for that.
+//   asynchronous: each push is applied on its own as it arrives, and each
+//                worker pulls again as soon as its own push was applied.
+//
+// With averaging_period H > 1 (local SGD over servers) workers update their
+// own replica every step and push parameters / pull the average only every
+// H steps.
+#pragma once
+
+#include "models/graph.h"
+#include "plan/data_parallel.h"
+#include "plan/plan.h"
+
+namespace dtsim::plan {
+
+struct ParameterServerOptions {
+  int batch_per_rank = 32;   // per worker, >= 1
+  int iterations = 1;        // per worker, >= 1
+  int servers = 1;           // >= 1
+  // true: server s on an extra node of its own (node = worker nodes + s);
+  // false: server s on worker node s % nodes, after that node's devices.
+  bool dedicated = true;
+  bool asynchronous = false;
+  int replicas_to_aggregate = 0;  // synchronous only; 0 = all workers
+  bool push_parameters = false;   // payload: parameters (averaging) or gradients
+  int averaging_period = 1;       // push/pull every H steps; H > 1 = local SGD
+};
+
+// Ranks: workers 0..n-1 (node-major, as in data parallel), then servers
+// n..n+S-1 with RankRole::kServer.
+Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShape& workers,
+                              const ParameterServerOptions& options);
+
+}  // namespace dtsim::plan

@@ -1,0 +1,362 @@
+#include "sim/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/yaml_reader.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+
+namespace dtsim::sim {
+namespace {
+
+// Keys whose value is legitimately a list of scalars, so such a list there is
+// the value and not an axis ("[]" stands for any index). Add a key here when
+// the scenario format gains one (and say so in docs/scenario.md, "Sweeps").
+const std::vector<std::string> kListValuedKeys = {
+    "stragglers.slow_devices[].ranks",
+    "stragglers.interference.ranks",
+};
+
+// "a.b[3].c" -> "a.b[].c"
+std::string WithoutIndices(const std::string& path) {
+  std::string out;
+  bool in_index = false;
+  for (char c : path) {
+    if (c == '[') in_index = true;
+    if (c == ']') in_index = false;
+    if (!in_index || c == '[') out += c;
+  }
+  return out;
+}
+
+bool IsListValued(const std::string& path) {
+  return std::find(kListValuedKeys.begin(), kListValuedKeys.end(), WithoutIndices(path)) !=
+         kListValuedKeys.end();
+}
+
+bool IsPlainNumber(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  return ec == std::errc() && ptr == end && std::isfinite(v);
+}
+
+// An element as the user wrote it: the scalar's text, or a list in flow style.
+std::string ElementText(const YAML::Node& element) {
+  if (element.IsScalar()) return element.Scalar();
+  YAML::Emitter e;
+  e.SetSeqFormat(YAML::Flow);
+  e.SetMapFormat(YAML::Flow);
+  e << element;
+  return e.c_str();
+}
+
+bool AllElements(const YAML::Node& list, bool (YAML::Node::*is)() const) {
+  if (list.size() == 0) return false;
+  for (const YAML::Node& e : list) {
+    if (!(e.*is)()) return false;
+  }
+  return true;
+}
+
+void AddAxis(const YAML::Node& list, const std::string& path, const std::vector<YamlStep>& steps,
+             std::vector<SweepAxis>* axes) {
+  SweepAxis axis;
+  axis.path = path;
+  axis.location = steps;
+  axis.numeric = true;
+  for (const YAML::Node& e : list) {
+    axis.values.push_back(ElementText(e));
+    axis.numeric = axis.numeric && e.IsScalar() && IsPlainNumber(axis.values.back());
+  }
+  axes->push_back(std::move(axis));
+}
+
+void CollectAxes(const YAML::Node& node, const std::string& path, std::vector<YamlStep>* steps,
+                 std::vector<SweepAxis>* axes) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      // Keys that are not strings are the loader's to report.
+      if (!kv.first.IsScalar()) continue;
+      const std::string key = kv.first.Scalar();
+      steps->push_back(key);
+      CollectAxes(kv.second, path.empty() ? key : path + "." + key, steps, axes);
+      steps->pop_back();
+    }
+    return;
+  }
+  if (!node.IsSequence()) return;
+  if (IsListValued(path)) {
+    // The value is a list; a list of lists sweeps it.
+    if (AllElements(node, &YAML::Node::IsSequence)) AddAxis(node, path, *steps, axes);
+    return;
+  }
+  if (AllElements(node, &YAML::Node::IsScalar)) {
+    AddAxis(node, path, *steps, axes);
+    return;
+  }
+  // A list of mappings (cluster.devices, ...): its elements may hold axes.
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    steps->push_back(i);
+    CollectAxes(node[i], path + "[" + std::to_string(i) + "]", steps, axes);
+    steps->pop_back();
+  }
+}
+
+YAML::Node Child(YAML::Node node, const YamlStep& step) {
+  if (const auto* key = std::get_if<std::string>(&step)) return node[*key];
+  return node[std::get<std::size_t>(step)];
+}
+
+// In `root` (a document of its own), replaces the list at `location` by its
+// element `index`: the node itself, so that it keeps its position.
+void ChooseElement(YAML::Node root, const std::vector<YamlStep>& location, std::size_t index) {
+  DTSIM_CHECK(!location.empty(), "an axis is never the document itself");
+  YAML::Node parent = root;
+  // Node::operator= would assign through the handle; reset() rebinds it.
+  for (std::size_t i = 0; i + 1 < location.size(); ++i) parent.reset(Child(parent, location[i]));
+  const YAML::Node element = Child(parent, location.back())[index];
+  if (const auto* key = std::get_if<std::string>(&location.back())) {
+    parent[*key] = element;
+  } else {
+    parent[std::get<std::size_t>(location.back())] = element;
+  }
+}
+
+std::string PointName(const config::Scenario& s, const std::vector<SweepAxis>& axes,
+                      const std::vector<std::size_t>& choice) {
+  std::string name = s.name;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    name += (a == 0 ? "/" : ",") + axes[a].path + "=" + axes[a].values[choice[a]];
+  }
+  return name;
+}
+
+// Identifies config::BuildWorkloadModel's result: the model reference and
+// the precision.
+std::string GraphKey(const config::Scenario& s) {
+  const config::ModelRef& m = s.workload.model;
+  std::ostringstream k;
+  if (m.transformer) {
+    const models::TransformerConfig& t = *m.transformer;
+    k << "transformer " << t.layers << ' ' << t.hidden << ' ' << t.heads << ' ' << t.sequence
+      << ' ' << t.vocab << ' ' << t.ffn_hidden << ' ' << t.max_positions << ' '
+      << t.tied_embeddings << ' ' << t.causal;
+  } else if (!m.file.empty()) {
+    k << "file " << m.file;
+  } else {
+    k << "zoo " << m.zoo_name;
+  }
+  k << " / " << hw::PrecisionName(s.workload.precision);
+  return k.str();
+}
+
+// The columns of sweep.csv after the axis values.
+std::string SweepCsvRow(const SweepPoint& point, const Prediction& p) {
+  // CsvRow writes the scenario name as it is; the point name has commas.
+  config::Scenario named = point.scenario;
+  named.name = CsvField(point.name);
+  const config::ParallelismConfig& par = point.scenario.parallelism;
+  return CsvRow(named, p) + ',' + std::to_string(par.averaging_period) + ',' +
+         config::StrategyName(par.strategy) + ',' + config::SyncModeName(par.sync);
+}
+
+PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axes,
+                      const Prediction& p) {
+  PointResult r;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    r.csv_row += CsvField(axes[a].values[point.choice[a]]) + ',';
+  }
+  r.csv_row += SweepCsvRow(point, p);
+  r.devices = point.scenario.cluster.num_devices();
+  r.throughput_samples_per_s = p.metrics.throughput_samples_per_s;
+  r.step_time_s = p.metrics.step_time_s;
+  r.scaling_efficiency = p.scaling_efficiency;
+  r.compute_s = p.metrics.breakdown.compute_s;
+  r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
+  r.idle_s = p.metrics.breakdown.idle_s;
+  return r;
+}
+
+// Rethrows `error` (of the point `name`) with the point named in front.
+[[noreturn]] void RethrowForPoint(const std::exception_ptr& error, const std::string& name) {
+  const std::string prefix = "point '" + name + "': ";
+  try {
+    std::rethrow_exception(error);
+  } catch (const UserError& e) {
+    throw UserError(e.where(), prefix + e.message(), e.hint());
+  } catch (const InternalError& e) {
+    throw InternalError(prefix + e.what());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(prefix + e.what());
+  }
+}
+
+}  // namespace
+
+std::string CsvField(const std::string& text) {
+  const bool quote = text.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!text.empty() && (text.front() == ' ' || text.back() == ' '));
+  if (!quote) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root) {
+  std::vector<SweepAxis> axes;
+  std::vector<YamlStep> steps;
+  // A document that is itself a list is not a scenario; the loader says so.
+  if (root.IsMap()) CollectAxes(root, "", &steps, &axes);
+  return axes;
+}
+
+Sweep ParseSweep(const std::string& yaml_text, const std::string& filename) {
+  Sweep sweep;
+  sweep.axes = FindSweepAxes(ParseYamlDocument(yaml_text, filename));
+  std::vector<std::size_t> choice(sweep.axes.size(), 0);
+  while (true) {
+    // A fresh document per point: the replacements edit it in place.
+    const YAML::Node doc = ParseYamlDocument(yaml_text, filename);
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+      ChooseElement(doc, sweep.axes[a].location, choice[a]);
+    }
+    SweepPoint point;
+    point.scenario = config::ParseScenarioNode(doc, filename);
+    point.choice = choice;
+    point.name = PointName(point.scenario, sweep.axes, choice);
+    sweep.points.push_back(std::move(point));
+    // Next combination, last axis fastest.
+    std::size_t a = sweep.axes.size();
+    while (a > 0 && ++choice[a - 1] == sweep.axes[a - 1].values.size()) choice[--a] = 0;
+    if (a == 0) break;
+  }
+  sweep.name = sweep.points.front().scenario.name;
+  sweep.out_dir = sweep.points.front().scenario.outputs.dir;
+  return sweep;
+}
+
+Sweep LoadSweep(const std::string& path) {
+  // LoadScenario reports a missing or unreadable file (with the neighbours'
+  // names); a file that has axes fails in it only after it was read.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) config::LoadScenario(path);
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw UserError(SourceLocation{path}, "cannot read scenario file '" + path + "'");
+  return ParseSweep(text.str(), path);
+}
+
+std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& options) {
+  const int total = static_cast<int>(sweep.points.size());
+  std::vector<PointResult> results(sweep.points.size());
+  if (total == 0) return results;
+
+  // Model graphs, one per distinct (model, precision); std::map keeps their
+  // addresses stable.
+  std::map<std::string, models::ModelGraph> graphs;
+  std::vector<const models::ModelGraph*> graph_of(sweep.points.size());
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    const config::Scenario& s = sweep.points[i].scenario;
+    const std::string key = GraphKey(s);
+    auto it = graphs.find(key);
+    if (it == graphs.end()) {
+      try {
+        it = graphs.emplace(key, config::BuildWorkloadModel(s)).first;
+      } catch (...) {
+        RethrowForPoint(std::current_exception(), sweep.points[i].name);
+      }
+    }
+    graph_of[i] = &it->second;
+  }
+
+  int jobs = options.jobs > 0 ? options.jobs
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = std::min(jobs, total);
+
+  // Workers take points in order; after a failure they take no new ones. As
+  // every point before the last one taken is finished, the first failing
+  // point in order is always found, whatever the number of workers.
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(sweep.points.size());
+  std::mutex mutex;
+  std::condition_variable finished;
+  int done = 0;       // guarded by mutex
+  int running = jobs;  // guarded by mutex
+  auto work = [&] {
+    while (!failed.load()) {
+      const int i = next.fetch_add(1);
+      if (i >= total) break;
+      const auto index = static_cast<std::size_t>(i);
+      try {
+        const Prediction p =
+            Simulate(sweep.points[index].scenario, SimulateOptions{.graph = graph_of[index]});
+        results[index] = Summarize(sweep.points[index], sweep.axes, p);
+      } catch (...) {
+        errors[index] = std::current_exception();
+        failed.store(true);
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      ++done;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--running == 0) finished.notify_all();
+  };
+
+  std::vector<std::thread> workers;
+  for (int j = 0; j < jobs; ++j) workers.emplace_back(work);
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    const auto interval = std::chrono::duration<double>(options.progress_interval_s);
+    while (running > 0) {
+      finished.wait_for(lock, interval, [&] { return running == 0; });
+      if (options.progress && running > 0) {
+        const int now_done = done;
+        lock.unlock();
+        options.progress(now_done, total);
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& w : workers) w.join();
+
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (errors[i]) RethrowForPoint(errors[i], sweep.points[i].name);
+  }
+  if (options.progress) options.progress(total, total);
+  return results;
+}
+
+std::string SweepCsvHeader(const Sweep& sweep) {
+  std::string header;
+  for (const SweepAxis& axis : sweep.axes) header += CsvField(axis.path) + ',';
+  return header + CsvHeader() + ",averaging_period,strategy,sync";
+}
+
+std::string SweepCsv(const Sweep& sweep, const std::vector<PointResult>& results) {
+  std::string csv = SweepCsvHeader(sweep) + "\n";
+  for (const PointResult& r : results) csv += r.csv_row + "\n";
+  return csv;
+}
+
+}  // namespace dtsim::sim

@@ -1,0 +1,202 @@
+#include "sim/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/yaml_reader.h"
+
+namespace dtsim::sim {
+namespace {
+
+std::vector<std::string> AxisPaths(const std::string& yaml) {
+  std::vector<std::string> paths;
+  for (const SweepAxis& a : FindSweepAxes(ParseYamlDocument(yaml, "t.yaml"))) {
+    paths.push_back(a.path);
+  }
+  return paths;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(SweepAxes, ListOfScalarsIsAnAxisListsOfMappingsAreNot) {
+  const std::string yaml =
+      "cluster:\n"
+      "  nodes: [1, 2, 4]\n"
+      "  device: V100-SXM2-32GB\n"
+      "  links:\n"
+      "    - {name: fabric, bandwidth: [10GBps, 20GBps], latency: 2us}\n"
+      "    - {name: other, bandwidth: 5GBps, latency: 2us}\n"
+      "parallelism:\n"
+      "  strategy: [data, local_sgd]\n";
+  EXPECT_EQ(AxisPaths(yaml), (std::vector<std::string>{
+                                 "cluster.nodes", "cluster.links[0].bandwidth",
+                                 "parallelism.strategy"}));
+  const auto axes = FindSweepAxes(ParseYamlDocument(yaml, "t.yaml"));
+  EXPECT_EQ(axes[0].values, (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_TRUE(axes[0].numeric);
+  EXPECT_FALSE(axes[1].numeric);  // 10GBps has a unit
+  EXPECT_EQ(axes[2].values, (std::vector<std::string>{"data", "local_sgd"}));
+}
+
+TEST(SweepAxes, StragglerRanksAreValuesNotAxes) {
+  const std::string yaml =
+      "stragglers:\n"
+      "  slow_devices:\n"
+      "    - {ranks: [0, 3], factor: [1.5, 2]}\n"
+      "  interference: {period: 10s, duration: 1s, slowdown: 2, ranks: [1, 2]}\n";
+  EXPECT_EQ(AxisPaths(yaml), (std::vector<std::string>{"stragglers.slow_devices[0].factor"}));
+  // A list of lists sweeps a list-valued key.
+  const auto axes = FindSweepAxes(ParseYamlDocument(
+      "stragglers:\n  interference: {period: 10s, duration: 1s, slowdown: 2, "
+      "ranks: [[0], [0, 1]]}\n",
+      "t.yaml"));
+  ASSERT_EQ(axes.size(), 1u);
+  EXPECT_EQ(axes[0].path, "stragglers.interference.ranks");
+  EXPECT_EQ(axes[0].values, (std::vector<std::string>{"[0]", "[0, 1]"}));
+}
+
+TEST(SweepAxes, NoListNoAxis) {
+  EXPECT_TRUE(AxisPaths("cluster: {nodes: 2}\nworkload: {model: resnet50}\n").empty());
+}
+
+TEST(ParseSweep, CartesianProductFirstAxisSlowest) {
+  const Sweep s = ParseSweep(
+      "name: grid\n"
+      "cluster: {nodes: [1, 2], devices_per_node: 4}\n"
+      "workload: {model: mnist-mlp, batch_per_device: [16, 32, 64]}\n",
+      "grid.yaml");
+  ASSERT_EQ(s.axes.size(), 2u);
+  ASSERT_EQ(s.points.size(), 6u);  // 2 x 3
+  const int nodes[] = {1, 1, 1, 2, 2, 2};
+  const int batch[] = {16, 32, 64, 16, 32, 64};
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(s.points[i].scenario.cluster.nodes, nodes[i]) << i;
+    EXPECT_EQ(s.points[i].scenario.cluster.devices_per_node, 4) << i;
+    EXPECT_EQ(s.points[i].scenario.workload.batch_per_device, batch[i]) << i;
+    EXPECT_EQ(s.points[i].scenario.name, "grid") << i;
+  }
+  EXPECT_EQ(s.points[4].name, "grid/cluster.nodes=2,workload.batch_per_device=32");
+  EXPECT_EQ(s.points[4].choice, (std::vector<std::size_t>{1, 1}));
+  EXPECT_EQ(s.name, "grid");
+  EXPECT_EQ(s.out_dir, "results/grid");
+}
+
+TEST(ParseSweep, NoAxisIsOnePoint) {
+  const Sweep s = ParseSweep("cluster: {nodes: 2}\n", "dir/plain.yaml");
+  ASSERT_EQ(s.points.size(), 1u);
+  EXPECT_EQ(s.points[0].name, "plain");
+  EXPECT_EQ(s.points[0].scenario.cluster.nodes, 2);
+}
+
+TEST(ParseSweep, ErrorInThirdValueNamesItsLine) {
+  // Line 5, column 7 is the "2.5" of the third list item.
+  const std::string yaml =
+      "cluster:\n"
+      "  nodes:\n"
+      "    - 1\n"
+      "    - 2\n"
+      "    - 2.5\n"
+      "    - 4\n";
+  try {
+    ParseSweep(yaml, "bad.yaml");
+    FAIL() << "2.5 nodes should be rejected";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().ToString(), "bad.yaml:5:7") << e.what();
+    EXPECT_NE(std::string(e.what()).find("cluster.nodes"), std::string::npos) << e.what();
+  }
+  // Same in flow style: "cluster: {nodes: [1, 2, two]}" has 'two' at column 25.
+  try {
+    ParseSweep("workload: {model: resnet50}\ncluster: {nodes: [1, 2, two]}\n", "flow.yaml");
+    FAIL() << "'two' nodes should be rejected";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().ToString(), "flow.yaml:2:25") << e.what();
+  }
+}
+
+TEST(ParseSweep, AxisInsideAListOfMappings) {
+  const Sweep s = ParseSweep(
+      "cluster:\n"
+      "  nodes: 2\n"
+      "  links: [{name: fabric, bandwidth: [10GBps, 20GBps], latency: 2us}]\n"
+      "  network: {link: fabric}\n",
+      "links.yaml");
+  ASSERT_EQ(s.points.size(), 2u);
+  ASSERT_EQ(s.points[1].scenario.cluster.custom_links.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.points[0].scenario.cluster.custom_links[0].bw_bytes_per_s, 10e9);
+  EXPECT_DOUBLE_EQ(s.points[1].scenario.cluster.custom_links[0].bw_bytes_per_s, 20e9);
+}
+
+TEST(CsvField, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(CsvField("25GbE"), "25GbE");
+  EXPECT_EQ(CsvField("a/b=1,c=2"), "\"a/b=1,c=2\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+}
+
+// A small sweep that simulates quickly: 2 x 2 points of a small CNN.
+const char* kSmallSweep =
+    "name: small\n"
+    "cluster: {nodes: [1, 2], devices_per_node: 2, device: K20m, intra_node_link: pcie3-x16,\n"
+    "          network: {link: 10GbE}}\n"
+    "workload: {model: cifar10-cnn, batch_per_device: [16, 32], iterations: 3}\n"
+    "parallelism: {strategy: data}\n";
+
+TEST(RunSweep, OneRowPerPointSameCsvForAnyNumberOfJobs) {
+  const Sweep s = ParseSweep(kSmallSweep, "small.yaml");
+  ASSERT_EQ(s.points.size(), 4u);
+  SweepRunOptions one;
+  one.jobs = 1;
+  int last_done = -1, calls = 0;
+  one.progress = [&](int done, int total) {
+    EXPECT_EQ(total, 4);
+    EXPECT_GE(done, last_done);
+    last_done = done;
+    ++calls;
+  };
+  const std::vector<PointResult> a = RunSweep(s, one);
+  EXPECT_EQ(last_done, 4);  // the last call reports all points done
+  EXPECT_GE(calls, 1);
+  SweepRunOptions two;
+  two.jobs = 2;
+  const std::vector<PointResult> b = RunSweep(s, two);
+  const std::string csv = SweepCsv(s, a);
+  EXPECT_EQ(csv, SweepCsv(s, b));
+
+  const std::vector<std::string> lines = Lines(csv);
+  ASSERT_EQ(lines.size(), 5u);  // header + 4 points
+  EXPECT_EQ(lines[0].rfind("cluster.nodes,workload.batch_per_device,scenario,", 0), 0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find(",averaging_period,strategy,sync"), std::string::npos) << lines[0];
+  // Row 3 is nodes=2, batch 16; the point name is quoted (it has a comma).
+  EXPECT_EQ(lines[3].rfind("2,16,\"small/cluster.nodes=2,workload.batch_per_device=16\",", 0), 0u)
+      << lines[3];
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].devices, s.points[i].scenario.cluster.num_devices());
+    EXPECT_GT(a[i].throughput_samples_per_s, 0);
+    EXPECT_GT(a[i].compute_s, 0);
+  }
+  // Twice the devices at the same batch per device: more samples per second.
+  EXPECT_GT(a[2].throughput_samples_per_s, a[0].throughput_samples_per_s);
+}
+
+TEST(RunSweep, MoreJobsThanPointsAndDefaultJobs) {
+  const Sweep s = ParseSweep("cluster: {nodes: 1}\nworkload: {model: mnist-mlp, iterations: 2}\n",
+                             "one.yaml");
+  SweepRunOptions many;
+  many.jobs = 16;
+  const auto a = RunSweep(s, many);
+  const auto b = RunSweep(s);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(SweepCsv(s, a), SweepCsv(s, b));
+}
+
+}  // namespace
+}  // namespace dtsim::sim

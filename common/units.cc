@@ -166,7 +166,9 @@ std::string FormatSeconds(double seconds) {
   if (a < 1e-6) std::snprintf(buf, sizeof buf, "%.3g ns", seconds * 1e9);
   else if (a < 1e-3) std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
   else if (a < 1) std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3g s", seconds);
+  else if (a < 120) std::snprintf(buf, sizeof buf, "%.3g s", seconds);
+  else if (a < 7200) std::snprintf(buf, sizeof buf, "%.3g min", seconds / 60);
+  else std::snprintf(buf, sizeof buf, "%.3g h", seconds / 3600);
   return buf;
 }
 

@@ -33,7 +33,7 @@ const char* DimensionName(Dimension dim);
 double ParseQuantity(std::string_view text, Dimension dim, const SourceLocation& where = {});
 
 // Human-readable forms, three significant digits: "25.6 MB", "12.5 GB/s",
-// "1.25 ms", "312 TFLOP/s". Decimal prefixes throughout.
+// "1.25 ms", "5 min", "720 h", "312 TFLOP/s". Decimal prefixes throughout.
 std::string FormatBytes(double bytes);
 std::string FormatBandwidth(double bytes_per_s);
 std::string FormatSeconds(double seconds);

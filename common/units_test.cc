@@ -46,6 +46,8 @@ TEST(Units, FormatsForPeople) {
   EXPECT_EQ(FormatBytes(25.6e6), "25.6 MB");
   EXPECT_EQ(FormatBandwidth(12.5e9), "12.5 GB/s");
   EXPECT_EQ(FormatSeconds(1.25e-3), "1.25 ms");
+  EXPECT_EQ(FormatSeconds(300), "5 min");
+  EXPECT_EQ(FormatSeconds(720 * 3600.0), "720 h");
   EXPECT_EQ(SecondsToNs(1.5e-6), 1500);
 }
 

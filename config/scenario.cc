@@ -55,6 +55,31 @@ const char* FailureScopeName(FailureScope s) {
   return s == FailureScope::kDevice ? "device" : "node";
 }
 
+namespace {
+std::string RankProblem(const char* where, int rank, int num_ranks) {
+  return std::string("stragglers.") + where + ": rank " + std::to_string(rank) +
+         " is not in the cluster (ranks 0-" + std::to_string(num_ranks - 1) + ")";
+}
+
+}  // namespace
+
+std::string StragglerRanksProblem(const config::StragglerConfig& config, int num_ranks) {
+  std::vector<bool> seen(static_cast<std::size_t>(std::max(num_ranks, 0)), false);
+  for (const config::SlowDevices& slow : config.slow_devices) {
+    for (int rank : slow.ranks) {
+      if (rank < 0 || rank >= num_ranks) return RankProblem("slow_devices", rank, num_ranks);
+      if (seen[static_cast<std::size_t>(rank)]) {
+        return "stragglers.slow_devices: rank " + std::to_string(rank) + " is listed twice";
+      }
+      seen[static_cast<std::size_t>(rank)] = true;
+    }
+  }
+  for (int rank : config.interference_ranks) {
+    if (rank < 0 || rank >= num_ranks) return RankProblem("interference.ranks", rank, num_ranks);
+  }
+  return "";
+}
+
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s) {
   hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
   for (const hw::DeviceSpec& d : s.cluster.custom_devices) catalog.AddDevice(d);

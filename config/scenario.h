@@ -171,6 +171,11 @@ struct StragglerConfig {
   }
 };
 
+// "" when every rank `config` names is in [0, num_ranks) and no rank is
+// listed twice in slow_devices, else what is wrong
+// ("stragglers.slow_devices: rank 9 is not in the cluster (ranks 0-7)").
+std::string StragglerRanksProblem(const StragglerConfig& config, int num_ranks);
+
 enum class FailureScope { kDevice, kNode };
 const char* FailureScopeName(FailureScope s);  // "device", "node"
 

@@ -345,7 +345,12 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x);
   if (auto x = m.Get("workload")) s.workload = ReadWorkload(*x, filename);
   if (auto x = m.Get("parallelism")) s.parallelism = ReadParallelism(*x);
-  if (auto x = m.Get("stragglers")) s.stragglers = ReadStragglers(*x);
+  if (auto x = m.Get("stragglers")) {
+    s.stragglers = ReadStragglers(*x);
+    if (const std::string problem = StragglerRanksProblem(s.stragglers, s.cluster.num_devices());
+        !problem.empty())
+      x->Fail(problem, "ranks are worker indices, 0-based and node-major");
+  }
   if (auto x = m.Get("failures")) s.failures = ReadFailures(*x);
   if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
   if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;

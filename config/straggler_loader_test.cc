@@ -38,7 +38,8 @@ TEST(StragglerLoaderTest, AbsentSectionsAreEmpty) {
 }
 
 TEST(StragglerLoaderTest, FullSection) {
-  const Scenario s = ParseScenario(R"(stragglers:
+  const Scenario s = ParseScenario(R"(cluster: {nodes: 2, devices_per_node: 4}
+stragglers:
   slow_devices:
     - {ranks: [3], factor: 1.5}
     - {ranks: [5, 6], factor: 2}
@@ -245,7 +246,9 @@ TEST(StragglerLoaderTest, DocumentationExamplesLoad) {
       inside = false;
       if (block.rfind("stragglers:", 0) == 0 || block.rfind("failures:", 0) == 0) {
         SCOPED_TRACE(block);
-        const Scenario s = ParseScenario(block, "docs/scenario.md");
+        // The examples name ranks up to 7: give them an 8-GPU cluster.
+        const Scenario s =
+            ParseScenario("cluster: {nodes: 2, devices_per_node: 4}\n" + block, "docs/scenario.md");
         EXPECT_TRUE(!s.stragglers.Empty() || s.failures.Enabled());
         ++loaded;
       }
@@ -254,6 +257,18 @@ TEST(StragglerLoaderTest, DocumentationExamplesLoad) {
     }
   }
   EXPECT_EQ(loaded, 2);
+}
+
+TEST(StragglerLoaderTest, RanksMustBeInTheCluster) {
+  try {
+    ParseScenario("cluster: {nodes: 2}\nstragglers:\n  slow_devices: [{ranks: [2], factor: 2}]\n",
+                  "test.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_NE(e.message().find("rank 2 is not in the cluster (ranks 0-1)"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ double SystemMtbfSeconds(const config::FailureConfig& config, int num_devices,
 // (a checkpoint every tau of work; a failure loses on average half an
 // interval, plus the restart). Valid when C, R << tau << M; the simulation
 // agrees with it within 2 percentage points for M / tau >= 50, C / tau <=
-// 0.1 and R / tau <= 0.5 (sim/failures_test.cc). With M = infinity (failures
+// 0.1 and R / tau <= 1 (sim/failures_test.cc). With M = infinity (failures
 // disabled) it is C / tau. Not clamped.
 double FirstOrderWaste(double interval_s, double checkpoint_cost_s, double restart_cost_s,
                        double system_mtbf_s);

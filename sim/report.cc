@@ -75,7 +75,43 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                        {"fwd_flops_per_sample", totals.fwd_flops},
                        {"bwd_flops_per_sample", totals.bwd_flops}};
   j["communication"] = {{"buckets_per_iteration", BucketsPerIteration(p)},
-                        {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)}};
+                        {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
+                        {"network_bytes_per_sample", p.network_bytes_per_sample}};
+  if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
+    j["local_sgd"] = {{"averaging_period", p.averaging_period},
+                      {"averaging", config::AveragingTransportName(s.parallelism.averaging)},
+                      {"averaging_round_s", p.averaging_round_s}};
+  }
+  if (!p.plan.ranks.empty() && p.plan.IsServer(p.plan.num_ranks() - 1)) {
+    const auto& ps = s.parallelism.parameter_server;
+    j["parameter_server"] = {
+        {"servers", ps.servers},
+        {"placement", config::ServerPlacementName(ps.placement)},
+        {"device", ps.device},
+        {"replicas_to_aggregate",
+         ps.replicas_to_aggregate == 0 ? s.cluster.num_devices() : ps.replicas_to_aggregate},
+        {"payload", config::PsPayloadName(ps.payload)}};
+  }
+  if (p.async) {
+    const Summary& st = p.async->staleness;
+    j["async"] = {{"global_steps_per_s", p.async->global_steps_per_s},
+                  {"worker_steps_per_s", p.async->worker_steps_per_s},
+                  {"worker_steps", p.async->worker_steps},
+                  {"staleness", {{"updates", st.n}, {"mean", st.mean}, {"p50", st.p50},
+                                 {"p99", st.p99}, {"max", st.max}}}};
+  }
+  if (p.failures) {
+    const GoodputResult& f = *p.failures;
+    j["failures"] = {{"goodput", f.goodput},
+                     {"effective_throughput_samples_per_s", f.goodput * m.throughput_samples_per_s},
+                     {"time_lost_s", f.time_lost_s},
+                     {"checkpoint_time_s", f.checkpoint_time_s},
+                     {"failures", f.failures},
+                     {"checkpoints", f.checkpoints},
+                     {"young_daly_interval_s", f.young_daly_interval_s},
+                     {"first_order_goodput", f.first_order_goodput}};
+  }
+  j["materialized_workers"] = p.materialized_workers;
   nlohmann::ordered_json iters = nlohmann::ordered_json::array();
   double prev = 0;
   for (std::size_t i = 0; i < m.iteration_end_s.size(); ++i) {
@@ -106,7 +142,8 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
 std::string CsvHeader() {
   return "scenario,model,device,nodes,devices_per_node,devices,algorithm,precision,"
          "batch_per_device,global_batch,throughput_samples_per_s,step_time_s,"
-         "scaling_efficiency,compute_s,exposed_comm_s,idle_s";
+         "scaling_efficiency,compute_s,exposed_comm_s,idle_s,strategy,sync,averaging_period,"
+         "network_bytes_per_sample,goodput";
 }
 
 std::string CsvRow(const config::Scenario& s, const Prediction& p) {
@@ -119,7 +156,10 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
     << hw::PrecisionName(s.workload.precision) << ',' << s.workload.batch_per_device << ','
     << p.plan.samples_per_iteration << ',' << m.throughput_samples_per_s << ',' << m.step_time_s
     << ',' << p.scaling_efficiency << ',' << m.breakdown.compute_s << ','
-    << m.breakdown.exposed_comm_s << ',' << m.breakdown.idle_s;
+    << m.breakdown.exposed_comm_s << ',' << m.breakdown.idle_s << ','
+    << config::StrategyName(s.parallelism.strategy) << ','
+    << config::SyncModeName(s.parallelism.sync) << ',' << p.averaging_period << ','
+    << p.network_bytes_per_sample << ',' << (p.failures ? p.failures->goodput : 1.0);
   return o.str();
 }
 
@@ -163,11 +203,18 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;
   std::ostringstream o;
   char line[256];
-  std::snprintf(line, sizeof line, "%s: %s on %d x %s (%d node%s), %s, %s all-reduce\n",
-                s.name.c_str(), p.graph.name().c_str(), s.cluster.num_devices(),
-                p.device.name.c_str(), s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s",
-                hw::PrecisionName(s.workload.precision),
-                config::CollectiveAlgorithmName(s.parallelism.algorithm));
+  std::string how = config::StrategyName(s.parallelism.strategy);
+  if (s.parallelism.strategy == config::Strategy::kParameterServer) {
+    how += std::string(" (") + config::SyncModeName(s.parallelism.sync) + ", " +
+           std::to_string(s.parallelism.parameter_server.servers) + " server(s))";
+  } else {
+    how += std::string(", ") + config::CollectiveAlgorithmName(s.parallelism.algorithm) +
+           " all-reduce";
+  }
+  std::snprintf(line, sizeof line, "%s: %s on %d x %s (%d node%s), %s, %s\n", s.name.c_str(),
+                p.graph.name().c_str(), s.cluster.num_devices(), p.device.name.c_str(),
+                s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s",
+                hw::PrecisionName(s.workload.precision), how.c_str());
   o << line;
   double prev = 0;
   for (std::size_t i = 0; i < m.iteration_end_s.size(); ++i) {
@@ -176,6 +223,33 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     std::snprintf(line, sizeof line, "step %zu, loss = n/a (%.1f examples/sec; %.4f sec/batch)%s\n",
                   i + 1, static_cast<double>(p.plan.samples_per_iteration) / dt, dt,
                   static_cast<int>(i) < m.first_measured_iteration ? "  [warm-up]" : "");
+    o << line;
+  }
+  if (p.async) {
+    const Summary& st = p.async->staleness;
+    std::snprintf(line, sizeof line,
+                  "asynchronous: %.2f global steps/s; staleness of %d applied updates: mean %.2f, "
+                  "p50 %.1f, p99 %.1f, max %.0f\n",
+                  p.async->global_steps_per_s, st.n, st.mean, st.p50, st.p99, st.max);
+    o << line;
+  }
+  if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
+    std::snprintf(line, sizeof line, "local SGD: averaging every %d steps, %s per averaging round\n",
+                  p.averaging_period, FormatSeconds(p.averaging_round_s).c_str());
+    o << line;
+  }
+  std::snprintf(line, sizeof line, "network: %s per sample\n",
+                FormatBytes(p.network_bytes_per_sample).c_str());
+  o << line;
+  if (p.failures) {
+    const GoodputResult& f = *p.failures;
+    std::snprintf(line, sizeof line,
+                  "failures: %d in %s; goodput %.1f%% (first-order Young/Daly %.1f%%), %s lost, "
+                  "%s checkpointing; Young/Daly interval %s\n",
+                  f.failures, FormatSeconds(s.failures.horizon_s).c_str(), 100 * f.goodput,
+                  100 * f.first_order_goodput, FormatSeconds(f.time_lost_s).c_str(),
+                  FormatSeconds(f.checkpoint_time_s).c_str(),
+                  FormatSeconds(f.young_daly_interval_s).c_str());
     o << line;
   }
   std::snprintf(line, sizeof line,

@@ -18,35 +18,13 @@ constexpr std::uint64_t kDelayStream = 3;    // exponential and stall
 
 std::uint64_t Counter(int i) { return static_cast<std::uint64_t>(static_cast<std::int64_t>(i)); }
 
-std::string RankProblem(const char* where, int rank, int num_ranks) {
-  return std::string("stragglers.") + where + ": rank " + std::to_string(rank) +
-         " is not in the cluster (ranks 0-" + std::to_string(num_ranks - 1) + ")";
-}
-
 }  // namespace
-
-std::string StragglerRanksProblem(const config::StragglerConfig& config, int num_ranks) {
-  std::vector<bool> seen(static_cast<std::size_t>(std::max(num_ranks, 0)), false);
-  for (const config::SlowDevices& slow : config.slow_devices) {
-    for (int rank : slow.ranks) {
-      if (rank < 0 || rank >= num_ranks) return RankProblem("slow_devices", rank, num_ranks);
-      if (seen[static_cast<std::size_t>(rank)]) {
-        return "stragglers.slow_devices: rank " + std::to_string(rank) + " is listed twice";
-      }
-      seen[static_cast<std::size_t>(rank)] = true;
-    }
-  }
-  for (int rank : config.interference_ranks) {
-    if (rank < 0 || rank >= num_ranks) return RankProblem("interference.ranks", rank, num_ranks);
-  }
-  return "";
-}
 
 StragglerModel::StragglerModel(const config::StragglerConfig& config, std::uint64_t seed,
                                int num_ranks)
     : config_(config), seed_(seed), num_ranks_(num_ranks) {
   DTSIM_CHECK(num_ranks >= 1, "a straggler model needs at least one rank");
-  if (const std::string problem = StragglerRanksProblem(config, num_ranks); !problem.empty()) {
+  if (const std::string problem = config::StragglerRanksProblem(config, num_ranks); !problem.empty()) {
     throw UserError(problem, "ranks are worker indices, 0-based and node-major");
   }
   const auto n = static_cast<std::size_t>(num_ranks);

@@ -26,10 +26,6 @@
 
 namespace dtsim::sim {
 
-// "" when every rank `config` names is in [0, num_ranks), else what is wrong
-// ("stragglers.slow_devices: rank 9 is not in the cluster (ranks 0-7)").
-std::string StragglerRanksProblem(const config::StragglerConfig& config, int num_ranks);
-
 class StragglerModel {
  public:
   // Throws UserError when `config` names a rank outside [0, num_ranks) or a

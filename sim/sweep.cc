@@ -166,14 +166,36 @@ std::string GraphKey(const config::Scenario& s) {
   return k.str();
 }
 
+// Columns a sweep needs that CsvHeader() may not have (yet): which of
+// averaging_period, strategy and sync it lacks, in that order.
+const std::vector<std::string>& ExtraColumns() {
+  static const std::vector<std::string> extra = [] {
+    std::vector<std::string> present;
+    std::istringstream header(CsvHeader());
+    for (std::string column; std::getline(header, column, ',');) present.push_back(column);
+    std::vector<std::string> columns;
+    for (const char* c : {"averaging_period", "strategy", "sync"}) {
+      if (std::find(present.begin(), present.end(), c) == present.end()) columns.emplace_back(c);
+    }
+    return columns;
+  }();
+  return extra;
+}
+
 // The columns of sweep.csv after the axis values.
 std::string SweepCsvRow(const SweepPoint& point, const Prediction& p) {
   // CsvRow writes the scenario name as it is; the point name has commas.
   config::Scenario named = point.scenario;
   named.name = CsvField(point.name);
+  std::string row = CsvRow(named, p);
   const config::ParallelismConfig& par = point.scenario.parallelism;
-  return CsvRow(named, p) + ',' + std::to_string(par.averaging_period) + ',' +
-         config::StrategyName(par.strategy) + ',' + config::SyncModeName(par.sync);
+  for (const std::string& c : ExtraColumns()) {
+    row += ',';
+    if (c == "averaging_period") row += std::to_string(par.averaging_period);
+    if (c == "strategy") row += config::StrategyName(par.strategy);
+    if (c == "sync") row += config::SyncModeName(par.sync);
+  }
+  return row;
 }
 
 PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axes,
@@ -350,7 +372,9 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
 std::string SweepCsvHeader(const Sweep& sweep) {
   std::string header;
   for (const SweepAxis& axis : sweep.axes) header += CsvField(axis.path) + ',';
-  return header + CsvHeader() + ",averaging_period,strategy,sync";
+  header += CsvHeader();
+  for (const std::string& c : ExtraColumns()) header += "," + c;
+  return header;
 }
 
 std::string SweepCsv(const Sweep& sweep, const std::vector<PointResult>& results) {

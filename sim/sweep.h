@@ -102,8 +102,9 @@ struct SweepRunOptions {
 std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& options = {});
 
 // sweep.csv: one column per axis (its path), then sim::CsvHeader()'s columns
-// (the scenario column holds the point name), then averaging_period,
-// strategy, sync. No trailing newline.
+// (the scenario column holds the point name), then those of
+// averaging_period, strategy and sync that CsvHeader() lacks. No trailing
+// newline.
 std::string SweepCsvHeader(const Sweep& sweep);
 // Header and one row per point, each line ending in '\n'.
 std::string SweepCsv(const Sweep& sweep, const std::vector<PointResult>& results);

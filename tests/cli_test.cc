@@ -103,6 +103,7 @@ TEST_F(Cli, MissingScenarioAndUnknownModel) {
 TEST_F(Cli, EveryShippedScenarioProducesAReport) {
   for (const auto& entry : fs::directory_iterator("scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
+    if (entry.path().filename().string().starts_with("sweep-")) continue;  // for `dtsim sweep`
     Result r = Dtsim("run " + entry.path().string() + " --quiet --no-trace --out " +
                      (dir_ / entry.path().stem()).string());
     ASSERT_EQ(r.status, 0) << entry.path() << ": " << r.err;

@@ -55,6 +55,22 @@ BENCHMARK(BM_ResNet50DataParallelIteration)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// One point of a sweep: Simulate() with the fast symmetric path (one worker,
+// one iteration of each kind) for local SGD with H = 10, graph prebuilt.
+void BM_FastSimulateLocalSgd(benchmark::State& state) {
+  config::Scenario s = ResNet50(static_cast<int>(state.range(0)));
+  s.parallelism.strategy = config::Strategy::kLocalSgd;
+  s.parallelism.averaging_period = 10;
+  const models::ModelGraph graph = config::BuildWorkloadModel(s);
+  for (auto _ : state) {
+    const Prediction p = Simulate(s, {.graph = &graph, .fast = true});
+    benchmark::DoNotOptimize(p.metrics.step_time_s);
+  }
+  state.counters["points_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FastSimulateLocalSgd)->Arg(8)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 }  // namespace
 }  // namespace dtsim::sim
 

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -23,6 +22,10 @@
 
 namespace dtsim::sim {
 namespace {
+
+// A sweep larger than this is most likely a mistake (and would not fit in
+// memory much beyond).
+constexpr std::size_t kMaxPoints = 1'000'000;
 
 // Keys whose value is legitimately a list of scalars, so such a list there is
 // the value and not an axis ("[]" stands for any index). Add a key here when
@@ -229,6 +232,79 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   }
 }
 
+int ResolveJobs(int jobs, std::size_t tasks) {
+  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto wanted = static_cast<std::size_t>(jobs > 0 ? jobs : all);
+  return static_cast<int>(std::max<std::size_t>(1, std::min(wanted, tasks)));
+}
+
+struct Failure {
+  std::size_t index;
+  std::exception_ptr error;
+};
+
+// Runs body(i) for every i in [0, n) on ResolveJobs(jobs, n) threads, which
+// take indices in order. Once a body throws, no new index is started; as
+// every index below the last one started is finished, the failure returned
+// (the first in index order) does not depend on the number of threads.
+// `progress` (may be empty) is called on this thread with (done, n) every
+// `interval_s` while bodies run.
+std::optional<Failure> ParallelFor(std::size_t n, int jobs,
+                                   const std::function<void(int, int)>& progress,
+                                   double interval_s,
+                                   const std::function<void(std::size_t)>& body) {
+  if (n == 0) return std::nullopt;
+  const int threads = ResolveJobs(jobs, n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(n);
+  std::mutex mutex;
+  std::condition_variable finished;
+  int done = 0;            // guarded by mutex
+  int running = threads;   // guarded by mutex
+  auto work = [&] {
+    while (!failed.load()) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= n) break;
+      try {
+        body(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        failed.store(true);
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      ++done;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--running == 0) finished.notify_all();
+  };
+
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) workers.emplace_back(work);
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    const auto interval = std::chrono::duration<double>(interval_s);
+    while (running > 0) {
+      if (!progress) {
+        finished.wait(lock, [&] { return running == 0; });
+        break;
+      }
+      finished.wait_for(lock, interval, [&] { return running == 0; });
+      if (running > 0) {
+        const int now_done = done;
+        lock.unlock();
+        progress(now_done, static_cast<int>(n));
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& w : workers) w.join();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (errors[i]) return Failure{i, errors[i]};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string CsvField(const std::string& text) {
@@ -251,32 +327,45 @@ std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root) {
   return axes;
 }
 
-Sweep ParseSweep(const std::string& yaml_text, const std::string& filename) {
+Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int jobs) {
   Sweep sweep;
   sweep.axes = FindSweepAxes(ParseYamlDocument(yaml_text, filename));
-  std::vector<std::size_t> choice(sweep.axes.size(), 0);
-  while (true) {
+  std::size_t total = 1;
+  for (const SweepAxis& axis : sweep.axes) {
+    total *= axis.values.size();
+    if (total > kMaxPoints) {
+      throw UserError(SourceLocation{filename},
+                      "the sweep has more than " + std::to_string(kMaxPoints) + " points (" +
+                          axis.path + " is the axis that crosses the limit)",
+                      "every list where the scenario expects one value is an axis of the sweep; "
+                      "shorten the lists or split the sweep into several files");
+    }
+  }
+  sweep.points.resize(total);
+  const auto failure = ParallelFor(total, jobs, {}, 0, [&](std::size_t i) {
+    SweepPoint& point = sweep.points[i];
+    // Point i's choice: its index in mixed radix, last axis fastest.
+    point.choice.resize(sweep.axes.size());
+    for (std::size_t a = sweep.axes.size(), rest = i; a-- > 0;) {
+      point.choice[a] = rest % sweep.axes[a].values.size();
+      rest /= sweep.axes[a].values.size();
+    }
     // A fresh document per point: the replacements edit it in place.
     const YAML::Node doc = ParseYamlDocument(yaml_text, filename);
     for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-      ChooseElement(doc, sweep.axes[a].location, choice[a]);
+      ChooseElement(doc, sweep.axes[a].location, point.choice[a]);
     }
-    SweepPoint point;
     point.scenario = config::ParseScenarioNode(doc, filename);
-    point.choice = choice;
-    point.name = PointName(point.scenario, sweep.axes, choice);
-    sweep.points.push_back(std::move(point));
-    // Next combination, last axis fastest.
-    std::size_t a = sweep.axes.size();
-    while (a > 0 && ++choice[a - 1] == sweep.axes[a - 1].values.size()) choice[--a] = 0;
-    if (a == 0) break;
-  }
+    point.name = PointName(point.scenario, sweep.axes, point.choice);
+  });
+  // The error of the point itself: its position names the value at fault.
+  if (failure) std::rethrow_exception(failure->error);
   sweep.name = sweep.points.front().scenario.name;
   sweep.out_dir = sweep.points.front().scenario.outputs.dir;
   return sweep;
 }
 
-Sweep LoadSweep(const std::string& path) {
+Sweep LoadSweep(const std::string& path, int jobs) {
   // LoadScenario reports a missing or unreadable file (with the neighbours'
   // names); a file that has axes fails in it only after it was read.
   std::error_code ec;
@@ -285,13 +374,12 @@ Sweep LoadSweep(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw UserError(SourceLocation{path}, "cannot read scenario file '" + path + "'");
-  return ParseSweep(text.str(), path);
+  return ParseSweep(text.str(), path, jobs);
 }
 
 std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& options) {
-  const int total = static_cast<int>(sweep.points.size());
   std::vector<PointResult> results(sweep.points.size());
-  if (total == 0) return results;
+  if (sweep.points.empty()) return results;
 
   // Model graphs, one per distinct (model, precision); std::map keeps their
   // addresses stable.
@@ -311,61 +399,17 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
     graph_of[i] = &it->second;
   }
 
-  int jobs = options.jobs > 0 ? options.jobs
-                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::min(jobs, total);
-
-  // Workers take points in order; after a failure they take no new ones. As
-  // every point before the last one taken is finished, the first failing
-  // point in order is always found, whatever the number of workers.
-  std::atomic<int> next{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::exception_ptr> errors(sweep.points.size());
-  std::mutex mutex;
-  std::condition_variable finished;
-  int done = 0;       // guarded by mutex
-  int running = jobs;  // guarded by mutex
-  auto work = [&] {
-    while (!failed.load()) {
-      const int i = next.fetch_add(1);
-      if (i >= total) break;
-      const auto index = static_cast<std::size_t>(i);
-      try {
+  const auto failure = ParallelFor(
+      sweep.points.size(), options.jobs, options.progress, options.progress_interval_s,
+      [&](std::size_t i) {
         const Prediction p =
-            Simulate(sweep.points[index].scenario, SimulateOptions{.graph = graph_of[index]});
-        results[index] = Summarize(sweep.points[index], sweep.axes, p);
-      } catch (...) {
-        errors[index] = std::current_exception();
-        failed.store(true);
-      }
-      std::lock_guard<std::mutex> lock(mutex);
-      ++done;
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    if (--running == 0) finished.notify_all();
-  };
-
-  std::vector<std::thread> workers;
-  for (int j = 0; j < jobs; ++j) workers.emplace_back(work);
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    const auto interval = std::chrono::duration<double>(options.progress_interval_s);
-    while (running > 0) {
-      finished.wait_for(lock, interval, [&] { return running == 0; });
-      if (options.progress && running > 0) {
-        const int now_done = done;
-        lock.unlock();
-        options.progress(now_done, total);
-        lock.lock();
-      }
-    }
+            Simulate(sweep.points[i].scenario, SimulateOptions{.graph = graph_of[i], .fast = true});
+        results[i] = Summarize(sweep.points[i], sweep.axes, p);
+      });
+  if (failure) RethrowForPoint(failure->error, sweep.points[failure->index].name);
+  if (options.progress) {
+    options.progress(static_cast<int>(results.size()), static_cast<int>(results.size()));
   }
-  for (std::thread& w : workers) w.join();
-
-  for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (errors[i]) RethrowForPoint(errors[i], sweep.points[i].name);
-  }
-  if (options.progress) options.progress(total, total);
   return results;
 }
 

@@ -65,11 +65,12 @@ struct Sweep {
 std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root);
 
 // Expands a scenario file into its points and loads each with
-// config::ParseScenarioNode. Throws UserError at file:line:column for the
-// first point (in order) that does not load.
-Sweep ParseSweep(const std::string& yaml_text, const std::string& filename);
+// config::ParseScenarioNode, `jobs` points at a time (0 = one per core).
+// Throws UserError at file:line:column for the first point (in order) that
+// does not load, and for sweeps of more than a million points.
+Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int jobs = 0);
 // Same from a file; a missing file is reported as config::LoadScenario does.
-Sweep LoadSweep(const std::string& path);
+Sweep LoadSweep(const std::string& path, int jobs = 0);
 
 // What a sweep keeps of each point's prediction.
 struct PointResult {

@@ -106,12 +106,21 @@ TEST(ParseSweep, ErrorInThirdValueNamesItsLine) {
       "    - 2\n"
       "    - 2.5\n"
       "    - 4\n";
+  for (int jobs : {1, 2}) {
+    try {
+      ParseSweep(yaml, "bad.yaml", jobs);
+      FAIL() << "2.5 nodes should be rejected";
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.where().ToString(), "bad.yaml:5:7") << e.what();
+      EXPECT_NE(std::string(e.what()).find("cluster.nodes"), std::string::npos) << e.what();
+    }
+  }
+  // With two bad values, the first in point order is reported (line 3).
   try {
-    ParseSweep(yaml, "bad.yaml");
-    FAIL() << "2.5 nodes should be rejected";
+    ParseSweep("cluster:\n  nodes:\n    - one\n    - 2\n    - two\n", "two.yaml", 2);
+    FAIL();
   } catch (const UserError& e) {
-    EXPECT_EQ(e.where().ToString(), "bad.yaml:5:7") << e.what();
-    EXPECT_NE(std::string(e.what()).find("cluster.nodes"), std::string::npos) << e.what();
+    EXPECT_EQ(e.where().ToString(), "two.yaml:3:7") << e.what();
   }
   // Same in flow style: "cluster: {nodes: [1, 2, two]}" has 'two' at column 25.
   try {
@@ -119,6 +128,22 @@ TEST(ParseSweep, ErrorInThirdValueNamesItsLine) {
     FAIL() << "'two' nodes should be rejected";
   } catch (const UserError& e) {
     EXPECT_EQ(e.where().ToString(), "flow.yaml:2:25") << e.what();
+  }
+}
+
+TEST(ParseSweep, TooManyPointsIsAnError) {
+  // 1000 x 1000 x 2 points: more than the million allowed.
+  std::string list = "[";
+  for (int i = 1; i <= 1000; ++i) list += (i > 1 ? ", " : "") + std::to_string(i);
+  list += "]";
+  try {
+    ParseSweep("cluster: {nodes: " + list + ", devices_per_node: " + list +
+                   "}\nworkload: {batch_per_device: [1, 2]}\n",
+               "big.yaml");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload.batch_per_device"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -130,4 +130,86 @@ TEST_F(Cli, HelpExplainsAndBadArgumentsExit2) {
   EXPECT_EQ(r.status, 2);
 }
 
+// Sweeps (`dtsim sweep`, sim/sweep.h).
+
+// A 2 x 2 sweep of a small CNN that simulates in milliseconds.
+const char* kSmallSweep =
+    "name: small\n"
+    "cluster:\n"
+    "  nodes: [1, 2]\n"
+    "  devices_per_node: 2\n"
+    "  device: K20m\n"
+    "  intra_node_link: pcie3-x16\n"
+    "  network: {link: 10GbE}\n"
+    "workload: {model: cifar10-cnn, batch_per_device: [16, 32], iterations: 3}\n";
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(Cli, SweepWritesCsvPlotsAndPageSameForAnyJobs) {
+  fs::create_directories(dir_);
+  const fs::path yaml = dir_ / "small.yaml";
+  std::ofstream(yaml) << kSmallSweep;
+  Result a = Dtsim("sweep " + yaml.string() + " --jobs 1 --out " + (dir_ / "a").string());
+  ASSERT_EQ(a.status, 0) << a.err;
+  Result b = Dtsim("sweep " + yaml.string() + " -j 2 --quiet --out " + (dir_ / "b").string());
+  ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_TRUE(b.out.empty()) << b.out;
+  for (const char* f : {"sweep.csv", "throughput.svg", "scaling_efficiency.svg", "breakdown.svg",
+                        "index.html"}) {
+    ASSERT_TRUE(fs::exists(dir_ / "a" / f)) << f;
+    EXPECT_EQ(Slurp(dir_ / "a" / f), Slurp(dir_ / "b" / f)) << f << " depends on --jobs";
+  }
+  // One header and one row per point, in order (first axis slowest).
+  std::istringstream csv(Slurp(dir_ / "a" / "sweep.csv"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0].rfind("cluster.nodes,workload.batch_per_device,scenario,", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[2].rfind("1,32,", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("2,16,", 0), 0u) << lines[3];
+  // stdout lists the files; no progress bar there.
+  EXPECT_NE(a.out.find("sweep.csv"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out.find("points"), std::string::npos) << a.out;
+  EXPECT_EQ(Slurp(dir_ / "a" / "throughput.svg").rfind("<svg", 0), 0u);
+  EXPECT_EQ(CountOf(Slurp(dir_ / "a" / "index.html"), "<svg"), 3);
+}
+
+TEST_F(Cli, SweepErrorNamesTheLineOfTheBadValueAndWritesNothing) {
+  fs::create_directories(dir_);
+  const fs::path bad = dir_ / "bad.yaml";
+  // The third value of the axis, on line 5 (column 7), is not an integer.
+  std::ofstream(bad) << "cluster:\n  nodes:\n    - 1\n    - 2\n    - 2.5\n";
+  Result r = Dtsim("sweep " + bad.string() + " --out " + (dir_ / "out").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.yaml:5:7"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  r = Dtsim("sweep " + (dir_ / "missing.yaml").string());
+  EXPECT_EQ(r.status, 2);
+  r = Dtsim("sweep " + bad.string() + " --jobs 0");
+  EXPECT_EQ(r.status, 2);  // --jobs must be positive
+}
+
+TEST_F(Cli, SweepHelpExplainsListsAsAxes) {
+  Result r = Dtsim("sweep --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("axis"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nodes: [1, 2, 4"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ShippedSweepsRun) {
+  for (const auto& entry : fs::directory_iterator("scenarios")) {
+    const std::string file = entry.path().filename().string();
+    if (!file.starts_with("sweep-") || entry.path().extension() != ".yaml") continue;
+    Result r = Dtsim("sweep " + entry.path().string() + " --quiet --out " +
+                     (dir_ / entry.path().stem()).string());
+    ASSERT_EQ(r.status, 0) << file << ": " << r.err;
+    const std::string csv = Slurp(dir_ / entry.path().stem() / "sweep.csv");
+    EXPECT_GT(CountOf(csv, "\n"), 2) << file;
+  }
+}
+
 }  // namespace

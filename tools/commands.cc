@@ -15,61 +15,10 @@
 #include "plan/plan_export.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "tools/output_set.h"
 
 namespace dtsim::tools {
 namespace fs = std::filesystem;
-
-namespace {
-
-// Files of one run are first written as "<name>.tmp" and renamed into place
-// only once all of them were written, so a failure leaves no half-written
-// output behind.
-class OutputSet {
- public:
-  explicit OutputSet(fs::path dir) : dir_(std::move(dir)) {}
-  ~OutputSet() {
-    for (const auto& [tmp, final_path] : files_) {
-      std::error_code ec;
-      fs::remove(tmp, ec);  // leftovers of an unfinished run
-    }
-  }
-
-  // Opens "<dir>/<name>.tmp" for writing.
-  std::ofstream Open(const std::string& name) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec) throw UserError("cannot create output folder '" + dir_.string() + "': " + ec.message());
-    fs::path final_path = dir_ / name;
-    fs::path tmp = final_path;
-    tmp += ".tmp";
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw UserError("cannot write '" + tmp.string() + "'");
-    files_.emplace_back(tmp, final_path);
-    return f;
-  }
-
-  // Renames every file into place; returns the final paths.
-  std::vector<fs::path> Commit() {
-    std::vector<fs::path> done;
-    for (const auto& [tmp, final_path] : files_) {
-      fs::rename(tmp, final_path);
-      done.push_back(final_path);
-    }
-    files_.clear();
-    return done;
-  }
-
- private:
-  fs::path dir_;
-  std::vector<std::pair<fs::path, fs::path>> files_;
-};
-
-void Close(std::ofstream& f, const std::string& what) {
-  f.close();
-  if (!f) throw UserError("failed writing " + what + " (disk full?)");
-}
-
-}  // namespace
 
 void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const config::Scenario scenario = config::LoadScenario(o.scenario_path);
@@ -83,24 +32,24 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (scenario.outputs.json) {
     auto f = files.Open("report.json");
     f << report.dump(2) << "\n";
-    Close(f, "report.json");
+    CloseOutput(f, "report.json");
   }
   if (scenario.outputs.csv) {
     auto f = files.Open("summary.csv");
     f << sim::CsvHeader() << "\n" << sim::CsvRow(scenario, p) << "\n";
-    Close(f, "summary.csv");
+    CloseOutput(f, "summary.csv");
   }
   if (scenario.outputs.trace && !o.no_trace) {
     auto f = files.Open("trace.json");
     sim::WriteChromeTrace(f, p, scenario.outputs.trace_max_ranks);
-    Close(f, "trace.json");
+    CloseOutput(f, "trace.json");
   }
   const auto written = files.Commit();
   if (!o.json_path.empty() && !json_to_stdout) {
     std::ofstream f(o.json_path, std::ios::binary);
     if (!f) throw UserError("cannot write '" + o.json_path + "'");
     f << report.dump(2) << "\n";
-    Close(f, o.json_path);
+    CloseOutput(f, o.json_path);
   }
   if (json_to_stdout) out << report.dump(2) << "\n";
   if (!o.quiet) {
@@ -122,7 +71,7 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
     std::ofstream f(o.json_path, std::ios::binary);
     if (!f) throw UserError("cannot write '" + o.json_path + "'");
     plan::WritePlanJson(f, plan, graph);
-    Close(f, o.json_path);
+    CloseOutput(f, o.json_path);
     out << "wrote task graph to " << o.json_path << "\n";
   }
 }

@@ -16,6 +16,20 @@ struct RunOptions {
 };
 void RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 
+struct SweepOptions {
+  std::string scenario_path;
+  std::string out_dir;           // default: the scenario's outputs.dir (results/<name>)
+  int jobs = 0;                  // points simulated at once; 0 = one per core
+  bool quiet = false;            // no progress bar, no summary
+  bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
+                                 // (otherwise only once the sweep has run for ~1 s)
+};
+// Simulates every point of a sweep scenario (sim/sweep.h) and writes
+// sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and
+// index.html into the output folder, all or nothing. Progress goes to `err`,
+// the list of files written to `out`.
+void SweepCommand(const SweepOptions& options, std::ostream& out, std::ostream& err);
+
 struct PlanOptions {
   std::string scenario_path;
   std::string json_path;    // export the task graph ("-" = stdout)

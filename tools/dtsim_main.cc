@@ -1,6 +1,8 @@
 // dtsim: predicts how fast a deep-learning model trains on a GPU cluster.
 // main() is the only place that decides the exit status:
 //   0 success, 2 bad input (scenario, model file, arguments), 1 anything else.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -29,6 +31,36 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--no-trace", run.no_trace, "Do not write trace.json");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No step log");
 
+  dtsim::tools::SweepOptions sweep;
+  auto* sweep_cmd = app.add_subcommand(
+      "sweep", "Simulate every combination of the values a scenario lists (a sweep): writes "
+               "sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and index.html "
+               "under results/<name>/ unless told otherwise");
+  sweep_cmd->add_option("scenario", sweep.scenario_path, "Scenario YAML file with lists")
+      ->required();
+  sweep_cmd->add_option("-o,--out", sweep.out_dir,
+                        "Output folder (default: the scenario's outputs.dir)");
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs,
+                        "Points simulated at once (default: one per core); results do not "
+                        "depend on it")
+      ->check(CLI::PositiveNumber);
+  sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "No progress bar and no summary");
+  sweep_cmd->footer(
+      "A list where the scenario expects a single value makes that key an axis of the sweep,\n"
+      "and the sweep simulates every combination of the axes' values (the first axis in the\n"
+      "file varies slowest). For example, 8 x 6 = 48 points:\n"
+      "\n"
+      "  cluster:\n"
+      "    nodes: [1, 2, 4, 8, 16, 32, 64, 128]\n"
+      "  parallelism:\n"
+      "    strategy: local_sgd\n"
+      "    averaging_period: [1, 2, 5, 10, 20, 50]\n"
+      "\n"
+      "Keys whose value is itself a list (the ranks under stragglers) are not axes: give a\n"
+      "list of lists to sweep them. Lists of mappings (cluster.devices, cluster.links) are\n"
+      "never axes, but a list inside one of their entries is. Errors name the file, line and\n"
+      "column of the value at fault. See docs/scenario.md, section Sweeps.");
+
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(
       "plan", "Build the scenario's plan and print the placement of ops on devices "
@@ -56,6 +88,10 @@ int main(int argc, char** argv) {
 
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
+    if (*sweep_cmd) {
+      sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+      dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
+    }
     if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
     if (*model_cmd) dtsim::tools::ModelCommand(model_name, std::cout);

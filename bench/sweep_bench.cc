@@ -1,0 +1,63 @@
+// Points simulated per second by a sweep (sim/sweep.h): ResNet-50 local SGD
+// (data parallel, averaging every H steps) on 8 to 1,024 V100 GPUs (34 node
+// counts of 8 GPUs, 1 to 128 nodes) x 6 averaging periods = 204 points, run
+// by RunSweep on `jobs` threads (0 = all cores). Files are not written.
+// Target (issue 3): >= 1,000 points/s on 2 cores.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "sim/sweep.h"
+
+namespace dtsim::sim {
+namespace {
+
+const char* kSweep =
+    "name: sweep-bench\n"
+    "cluster:\n"
+    "  nodes: [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 36, 40, 44, 48,\n"
+    "          52, 56, 60, 64, 68, 72, 76, 80, 88, 96, 104, 112, 120, 128]\n"
+    "  devices_per_node: 8\n"
+    "  device: V100-SXM2-32GB\n"
+    "  intra_node_link: nvlink2\n"
+    "  network: {link: 25GbE}\n"
+    "workload: {model: resnet50, batch_per_device: 64, precision: fp16, iterations: 5}\n"
+    "parallelism:\n"
+    "  strategy: local_sgd\n"
+    "  averaging_period: [1, 2, 5, 10, 20, 50]\n";
+
+// Simulation only: the sweep is expanded once, outside the timed loop.
+void BM_SweepRun(benchmark::State& state) {
+  const Sweep sweep = ParseSweep(kSweep, "sweep-bench.yaml");
+  SweepRunOptions options;
+  options.jobs = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    const std::vector<PointResult> results = RunSweep(sweep, options);
+    benchmark::DoNotOptimize(results.back().throughput_samples_per_s);
+  }
+  state.counters["points"] = static_cast<double>(sweep.points.size());
+  state.counters["points_per_s"] = benchmark::Counter(
+      static_cast<double>(sweep.points.size()) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepRun)->ArgName("jobs")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Expansion: YAML -> 204 loaded scenarios (one thread).
+void BM_SweepExpand(benchmark::State& state) {
+  std::size_t points = 0;
+  for (auto _ : state) {
+    const Sweep sweep = ParseSweep(kSweep, "sweep-bench.yaml");
+    points = sweep.points.size();
+    benchmark::DoNotOptimize(points);
+  }
+  state.counters["points_per_s"] = benchmark::Counter(
+      static_cast<double>(points) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepExpand)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace dtsim::sim
+
+BENCHMARK_MAIN();

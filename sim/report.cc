@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "sim/statistics.h"
 
 namespace dtsim::sim {
 namespace {
@@ -197,6 +198,29 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
           {"args", {{"iteration", task.iteration}}}});
   }
   out << "\n]}\n";
+}
+
+nlohmann::ordered_json RepeatsJson(std::uint64_t first_seed, const std::vector<double>& throughput,
+                                   const std::vector<double>& step_time) {
+  auto summary = [](const std::vector<double>& v) {
+    const Summary x = Summarize(v);
+    return nlohmann::ordered_json{{"mean", x.mean}, {"ci95_half_width", x.ci95_half_width},
+                                  {"stddev", x.stddev}, {"min", x.min}, {"max", x.max}};
+  };
+  return {{"n", throughput.size()},
+          {"seeds", {first_seed, first_seed + throughput.size() - 1}},
+          {"throughput_samples_per_s", summary(throughput)},
+          {"step_time_s", summary(step_time)}};
+}
+
+std::string RepeatsLog(const std::vector<double>& throughput, const std::vector<double>& step_time) {
+  const Summary t = Summarize(throughput), st = Summarize(step_time);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "over %d seeds: throughput %.1f +- %.1f samples/s, step %s +- %s (95%% CI)\n", t.n,
+                t.mean, t.ci95_half_width, FormatSeconds(st.mean).c_str(),
+                FormatSeconds(st.ci95_half_width).c_str());
+  return line;
 }
 
 std::string StepLog(const config::Scenario& s, const Prediction& p) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "config/scenario.h"
 #include "sim/simulator.h"
@@ -25,6 +26,14 @@ std::string CsvRow(const config::Scenario& scenario, const Prediction& p);
 // ui.perfetto.dev and chrome://tracing. One process per rank, one thread per
 // stream; only ranks < max_ranks are written.
 void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks);
+
+// The "repeats" section of a report: N seeds from `first_seed`, and for
+// throughput and step time the mean, 95% confidence half-width (Student's t),
+// min and max over the seeds.
+nlohmann::ordered_json RepeatsJson(std::uint64_t first_seed, const std::vector<double>& throughput,
+                                   const std::vector<double>& step_time);
+// One line each for throughput and step time: "mean +- half-width (95% CI, N seeds)".
+std::string RepeatsLog(const std::vector<double>& throughput, const std::vector<double>& step_time);
 
 // Human summary in the style of TensorFlow's tutorial logs:
 //   step 1, loss = n/a (6043.4 examples/sec; 0.021 sec/batch)

@@ -212,4 +212,17 @@ TEST_F(Cli, ShippedSweepsRun) {
   }
 }
 
+TEST_F(Cli, RepeatReportsAConfidenceInterval) {
+  Result r = Dtsim("run scenarios/ps-backup-workers.yaml --repeat 3 --quiet --no-trace --out " +
+                   dir_.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto report = nlohmann::json::parse(Slurp(dir_ / "report.json"));
+  const auto& rep = report.at("repeats");
+  EXPECT_EQ(rep.at("n").get<int>(), 3);
+  // Random stalls differ between seeds: the interval has a width.
+  EXPECT_GT(rep.at("throughput_samples_per_s").at("ci95_half_width").get<double>(), 0);
+  EXPECT_LE(rep.at("throughput_samples_per_s").at("min").get<double>(),
+            rep.at("throughput_samples_per_s").at("mean").get<double>());
+}
+
 }  // namespace

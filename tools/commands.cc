@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/units.h"
@@ -23,10 +24,27 @@ namespace fs = std::filesystem;
 void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const config::Scenario scenario = config::LoadScenario(o.scenario_path);
   const sim::Prediction p = sim::Simulate(scenario);
-  const auto report = sim::ReportJson(scenario, p);
+  auto report = sim::ReportJson(scenario, p);
   const bool json_to_stdout = o.json_path == "-";
   std::ostream& log = json_to_stdout ? err : out;
   if (!o.quiet) log << sim::StepLog(scenario, p);
+  if (o.repeat > 1) {
+    std::vector<double> throughput{p.metrics.throughput_samples_per_s};
+    std::vector<double> step{p.metrics.step_time_s};
+    const sim::SimulateOptions shared{.graph = &p.graph};
+    const bool progress = !o.quiet && ::isatty(STDERR_FILENO);
+    for (int i = 1; i < o.repeat; ++i) {
+      config::Scenario next = scenario;
+      next.seed = scenario.seed + static_cast<std::uint64_t>(i);
+      const sim::Prediction q = sim::Simulate(next, shared);
+      throughput.push_back(q.metrics.throughput_samples_per_s);
+      step.push_back(q.metrics.step_time_s);
+      if (progress) err << "\rrepeat " << i + 1 << "/" << o.repeat << std::flush;
+    }
+    if (progress) err << "\n";
+    report["repeats"] = sim::RepeatsJson(scenario.seed, throughput, step);
+    if (!o.quiet) log << sim::RepeatsLog(throughput, step);
+  }
 
   OutputSet files(o.out_dir.empty() ? fs::path(scenario.outputs.dir) : fs::path(o.out_dir));
   if (scenario.outputs.json) {

@@ -13,6 +13,10 @@ struct RunOptions {
   std::string json_path;    // "-" = report to stdout; otherwise also write here
   bool no_trace = false;    // skip trace.json whatever the scenario says
   bool quiet = false;       // no step log
+  // > 1: also simulate seeds seed+1 .. seed+repeat-1 and report the mean and
+  // 95% confidence interval of throughput and step time ("repeats" in the
+  // report). Outputs other than that summary come from the first seed.
+  int repeat = 1;
 };
 void RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 

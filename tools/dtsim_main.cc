@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
                       "(the step log then goes to stderr)");
   run_cmd->add_flag("--no-trace", run.no_trace, "Do not write trace.json");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No step log");
+  run_cmd->add_option("--repeat", run.repeat,
+                      "Simulate N seeds (seed, seed+1, ...) and report the mean and 95% "
+                      "confidence interval of throughput and step time; matters with random "
+                      "stragglers")
+      ->check(CLI::PositiveNumber);
 
   dtsim::tools::SweepOptions sweep;
   auto* sweep_cmd = app.add_subcommand(

@@ -3,18 +3,13 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "plan/compute_tasks.h"
 
 namespace dtsim::plan {
 namespace {
 
 using models::ModelGraph;
-using models::OpKind;
 using models::OpId;
-
-// Ops that cost nothing at run time get no task.
-bool IsFree(const models::Op& op) {
-  return op.kind == OpKind::kInput || op.kind == OpKind::kReshape;
-}
 
 double GradientBytes(const models::Op& op) { return op.ParamBytes(); }
 
@@ -89,34 +84,12 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     std::vector<std::vector<std::vector<TaskId>>> bucket_deps(
         buckets.size(), std::vector<std::vector<TaskId>>(static_cast<std::size_t>(built)));
     for (int r = 0; r < built; ++r) {
-      Task t;
-      t.rank = r;
-      t.iteration = it;
-      t.batch = options.batch_per_rank;
-      t.stream = StreamKind::kCompute;
-      TaskId last = -1;
-      for (OpId v = 0; v < graph.num_ops(); ++v) {
-        if (IsFree(graph.op(v))) continue;
-        t.kind = TaskKind::kForward;
-        t.op = static_cast<std::int32_t>(v);
-        last = plan.AddTask(t);
-      }
-      for (OpId v = graph.num_ops(); v-- > 0;) {
-        const models::Op& op = graph.op(v);
-        if (IsFree(op)) continue;
-        t.op = static_cast<std::int32_t>(v);
-        if (!graph.ReadsOnlyGraphInputs(v)) {
-          t.kind = TaskKind::kBackwardInput;
-          last = plan.AddTask(t);
-        }
-        if (op.HasParams()) {
-          t.kind = TaskKind::kBackwardWeight;
-          TaskId w = plan.AddTask(t);
-          last = w;
-          bucket_deps[static_cast<std::size_t>(bucket_of_op[v])][static_cast<std::size_t>(r)]
-              .push_back(w);
-        }
-      }
+      const StepTasks step = AddStepTasks(
+          &plan, graph, r, it, options.batch_per_rank, {}, [&](OpId v, TaskId w) {
+            bucket_deps[static_cast<std::size_t>(bucket_of_op[v])][static_cast<std::size_t>(r)]
+                .push_back(w);
+          });
+      const TaskId last = step.last;
       if (!options.overlap) {
         for (auto& per_rank : bucket_deps) per_rank[static_cast<std::size_t>(r)] = {last};
       }

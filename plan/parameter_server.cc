@@ -3,16 +3,13 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "plan/compute_tasks.h"
 
 namespace dtsim::plan {
 namespace {
 
 using models::OpId;
-using models::OpKind;
 
-bool IsFree(const models::Op& op) {
-  return op.kind == OpKind::kInput || op.kind == OpKind::kReshape;
-}
 
 }  // namespace
 
@@ -71,9 +68,6 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
     // pushes[s] = every worker's push of shard s this step.
     std::vector<std::vector<TaskId>> pushes(static_cast<std::size_t>(o.servers));
     for (int w = 0; w < n; ++w) {
-      Task t;
-      t.rank = w;
-      t.iteration = it;
       std::vector<TaskId> pulled;
       if (pull_now) {
         for (int s = 0; s < o.servers; ++s) {
@@ -88,30 +82,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           pulled.push_back(after < 0 ? plan.AddTask(pull) : plan.AddTask(pull, std::span(&after, 1)));
         }
       }
-      t.batch = o.batch_per_rank;
-      t.stream = StreamKind::kCompute;
-      bool first = true;
-      TaskId last = -1;
-      for (OpId v = 0; v < graph.num_ops(); ++v) {
-        if (IsFree(graph.op(v))) continue;
-        t.kind = TaskKind::kForward;
-        t.op = static_cast<std::int32_t>(v);
-        last = first ? plan.AddTask(t, pulled) : plan.AddTask(t);
-        first = false;
-      }
-      for (OpId v = graph.num_ops(); v-- > 0;) {
-        const models::Op& op = graph.op(v);
-        if (IsFree(op)) continue;
-        t.op = static_cast<std::int32_t>(v);
-        if (!graph.ReadsOnlyGraphInputs(v)) {
-          t.kind = TaskKind::kBackwardInput;
-          last = plan.AddTask(t);
-        }
-        if (op.HasParams()) {
-          t.kind = TaskKind::kBackwardWeight;
-          last = plan.AddTask(t);
-        }
-      }
+      TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, pulled).last;
       if (h > 1) {  // local SGD: the worker updates its own replica every step
         Task opt;
         opt.kind = TaskKind::kOptimizer;

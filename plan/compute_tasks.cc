@@ -1,0 +1,42 @@
+#include "plan/compute_tasks.h"
+
+namespace dtsim::plan {
+
+bool IsFreeOp(const models::Op& op) {
+  return op.kind == models::OpKind::kInput || op.kind == models::OpKind::kReshape;
+}
+
+StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,
+                       int batch, std::span<const TaskId> first_deps,
+                       const std::function<void(models::OpId, TaskId)>& on_weight_grad) {
+  StepTasks step;
+  Task t;
+  t.rank = rank;
+  t.iteration = iteration;
+  t.batch = batch;
+  t.stream = StreamKind::kCompute;
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    if (IsFreeOp(graph.op(v))) continue;
+    t.kind = TaskKind::kForward;
+    t.op = static_cast<std::int32_t>(v);
+    step.last = plan->AddTask(t, step.first < 0 ? first_deps : std::span<const TaskId>{});
+    if (step.first < 0) step.first = step.last;
+  }
+  for (models::OpId v = graph.num_ops(); v-- > 0;) {
+    const models::Op& op = graph.op(v);
+    if (IsFreeOp(op)) continue;
+    t.op = static_cast<std::int32_t>(v);
+    if (!graph.ReadsOnlyGraphInputs(v)) {
+      t.kind = TaskKind::kBackwardInput;
+      step.last = plan->AddTask(t);
+    }
+    if (op.HasParams()) {
+      t.kind = TaskKind::kBackwardWeight;
+      step.last = plan->AddTask(t);
+      if (on_weight_grad) on_weight_grad(v, step.last);
+    }
+  }
+  return step;
+}
+
+}  // namespace dtsim::plan

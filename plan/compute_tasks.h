@@ -1,0 +1,31 @@
+// The compute tasks of one training step of a whole model on one rank,
+// shared by the plan builders.
+#pragma once
+
+#include <functional>
+#include <span>
+
+#include "models/graph.h"
+#include "plan/plan.h"
+
+namespace dtsim::plan {
+
+// True for ops that cost nothing at run time and get no task (graph inputs,
+// views).
+bool IsFreeOp(const models::Op& op);
+
+struct StepTasks {
+  TaskId first = -1;  // the first forward task
+  TaskId last = -1;   // the last backward task
+};
+
+// Adds, on `rank`'s compute stream, the forward of every op in topological
+// order, then the backward in reverse order: for each op its input
+// gradient (unless it reads only graph inputs) and its weight gradient (if it
+// has parameters). The first forward task depends on `first_deps`;
+// `on_weight_grad(op, task)` is called for each weight-gradient task.
+StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,
+                       int batch, std::span<const TaskId> first_deps,
+                       const std::function<void(models::OpId, TaskId)>& on_weight_grad = {});
+
+}  // namespace dtsim::plan

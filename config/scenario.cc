@@ -17,6 +17,26 @@ const char* StrategyName(Strategy s) {
     case Strategy::kData: return "data";
     case Strategy::kParameterServer: return "parameter_server";
     case Strategy::kLocalSgd: return "local_sgd";
+    case Strategy::kHybrid: return "hybrid";
+    case Strategy::kModel: return "model";
+  }
+  return "?";
+}
+
+const char* PipelineScheduleName(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe: return "gpipe";
+    case PipelineSchedule::kOneFOneB: return "1f1b";
+    case PipelineSchedule::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+
+const char* OptimizerKindName(OptimizerKind o) {
+  switch (o) {
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kMomentum: return "momentum";
+    case OptimizerKind::kAdam: return "adam";
   }
   return "?";
 }

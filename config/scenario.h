@@ -80,8 +80,12 @@ enum class Strategy {
   kData,             // synchronous data parallelism with all-reduce
   kParameterServer,  // workers pull parameters from and push updates to server tasks
   kLocalSgd,         // workers train alone and average parameters every H minibatches
+  kHybrid,           // data x tensor x pipeline parallelism (Megatron-LM 3D)
+  kModel,            // model parallelism by layer placement: consecutive layers on
+                     // consecutive devices, every batch visits every device
 };
-const char* StrategyName(Strategy s);  // "data", "parameter_server", "local_sgd"
+// "data", "parameter_server", "local_sgd", "hybrid", "model"
+const char* StrategyName(Strategy s);
 
 enum class SyncMode {
   kSynchronous,   // a step ends when the (k of n) updates of all workers are in
@@ -123,6 +127,34 @@ struct ParameterServerConfig {
 enum class AveragingTransport { kAllReduce, kParameterServer };
 const char* AveragingTransportName(AveragingTransport t);  // "all_reduce", "parameter_server"
 
+enum class PipelineSchedule {
+  kGpipe,        // all forwards of the micro-batches, then all backwards
+  kOneFOneB,     // PipeDream-Flush: warm-up forwards, then one forward one backward
+  kInterleaved,  // 1F1B over `virtual_stages` model chunks per device (Megatron-LM)
+};
+const char* PipelineScheduleName(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved"
+
+enum class OptimizerKind { kSgd, kMomentum, kAdam };
+const char* OptimizerKindName(OptimizerKind o);  // "sgd", "momentum", "adam"
+
+// Tensor, pipeline and data parallelism together (strategy hybrid), and the
+// memory-related choices of every strategy.
+struct HybridConfig {
+  int tensor_parallel = 1;     // t: Megatron-style split of attention heads and MLP columns/rows
+  int pipeline_parallel = 1;   // p: stages of consecutive layers
+  // Data parallelism d = devices / (t x p). Ranks are laid out tensor
+  // group first (inside a node), then pipeline stages, then data replicas.
+  int micro_batch_size = 1;    // samples per micro-batch
+  // Samples per iteration over all replicas; 0 = d x micro_batch_size x
+  // (number of micro-batches = p). Must be a multiple of d x micro_batch_size.
+  int global_batch = 0;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int virtual_stages = 1;      // interleaved only: model chunks per device (v)
+  // Layers per stage, given by hand (sums to the model's layers); empty =
+  // automatic partition balancing stage time within the memory limit.
+  std::vector<int> stage_layers;
+};
+
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;
   SyncMode sync = SyncMode::kSynchronous;
@@ -134,6 +166,14 @@ struct ParallelismConfig {
   int averaging_period = 10;
   AveragingTransport averaging = AveragingTransport::kAllReduce;
   ParameterServerConfig parameter_server;  // parameter_server, and local_sgd over servers
+  HybridConfig hybrid;                     // hybrid and model
+  // Memory: activation recomputation (keep only each layer's input, redo
+  // its forward during backward), the optimizer (its state per parameter)
+  // and ZeRO's sharding of optimizer state (1), gradients (2) and parameters
+  // (3) over the data-parallel replicas.
+  bool recompute = false;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  int zero_stage = 0;
 };
 
 // Slow and noisy devices. Ranks are worker indices (0-based, node-major).

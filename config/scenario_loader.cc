@@ -25,7 +25,11 @@ namespace fs = std::filesystem;
 
 constexpr std::array kTopologies = {Topology::kSingleSwitch, Topology::kFatTree};
 constexpr std::array kStrategies = {Strategy::kData, Strategy::kParameterServer,
-                                    Strategy::kLocalSgd};
+                                    Strategy::kLocalSgd, Strategy::kHybrid, Strategy::kModel};
+constexpr std::array kSchedules = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                                   PipelineSchedule::kInterleaved};
+constexpr std::array kOptimizers = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
+                                    OptimizerKind::kAdam};
 constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};
 constexpr std::array kPlacements = {ServerPlacement::kDedicated, ServerPlacement::kColocated};
 constexpr std::array kPayloads = {PsPayload::kGradients, PsPayload::kParameters};
@@ -270,7 +274,10 @@ ParameterServerConfig ReadParameterServer(const YamlValue& v) {
 
 ParallelismConfig ReadParallelism(const YamlValue& v) {
   const YamlMap m = v.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap",
-                             "averaging_period", "averaging", "parameter_server"});
+                             "averaging_period", "averaging", "parameter_server",
+                             "tensor_parallel", "pipeline_parallel", "micro_batch_size",
+                             "global_batch", "schedule", "virtual_stages", "stage_layers",
+                             "recompute", "optimizer", "zero_stage"});
   ParallelismConfig p;
   if (auto x = m.Get("strategy")) p.strategy = ReadEnum(*x, kStrategies, StrategyName, "strategy");
   if (auto x = m.Get("sync")) p.sync = ReadEnum(*x, kSyncModes, SyncModeName, "sync mode");
@@ -284,6 +291,22 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     p.averaging = ReadEnum(*x, kTransports, AveragingTransportName, "averaging transport");
   }
   if (auto x = m.Get("parameter_server")) p.parameter_server = ReadParameterServer(*x);
+  HybridConfig& h = p.hybrid;
+  if (auto x = m.Get("tensor_parallel")) h.tensor_parallel = x->AsInt(1);
+  if (auto x = m.Get("pipeline_parallel")) h.pipeline_parallel = x->AsInt(1);
+  if (auto x = m.Get("micro_batch_size")) h.micro_batch_size = x->AsInt(1);
+  if (auto x = m.Get("global_batch")) h.global_batch = x->AsInt(0);
+  if (auto x = m.Get("schedule")) h.schedule = ReadEnum(*x, kSchedules, PipelineScheduleName, "schedule");
+  if (auto x = m.Get("virtual_stages")) h.virtual_stages = x->AsInt(1);
+  if (auto x = m.Get("stage_layers")) {
+    for (const YamlValue& e : x->AsSequence()) h.stage_layers.push_back(e.AsInt(1));
+  }
+  if (auto x = m.Get("recompute")) p.recompute = x->AsBool();
+  if (auto x = m.Get("optimizer")) p.optimizer = ReadEnum(*x, kOptimizers, OptimizerKindName, "optimizer");
+  if (auto x = m.Get("zero_stage")) {
+    p.zero_stage = x->AsInt(0);
+    if (p.zero_stage > 3) x->Fail("expected a ZeRO stage 0, 1, 2 or 3, got " + x->Describe());
+  }
   if (p.sync == SyncMode::kAsynchronous && p.strategy != Strategy::kParameterServer) {
     m.Require("sync").Fail("asynchronous training needs strategy: parameter_server",
                            "all-reduce and local SGD are synchronous by construction");

@@ -33,6 +33,7 @@ constexpr std::size_t kMaxPoints = 1'000'000;
 const std::vector<std::string> kListValuedKeys = {
     "stragglers.slow_devices[].ranks",
     "stragglers.interference.ranks",
+    "parallelism.stage_layers",
 };
 
 // "a.b[3].c" -> "a.b[].c"

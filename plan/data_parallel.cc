@@ -48,8 +48,8 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
   for (int r = 0; r < num_ranks; ++r)
     plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
   if (options.materialized_ranks > 0)
-    plan.materialized_ranks = std::min(options.materialized_ranks, num_ranks);
-  const int built = plan.num_materialized();
+    plan.MaterializePrefix(std::min(options.materialized_ranks, num_ranks));
+  const int built = plan.num_materialized();  // a prefix of the ranks
   plan.model_name = graph.name();
   plan.strategy = options.averaging_period == 1 ? "data" : "local_sgd";
   plan.iterations = options.iterations;

@@ -9,6 +9,7 @@ const char* TaskKindName(TaskKind k) {
     case TaskKind::kForward: return "forward";
     case TaskKind::kBackwardInput: return "backward_input";
     case TaskKind::kBackwardWeight: return "backward_weight";
+    case TaskKind::kBackward: return "backward";
     case TaskKind::kOptimizer: return "optimizer";
     case TaskKind::kCollective: return "collective";
     case TaskKind::kSend: return "send";
@@ -43,7 +44,8 @@ const char* CollectiveAlgorithmName(CollectiveAlgorithm a) {
 const char* RankRoleName(RankRole r) { return r == RankRole::kWorker ? "worker" : "server"; }
 
 TaskId Plan::AddTask(const Task& task, std::span<const TaskId> deps) {
-  DTSIM_CHECK(task.rank >= 0 && task.rank < num_materialized(), "task rank out of range");
+  DTSIM_CHECK(task.rank >= 0 && task.rank < num_ranks() && IsMaterialized(task.rank),
+              "task rank out of range or not materialized");
   DTSIM_CHECK(task.min_deps >= 0 && task.min_deps <= static_cast<std::int32_t>(deps.size()),
               "min_deps exceeds the number of dependencies");
   const TaskId id = static_cast<TaskId>(tasks_.size());
@@ -59,6 +61,19 @@ std::span<const TaskId> Plan::deps(TaskId id) const {
   return {dep_ids_.data() + dep_begin_[i], dep_ids_.data() + dep_begin_[i + 1]};
 }
 
+void Plan::MaterializePrefix(std::int32_t count) {
+  std::vector<bool> mask(ranks.size(), false);
+  for (std::int32_t r = 0; r < count && r < num_ranks(); ++r) mask[static_cast<std::size_t>(r)] = true;
+  materialized_ = std::move(mask);
+}
+
+std::int32_t Plan::num_materialized() const {
+  if (materialized_.empty()) return num_ranks();
+  std::int32_t n = 0;
+  for (bool m : materialized_) n += m;
+  return n;
+}
+
 std::int32_t Plan::AddGroup(std::vector<RankId> members) {
   for (RankId r : members) DTSIM_CHECK(r >= 0 && r < num_ranks(), "group rank out of range");
   groups_.push_back(std::move(members));
@@ -72,7 +87,7 @@ std::int32_t Plan::AddCollective(Collective c, const std::vector<std::vector<Tas
   const auto& all_members = groups_[static_cast<std::size_t>(c.group)];
   std::vector<RankId> members;
   for (RankId r : all_members)
-    if (r < num_materialized()) members.push_back(r);
+    if (IsMaterialized(r)) members.push_back(r);
   DTSIM_CHECK(deps_per_member.size() == members.size(),
               "one dependency list per materialized member");
   const auto index = static_cast<std::int32_t>(collectives_.size());

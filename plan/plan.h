@@ -13,10 +13,10 @@
 // run their tasks in the order they become ready rather than in program
 // order (a server serves whichever worker comes first).
 //
-// Symmetric plans: when every worker does exactly the same, a builder may
-// materialize only the first `materialized_ranks` ranks; collectives still
-// span all ranks of their group (and are priced so), but only materialized
-// members have tasks. The simulator uses this to price 1,024 identical
+// Symmetric plans: when workers do exactly the same as others, a builder may
+// materialize only some ranks (representatives); collectives still span all
+// ranks of their group (and are priced so), but only materialized members
+// have tasks. The simulator uses this to price 1,024 identical
 // workers at the cost of one.
 //
 // The vocabulary covers pipeline (send/recv, micro-batches), tensor-parallel
@@ -38,6 +38,7 @@ enum class TaskKind : std::uint8_t {
   kForward,         // forward of one op for one micro-batch
   kBackwardInput,   // gradient w.r.t. the op's input
   kBackwardWeight,  // gradient w.r.t. the op's parameters
+  kBackward,        // both gradients at once (fused tasks of several ops)
   kOptimizer,       // parameter update of the rank's parameters
   kCollective,      // this rank's part of a Collective
   kSend,            // point-to-point (pipeline activations, PS push/pull)
@@ -63,6 +64,7 @@ struct Task {
   std::int32_t iteration = 0;
   std::int32_t micro_batch = 0;
   std::int32_t op = -1;          // model op index for compute tasks, else -1
+  std::int32_t op_count = 1;     // compute tasks may cover ops [op, op + op_count)
   std::int32_t batch = 0;        // samples this compute task processes
   std::int32_t collective = -1;  // index into Plan::collectives for kCollective
   std::int64_t params = 0;       // parameters updated (kOptimizer)
@@ -121,11 +123,13 @@ class Plan {
   // Placement of ranks; set by the builder.
   std::vector<RankPlacement> ranks;
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks.size()); }
-  // Ranks [0, materialized_ranks) have tasks; -1 = all ranks.
-  std::int32_t materialized_ranks = -1;
-  std::int32_t num_materialized() const {
-    return materialized_ranks < 0 ? num_ranks() : materialized_ranks;
+  // Which ranks have tasks (all by default). Set before adding tasks.
+  void MaterializeOnly(std::vector<bool> mask) { materialized_ = std::move(mask); }
+  void MaterializePrefix(std::int32_t count);  // ranks [0, count)
+  bool IsMaterialized(RankId r) const {
+    return materialized_.empty() || materialized_[static_cast<std::size_t>(r)];
   }
+  std::int32_t num_materialized() const;
   bool IsServer(RankId r) const {
     return ranks[static_cast<std::size_t>(r)].role == RankRole::kServer;
   }
@@ -146,6 +150,7 @@ class Plan {
   std::vector<TaskId> dep_ids_;
   std::vector<Collective> collectives_;
   std::vector<std::vector<RankId>> groups_;
+  std::vector<bool> materialized_;  // empty = all
 };
 
 }  // namespace dtsim::plan

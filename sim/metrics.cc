@@ -52,7 +52,7 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
                           MetricsWindow measured) {
   RunMetrics m;
   const int iterations = plan.iterations;
-  const auto ranks = static_cast<std::size_t>(plan.num_materialized());
+  const auto ranks = static_cast<std::size_t>(plan.num_ranks());
   std::vector<SimTime> iter_end(static_cast<std::size_t>(iterations), 0);
   for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
     const plan::Task& task = plan.tasks()[t];
@@ -98,10 +98,14 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
   for (auto& list : comm) MergeIntervals(&list);
   const double per_iter = 1.0 / m.measured_iterations;
   const SimTime window = window_end - window_begin;
+  const auto counted = [&](std::size_t r) {
+    return plan.IsMaterialized(static_cast<plan::RankId>(r)) &&
+           !plan.IsServer(static_cast<plan::RankId>(r));
+  };
   std::size_t workers = 0;
-  for (std::size_t r = 0; r < ranks; ++r) workers += !plan.IsServer(static_cast<plan::RankId>(r));
+  for (std::size_t r = 0; r < ranks; ++r) workers += counted(r);
   for (std::size_t r = 0; r < ranks; ++r) {
-    if (plan.IsServer(static_cast<plan::RankId>(r))) continue;
+    if (!counted(r)) continue;
     // Whole nanoseconds first, so that the three parts add up exactly.
     const SimTime busy = Length(compute[r]);
     const SimTime comm_busy = Length(comm[r]);
@@ -113,6 +117,7 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     b.exposed_comm_s = NsToSeconds(exposed) * per_iter;
     b.idle_s = NsToSeconds(idle) * per_iter;
     m.per_rank.push_back(b);
+    m.ranks.push_back(static_cast<plan::RankId>(r));
     m.compute_utilization.push_back(window > 0 ? static_cast<double>(busy) / window : 0.0);
     m.breakdown.compute_s += b.compute_s / static_cast<double>(workers);
     m.breakdown.exposed_comm_s += b.exposed_comm_s / static_cast<double>(workers);

@@ -28,8 +28,10 @@ struct RunMetrics {
   double step_time_s = 0;               // mean over measured iterations
   double throughput_samples_per_s = 0;
   Breakdown breakdown;                  // mean over ranks, per iteration
-  std::vector<double> compute_utilization;  // per rank: compute busy / time
-  std::vector<Breakdown> per_rank;      // per rank, per iteration
+  // Per materialized worker (rank ids in `ranks`), in rank order.
+  std::vector<plan::RankId> ranks;
+  std::vector<double> compute_utilization;  // compute busy / time
+  std::vector<Breakdown> per_rank;          // per iteration
 };
 
 // Which iterations to measure; -1 = default (all but the first when there

@@ -24,7 +24,19 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
       case plan::TaskKind::kForward:
       case plan::TaskKind::kBackwardInput:
       case plan::TaskKind::kBackwardWeight:
-        seconds = cm.ComputeSeconds(graph.op(static_cast<models::OpId>(t.op)), t.kind, t.batch);
+        for (std::int32_t k = 0; k < t.op_count; ++k)
+          seconds += cm.ComputeSeconds(graph.op(static_cast<models::OpId>(t.op + k)), t.kind, t.batch);
+        break;
+      case plan::TaskKind::kBackward:  // both gradients of every op of the range
+        for (std::int32_t k = 0; k < t.op_count; ++k) {
+          const auto v = static_cast<models::OpId>(t.op + k);
+          const models::Op& op = graph.op(v);
+          if (op.kind == models::OpKind::kInput || op.kind == models::OpKind::kReshape) continue;
+          if (!graph.ReadsOnlyGraphInputs(v))
+            seconds += cm.ComputeSeconds(op, plan::TaskKind::kBackwardInput, t.batch);
+          if (op.HasParams())
+            seconds += cm.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, t.batch);
+        }
         break;
       case plan::TaskKind::kOptimizer:
         seconds = cm.OptimizerSeconds(t.params, t.contributions);

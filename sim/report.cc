@@ -23,14 +23,24 @@ int BucketsPerIteration(const Prediction& p) {
   return n;
 }
 
+// "layer3.attn.ln" or, for fused tasks, "layer3.attn.ln .. layer3.attn.proj".
+std::string OpRange(const Prediction& p, const plan::Task& t) {
+  std::string s = p.graph.op(static_cast<models::OpId>(t.op)).name;
+  if (t.op_count > 1) s += " .. " + p.graph.op(static_cast<models::OpId>(t.op + t.op_count - 1)).name;
+  if (t.micro_batch > 0 || t.op_count > 1) s += " (mb " + std::to_string(t.micro_batch) + ")";
+  return s;
+}
+
 std::string TaskLabel(const Prediction& p, const plan::Task& t) {
   switch (t.kind) {
     case plan::TaskKind::kForward:
-      return "fwd " + p.graph.op(static_cast<models::OpId>(t.op)).name;
+      return "fwd " + OpRange(p, t);
     case plan::TaskKind::kBackwardInput:
       return "bwd_in " + p.graph.op(static_cast<models::OpId>(t.op)).name;
     case plan::TaskKind::kBackwardWeight:
       return "bwd_w " + p.graph.op(static_cast<models::OpId>(t.op)).name;
+    case plan::TaskKind::kBackward:
+      return "bwd " + OpRange(p, t);
     case plan::TaskKind::kOptimizer: return "optimizer";
     case plan::TaskKind::kCollective: {
       const auto& c = p.plan.collectives()[static_cast<std::size_t>(t.collective)];
@@ -124,9 +134,10 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (std::size_t r = 0; r < m.per_rank.size(); ++r) {
     const Breakdown& b = m.per_rank[r];
-    ranks.push_back({{"rank", r},
-                     {"node", p.plan.ranks[r].node},
-                     {"local", p.plan.ranks[r].local},
+    const auto id = static_cast<std::size_t>(m.ranks[r]);
+    ranks.push_back({{"rank", m.ranks[r]},
+                     {"node", p.plan.ranks[id].node},
+                     {"local", p.plan.ranks[id].local},
                      {"compute_utilization", m.compute_utilization[r]},
                      {"compute_s", b.compute_s},
                      {"exposed_comm_s", b.exposed_comm_s},
@@ -305,9 +316,10 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
   if (m.per_rank.size() <= 16) {
     for (std::size_t r = 0; r < m.per_rank.size(); ++r) {
       const Breakdown& b = m.per_rank[r];
+      const auto& where = p.plan.ranks[static_cast<std::size_t>(m.ranks[r])];
       std::snprintf(line, sizeof line,
-                    "  rank %zu (node %d, %s %d): compute %.1f%%, exposed comm %.1f%%, idle %.1f%%\n",
-                    r, p.plan.ranks[r].node, p.device.name.c_str(), p.plan.ranks[r].local,
+                    "  rank %d (node %d, %s %d): compute %.1f%%, exposed comm %.1f%%, idle %.1f%%\n",
+                    m.ranks[r], where.node, p.device.name.c_str(), where.local,
                     100 * b.compute_s / step, 100 * b.exposed_comm_s / step, 100 * b.idle_s / step);
       o << line;
     }

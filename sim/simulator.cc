@@ -51,12 +51,12 @@ int IterationsToSimulate(const config::Scenario& s) {
 // transfers reserve their links.
 class SimHooks : public EngineHooks {
  public:
-  SimHooks(const StragglerModel* stragglers, Network* reservations, int workers)
+  SimHooks(const StragglerModel* stragglers, Network* reservations, int ranks)
       : stragglers_(stragglers), reservations_(reservations),
-        delayed_until_(static_cast<std::size_t>(workers), -1) {}
+        delayed_until_(static_cast<std::size_t>(ranks), -1) {}
 
   SimTime ComputeEnd(const plan::Task& t, SimTime start, SimTime ns) override {
-    if (stragglers_ == nullptr || t.rank >= static_cast<int>(delayed_until_.size()) ||
+    if (stragglers_ == nullptr || t.rank >= stragglers_->num_ranks() ||
         t.kind == plan::TaskKind::kCollective)
       return start + ns;
     // The per-step delay (exponential noise, stalls) comes once per worker
@@ -91,9 +91,7 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
   Network network(spec);
   Run run;
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network);
-  int workers = 0;
-  for (plan::RankId r = 0; r < plan.num_materialized(); ++r) workers += !plan.IsServer(r);
-  SimHooks hooks(stragglers, reserve_links ? &network : nullptr, workers);
+  SimHooks hooks(stragglers, reserve_links ? &network : nullptr, plan.num_ranks());
   run.engine = RunEngine(plan, run.costs, &hooks);
   return run;
 }
@@ -300,8 +298,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.plan = plan::BuildDataParallelPlan(p.graph, {s.cluster.nodes, s.cluster.devices_per_node}, o);
   }
   p.materialized_workers = 0;
-  for (plan::RankId r = 0; r < p.plan.num_materialized(); ++r)
-    p.materialized_workers += !p.plan.IsServer(r);
+  for (plan::RankId r = 0; r < p.plan.num_ranks(); ++r)
+    p.materialized_workers += p.plan.IsMaterialized(r) && !p.plan.IsServer(r);
 
   p.network = MakeNetworkSpec(s, catalog);
   AddServerEndpoints(p.plan, &p.network);

@@ -1,0 +1,37 @@
+// Grouping of a model's ops into "layer units": the granularity at which a
+// pipeline partitioner cuts a model and at which full activation
+// recomputation keeps checkpoints.
+//
+// A unit is a maximal run of consecutive ops (index order, which is a
+// topological order) that share a unit name. The unit name of an op is its
+// name up to the second '.' when the second dot-separated component is a
+// number, else up to the first '.':
+//   "layer1.0.conv1" -> "layer1.0"   (ResNet stage 1, block 0)
+//   "layer0.attn.ln" -> "layer0"     (transformer block 0)
+//   "embed.tokens"   -> "embed"
+//   "conv1"          -> "conv1"      (no '.': the whole name)
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/graph.h"
+
+namespace dtsim::plan {
+
+struct LayerUnit {
+  std::string name;      // unit name shared by its ops, e.g. "layer3"
+  models::OpId begin = 0;  // first op of the unit
+  models::OpId end = 0;    // one past the last op: the unit is [begin, end)
+};
+
+// The unit name of one op name, as described above.
+std::string LayerUnitName(std::string_view op_name);
+
+// The units of `graph` in op index order. Consecutive units have different
+// names; they cover [0, graph.num_ops()) without gaps. A name that comes back
+// after a different one starts a new unit (units need not have unique names).
+std::vector<LayerUnit> LayerUnits(const models::ModelGraph& graph);
+
+}  // namespace dtsim::plan

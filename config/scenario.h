@@ -150,9 +150,13 @@ struct HybridConfig {
   int global_batch = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int virtual_stages = 1;      // interleaved only: model chunks per device (v)
-  // Layers per stage, given by hand (sums to the model's layers); empty =
-  // automatic partition balancing stage time within the memory limit.
+  // Layer units per pipeline chunk, given by hand (they add up to the
+  // model's units: `dtsim plan` lists them); empty = `partition`.
   std::vector<int> stage_layers;
+  // balanced: contiguous chunks minimizing the slowest chunk's time (exact
+  // dynamic program). even_layers: Megatron-LM's split, the same number of
+  // transformer layers per chunk, embeddings first, head last.
+  bool even_layers = false;
 };
 
 struct ParallelismConfig {

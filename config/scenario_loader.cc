@@ -277,7 +277,7 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
                              "averaging_period", "averaging", "parameter_server",
                              "tensor_parallel", "pipeline_parallel", "micro_batch_size",
                              "global_batch", "schedule", "virtual_stages", "stage_layers",
-                             "recompute", "optimizer", "zero_stage"});
+                             "recompute", "optimizer", "zero_stage", "partition"});
   ParallelismConfig p;
   if (auto x = m.Get("strategy")) p.strategy = ReadEnum(*x, kStrategies, StrategyName, "strategy");
   if (auto x = m.Get("sync")) p.sync = ReadEnum(*x, kSyncModes, SyncModeName, "sync mode");
@@ -300,6 +300,10 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
   if (auto x = m.Get("virtual_stages")) h.virtual_stages = x->AsInt(1);
   if (auto x = m.Get("stage_layers")) {
     for (const YamlValue& e : x->AsSequence()) h.stage_layers.push_back(e.AsInt(1));
+  }
+  if (auto x = m.Get("partition")) {
+    const std::vector<std::string> kinds = {"balanced", "even_layers"};
+    h.even_layers = x->AsChoice(kinds, "partition") == 1;
   }
   if (auto x = m.Get("recompute")) p.recompute = x->AsBool();
   if (auto x = m.Get("optimizer")) p.optimizer = ReadEnum(*x, kOptimizers, OptimizerKindName, "optimizer");

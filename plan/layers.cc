@@ -15,9 +15,8 @@ std::string LayerUnitName(std::string_view op_name) {
   const std::size_t first = op_name.find('.');
   if (first == std::string_view::npos) return std::string(op_name);
   const std::size_t second = op_name.find('.', first + 1);
-  const std::string_view second_part =
-      op_name.substr(first + 1, second == std::string_view::npos ? std::string_view::npos
-                                                                 : second - first - 1);
+  const std::string_view second_part = op_name.substr(
+      first + 1, second == std::string_view::npos ? std::string_view::npos : second - first - 1);
   if (IsNumber(second_part)) return std::string(op_name.substr(0, second));
   return std::string(op_name.substr(0, first));
 }

@@ -21,7 +21,7 @@
 namespace dtsim::plan {
 
 struct LayerUnit {
-  std::string name;      // unit name shared by its ops, e.g. "layer3"
+  std::string name;        // unit name shared by its ops, e.g. "layer3"
   models::OpId begin = 0;  // first op of the unit
   models::OpId end = 0;    // one past the last op: the unit is [begin, end)
 };

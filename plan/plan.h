@@ -75,6 +75,9 @@ struct Task {
   std::int32_t min_deps = 0;
   // Contributions a server-side kOptimizer task aggregates (>= 1).
   std::int32_t contributions = 1;
+  // Symmetric plans: identical transfers this kSend stands for, itself
+  // included (for traffic totals).
+  std::int32_t copies = 1;
 };
 
 struct Collective {
@@ -85,6 +88,9 @@ struct Collective {
   std::int32_t iteration = 0;
   std::int32_t bucket = 0;        // gradient bucket number within the iteration
   std::vector<TaskId> tasks;      // one per member, in group order
+  // Symmetric plans: identical collectives over other groups this one
+  // stands for, itself included (for traffic totals).
+  std::int32_t copies = 1;
 };
 
 enum class RankRole : std::uint8_t {

@@ -224,6 +224,24 @@ class SvgWriter {
     o_ << "</g>\n";
   }
 
+  // Vertical grid lines and labels at `ticks`, and the x axis label at the
+  // bottom of an image `height` pixels high.
+  void XAxis(const Box& plot, const AxisTransform& x, Scale scale,
+             const std::vector<double>& ticks, const std::string& label, int height) {
+    o_ << "<g class=\"x-axis\">\n";
+    const std::vector<std::string> labels = TickLabels(ticks, scale);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+      const std::string px = Px(x(ticks[i]));
+      o_ << "<line x1=\"" << px << "\" y1=\"" << Px(plot.top) << "\" x2=\"" << px << "\" y2=\""
+         << Px(plot.bottom) << "\" stroke=\"#e3e3e3\"/>\n";
+      o_ << "<text x=\"" << px << "\" y=\"" << Px(plot.bottom + style_.font_size + 6)
+         << "\" text-anchor=\"middle\">" << EscapeXml(labels[i]) << "</text>\n";
+    }
+    o_ << "<text x=\"" << Px((plot.left + plot.right) / 2) << "\" y=\"" << Px(height - 12)
+       << "\" text-anchor=\"middle\">" << EscapeXml(label) << "</text>\n";
+    o_ << "</g>\n";
+  }
+
   void Frame(const Box& plot) {
     o_ << "<rect x=\"" << Px(plot.left) << "\" y=\"" << Px(plot.top) << "\" width=\""
        << Px(plot.right - plot.left) << "\" height=\"" << Px(plot.bottom - plot.top)
@@ -359,18 +377,7 @@ std::string RenderLineChart(const LineChart& chart, const ChartStyle& style) {
   std::ostringstream& o = svg.out();
 
   svg.YAxis(l.plot, ty, chart.y.scale, l.y_ticks, chart.y.label);
-  o << "<g class=\"x-axis\">\n";
-  const std::vector<std::string> x_labels = TickLabels(l.x_ticks, chart.x.scale);
-  for (std::size_t i = 0; i < l.x_ticks.size(); ++i) {
-    const std::string px = Px(tx(l.x_ticks[i]));
-    o << "<line x1=\"" << px << "\" y1=\"" << Px(l.plot.top) << "\" x2=\"" << px << "\" y2=\""
-      << Px(l.plot.bottom) << "\" stroke=\"#e3e3e3\"/>\n";
-    o << "<text x=\"" << px << "\" y=\"" << Px(l.plot.bottom + style.font_size + 6)
-      << "\" text-anchor=\"middle\">" << EscapeXml(x_labels[i]) << "</text>\n";
-  }
-  o << "<text x=\"" << Px((l.plot.left + l.plot.right) / 2) << "\" y=\"" << Px(l.height - 12)
-    << "\" text-anchor=\"middle\">" << EscapeXml(chart.x.label) << "</text>\n";
-  o << "</g>\n";
+  svg.XAxis(l.plot, tx, chart.x.scale, l.x_ticks, chart.x.label, l.height);
   svg.Frame(l.plot);
 
   for (std::size_t i = 0; i < chart.series.size(); ++i) {
@@ -408,6 +415,80 @@ std::string RenderLineChart(const LineChart& chart, const ChartStyle& style) {
       << "\" y2=\"" << Px(y) << "\" stroke=\"" << Colour(i) << "\" stroke-width=\"2\"";
     if (*Dash(i) != '\0') o << " stroke-dasharray=\"" << Dash(i) << "\"";
     o << "/>\n<circle cx=\"" << Px(x + kLegendSwatch / 2) << "\" cy=\"" << Px(y)
+      << "\" r=\"3.5\" fill=\"" << Colour(i) << "\"/>\n";
+  });
+  return svg.Finish();
+}
+
+namespace {
+
+// The line chart a scatter chart is laid out as: its series, plus an empty
+// one named after the diagonal so that the legend makes room for it.
+LineChart ScatterAsLineChart(const ScatterChart& chart) {
+  LineChart line{chart.title, chart.x, chart.y, chart.series};
+  if (chart.diagonal) line.series.push_back({*chart.diagonal, {}});
+  return line;
+}
+
+constexpr const char* kDiagonalColour = "#808080";
+
+}  // namespace
+
+LineChartLayout LayOutScatterChart(const ScatterChart& chart, const ChartStyle& style) {
+  return LayOutLineChart(ScatterAsLineChart(chart), style);
+}
+
+std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& style) {
+  DTSIM_CHECK(!chart.diagonal || chart.x.scale == chart.y.scale,
+              "the diagonal of a scatter chart needs x and y on the same scale");
+  const LineChart line = ScatterAsLineChart(chart);
+  const LineChartLayout l = LayOutLineChart(line, style);
+  const AxisTransform tx(chart.x.scale, l.x, l.plot.left, l.plot.right);
+  const AxisTransform ty(chart.y.scale, l.y, l.plot.bottom, l.plot.top);
+  SvgWriter svg(l.width, l.height, style, chart.title);
+  std::ostringstream& o = svg.out();
+  svg.YAxis(l.plot, ty, chart.y.scale, l.y_ticks, chart.y.label);
+  svg.XAxis(l.plot, tx, chart.x.scale, l.x_ticks, chart.x.label, l.height);
+  svg.Frame(l.plot);
+
+  if (chart.diagonal) {
+    // y = x between where it enters and leaves the plot: from the larger of
+    // the two minima to the smaller of the two maxima.
+    const double lo = std::max(l.x.min, l.y.min), hi = std::min(l.x.max, l.y.max);
+    if (lo < hi) {
+      o << "<line class=\"diagonal\" x1=\"" << Px(tx(lo)) << "\" y1=\"" << Px(ty(lo))
+        << "\" x2=\"" << Px(tx(hi)) << "\" y2=\"" << Px(ty(hi)) << "\" stroke=\""
+        << kDiagonalColour << "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n";
+    }
+  }
+  for (std::size_t i = 0; i < chart.series.size(); ++i) {
+    const Series& s = chart.series[i];
+    o << "<g class=\"series\" fill=\"" << Colour(i) << "\" fill-opacity=\"0.7\">\n";
+    for (const Series::Point& p : Drawable(s, chart.x.scale, chart.y.scale)) {
+      o << "<circle cx=\"" << Px(tx(p.x)) << "\" cy=\"" << Px(ty(p.y)) << "\" r=\"3\"><title>"
+        << EscapeXml((s.name.empty() ? "" : s.name + ": ") + chart.x.label + " " +
+                     FormatTick(p.x) + ", " + chart.y.label + " " + FormatTick(p.y))
+        << "</title></circle>\n";
+    }
+    o << "</g>\n";
+  }
+
+  // Legend entries follow the named series, then the diagonal.
+  std::vector<std::size_t> named;
+  for (std::size_t i = 0; i < line.series.size(); ++i) {
+    if (!line.series[i].name.empty()) named.push_back(i);
+  }
+  const std::vector<std::string> entries = LegendEntries(SeriesNames(line));
+  svg.Legend(l.plot, l.legend_width, entries, [&](std::size_t e, double x, double y) {
+    if (e + 1 == entries.size() && entries.size() < named.size()) return;  // "... more"
+    const std::size_t i = named[e];
+    if (i == chart.series.size()) {  // the diagonal
+      o << "<line x1=\"" << Px(x) << "\" y1=\"" << Px(y) << "\" x2=\"" << Px(x + kLegendSwatch)
+        << "\" y2=\"" << Px(y) << "\" stroke=\"" << kDiagonalColour
+        << "\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n";
+      return;
+    }
+    o << "<circle cx=\"" << Px(x + kLegendSwatch / 2) << "\" cy=\"" << Px(y)
       << "\" r=\"3.5\" fill=\"" << Colour(i) << "\"/>\n";
   });
   return svg.Finish();

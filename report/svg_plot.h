@@ -1,5 +1,5 @@
 // Small SVG charts with no dependency: line charts (linear or log2 axes,
-// ticks, grid, legend) and stacked bar charts. The output is a standalone
+// ticks, grid, legend), scatter charts and stacked bar charts. The output is a standalone
 // SVG document that also works inline in HTML; the same input gives the same
 // bytes.
 //
@@ -59,6 +59,19 @@ struct StackedBarChart {
   std::vector<Bar> bars;  // left to right
 };
 
+// Points without connecting lines, e.g. predicted against measured values.
+// Laid out as a line chart with the same axes and series (LayOutScatterChart).
+struct ScatterChart {
+  std::string title;
+  AxisSpec x;
+  AxisSpec y;
+  std::vector<Series> series;  // one colour each (Colour(i)), drawn in this order
+  // Draws the line y = x across the plot (a perfect prediction), grey and
+  // dashed, with this legend entry ("" = none). REQUIRES (when set): x and y
+  // have the same scale, so that the line is straight.
+  std::optional<std::string> diagonal;
+};
+
 // Sizes in pixels. Charts grow beyond width/height where their content
 // needs it (a long legend, many bars, long bar labels).
 struct ChartStyle {
@@ -114,6 +127,8 @@ class AxisTransform {
 };
 
 std::string RenderLineChart(const LineChart& chart, const ChartStyle& style = {});
+LineChartLayout LayOutScatterChart(const ScatterChart& chart, const ChartStyle& style = {});
+std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& style = {});
 std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle& style = {});
 
 // The i-th colour of the palette (Tableau 10, repeating), e.g. "#4e79a7".

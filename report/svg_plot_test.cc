@@ -109,6 +109,35 @@ TEST(LineChart, OnePointAndNoPointStillDraw) {
   EXPECT_EQ(CheckXml(RenderLineChart(LineChart{})), "");
 }
 
+TEST(ScatterChart, PointsWithoutLinesAndTheDiagonalCornerToCorner) {
+  ScatterChart chart;
+  chart.title = "predicted vs measured";
+  chart.x = {"measured ms", Scale::kLog2, 1, 1024, false};
+  chart.y = {"predicted ms", Scale::kLog2, 1, 1024, false};
+  chart.series.push_back({"single node", {{32, 32}, {4, 8}}});
+  chart.series.push_back({"multi-node", {{512, 256}, {0, 5}}});  // 0: not on a log axis
+  chart.diagonal = "y = x";
+  const LineChartLayout l = LayOutScatterChart(chart);
+  EXPECT_GT(l.legend_width, 0);  // three entries: two series and the diagonal
+  const std::string svg = RenderScatterChart(chart);
+  // 3 drawable points + 2 legend swatches; no line joins the points.
+  EXPECT_EQ(Count(svg, "<circle"), 3 + 2);
+  EXPECT_EQ(Count(svg, "<polyline"), 0);
+  EXPECT_EQ(Count(svg, "y = x"), 1);
+  // (32, 32) lies on y = x half way along both log2 axes (2^5 of 2^10):
+  //   x = left + (right - left) / 2, y = bottom - (bottom - top) / 2.
+  const double cx = (l.plot.left + l.plot.right) / 2, cy = (l.plot.top + l.plot.bottom) / 2;
+  EXPECT_NE(svg.find(Circle(cx, cy)), std::string::npos) << svg;
+  // The diagonal runs from the bottom-left corner (1, 1) to the top-right (1024, 1024).
+  char diagonal[160];
+  std::snprintf(diagonal, sizeof diagonal,
+                "<line class=\"diagonal\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"",
+                l.plot.left, l.plot.bottom, l.plot.right, l.plot.top);
+  EXPECT_NE(svg.find(diagonal), std::string::npos);
+  EXPECT_EQ(CheckXml(svg), "");
+  EXPECT_EQ(CheckXml(RenderScatterChart(ScatterChart{})), "");
+}
+
 TEST(StackedBarChart, SegmentsStackAndTheSvgIsWellFormed) {
   StackedBarChart chart;
   chart.title = "time per step";

@@ -81,7 +81,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                     {"exposed_comm_s", m.breakdown.exposed_comm_s},
                     {"idle_s", m.breakdown.idle_s},
                     {"comm_total_s", m.breakdown.comm_s}};
-  const models::GraphTotals totals = p.graph.Totals();
+  const models::GraphTotals& totals = p.model_totals;
   j["model_totals"] = {{"params", totals.params},
                        {"fwd_flops_per_sample", totals.fwd_flops},
                        {"bwd_flops_per_sample", totals.bwd_flops}};

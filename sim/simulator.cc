@@ -7,6 +7,9 @@
 
 #include "common/error.h"
 #include "plan/data_parallel.h"
+#include "plan/hybrid.h"
+#include "plan/layers.h"
+#include "plan/partition.h"
 #include "plan/parameter_server.h"
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
@@ -25,6 +28,10 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
   return o;
+}
+
+bool IsPipelined(const config::Scenario& s) {
+  return s.parallelism.strategy == Strategy::kHybrid || s.parallelism.strategy == Strategy::kModel;
 }
 
 bool UsesServers(const config::Scenario& s) {
@@ -111,11 +118,11 @@ double NetworkBytes(const plan::Plan& plan, Network& network, int first, int las
                                                   c.bytes))
                .first;
     }
-    bytes += it->second;
+    bytes += it->second * c.copies;
   }
   for (const plan::Task& t : plan.tasks())
     if (t.kind == plan::TaskKind::kSend && t.iteration >= first && t.iteration <= last)
-      bytes += t.bytes;
+      bytes += t.bytes * t.copies;
   return bytes;
 }
 
@@ -196,7 +203,74 @@ Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb)
 }  // namespace
 
 bool WorkersAreAlike(const config::Scenario& s) {
-  return !UsesServers(s) && s.stragglers.Empty();
+  return !UsesServers(s) && !IsPipelined(s) && s.stragglers.Empty();
+}
+
+HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph& graph,
+                            const CostModel& cost_model) {
+  const auto& h = s.parallelism.hybrid;
+  const int n = s.cluster.num_devices();
+  HybridSetup x;
+  plan::HybridOptions& o = x.options;
+  const bool model = s.parallelism.strategy == Strategy::kModel;
+  o.tensor = model ? 1 : h.tensor_parallel;
+  o.pipeline = model && h.pipeline_parallel == 1 ? s.cluster.devices_per_node : h.pipeline_parallel;
+  o.virtual_stages = h.schedule == config::PipelineSchedule::kInterleaved ? h.virtual_stages : 1;
+  o.schedule = model ? plan::PipelineSchedule::kGpipe
+               : h.schedule == config::PipelineSchedule::kGpipe ? plan::PipelineSchedule::kGpipe
+               : h.schedule == config::PipelineSchedule::kOneFOneB ? plan::PipelineSchedule::kOneFOneB
+                                                                   : plan::PipelineSchedule::kInterleaved;
+  o.recompute = s.parallelism.recompute;
+  o.algorithm = s.parallelism.algorithm;
+  o.iterations = std::min(2, s.workload.iterations);
+  if (o.tensor < 1 || o.pipeline < 1 || n % (o.tensor * o.pipeline) != 0)
+    throw UserError("tensor_parallel x pipeline_parallel (" + std::to_string(o.tensor) + " x " +
+                        std::to_string(o.pipeline) + ") must divide the " + std::to_string(n) +
+                        " devices",
+                    "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+  const int d = n / (o.tensor * o.pipeline);
+  if (model) {
+    o.micro_batch = s.workload.batch_per_device;
+    o.micro_batches = 1;
+  } else {
+    o.micro_batch = h.micro_batch_size;
+    const int per_step = d * h.micro_batch_size;
+    const int global = h.global_batch > 0 ? h.global_batch : per_step * o.pipeline;
+    if (global % per_step != 0)
+      throw UserError("global_batch (" + std::to_string(global) + ") is not a multiple of data "
+                      "parallelism x micro_batch_size (" + std::to_string(d) + " x " +
+                      std::to_string(h.micro_batch_size) + ")");
+    o.micro_batches = global / per_step;
+  }
+  x.shard = plan::TensorParallelShard(graph, o.tensor);
+  const auto units = plan::LayerUnits(x.shard);
+  const int parts = o.pipeline * o.virtual_stages;
+  if (parts > static_cast<int>(units.size()))
+    throw UserError("the model has " + std::to_string(units.size()) + " layer units, fewer than the " +
+                    std::to_string(parts) + " pipeline chunks");
+  if (!h.stage_layers.empty()) {
+    o.chunks = plan::ChunksFromCounts(units, h.stage_layers);
+    if (static_cast<int>(o.chunks.size()) != parts)
+      throw UserError("parallelism.stage_layers has " + std::to_string(o.chunks.size()) +
+                      " entries, the pipeline has " + std::to_string(parts) + " chunks");
+  } else if (h.even_layers) {
+    o.chunks = plan::EvenLayerChunks(units, parts);
+  } else {
+    // Balance the chunks' forward + backward time for one micro-batch.
+    std::vector<double> cost;
+    for (const auto& u : units) {
+      double c = 0;
+      for (models::OpId v = u.begin; v < u.end; ++v) {
+        const models::Op& op = x.shard.op(v);
+        c += cost_model.ComputeSeconds(op, plan::TaskKind::kForward, o.micro_batch);
+        c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardInput, o.micro_batch);
+        if (op.HasParams()) c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, o.micro_batch);
+      }
+      cost.push_back(c);
+    }
+    o.chunks = plan::BalancedChunks(units, cost, parts);
+  }
+  return x;
 }
 
 NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog& catalog) {
@@ -221,6 +295,15 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
 
 plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, int materialize) {
   const plan::ClusterShape shape{s.cluster.nodes, s.cluster.devices_per_node};
+  if (IsPipelined(s)) {
+    const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+    const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
+    if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
+    const CostModel cost_model(*device, s.workload.precision, MakeCostOptions(s.workload));
+    HybridSetup setup = MakeHybridSetup(s, graph, cost_model);
+    setup.options.symmetric = materialize != 0;
+    return plan::BuildHybridPlan(setup.shard, shape, setup.options);
+  }
   if (UsesServers(s)) {
     const auto& ps = s.parallelism.parameter_server;
     plan::ParameterServerOptions o;
@@ -269,7 +352,10 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 
   Prediction p;
-  p.graph = options.graph ? *options.graph : config::BuildWorkloadModel(s);
+  std::optional<models::ModelGraph> built;
+  if (options.graph == nullptr) built = config::BuildWorkloadModel(s);
+  const models::ModelGraph& full = options.graph ? *options.graph : *built;
+  p.model_totals = full.Totals();
   p.device = *device;
   p.averaging_period = AveragingPeriod(s);
   const CostModelOptions cost_options = MakeCostOptions(s.workload);
@@ -284,7 +370,19 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
 
   config::Scenario run_scenario = s;
   if (fast) run_scenario.workload.iterations = 2;  // one iteration of each kind, composed below
-  p.plan = MakePlan(run_scenario, p.graph, materialize);
+  const bool pipelined = IsPipelined(s);
+  if (pipelined) {
+    HybridSetup setup = MakeHybridSetup(s, full, cost_models[0]);
+    // Replicas and tensor ranks mirror their stage's representative unless
+    // stragglers make them differ.
+    setup.options.symmetric = s.stragglers.Empty();
+    p.plan = plan::BuildHybridPlan(setup.shard, {s.cluster.nodes, s.cluster.devices_per_node},
+                                   setup.options);
+    p.graph = std::move(setup.shard);
+  } else {
+    p.graph = full;
+    p.plan = MakePlan(run_scenario, p.graph, materialize);
+  }
   if (fast && p.averaging_period > 1) {
     // Iteration 0 without averaging, iteration 1 with it.
     plan::DataParallelOptions o;
@@ -309,7 +407,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   std::optional<StragglerModel> stragglers;
   if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
   Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
-                    stragglers ? &*stragglers : nullptr, servers);
+                    stragglers ? &*stragglers : nullptr, servers || pipelined);
   p.engine = std::move(run.engine);
   p.costs = std::move(run.costs);
 
@@ -360,8 +458,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   one.parallelism.strategy = Strategy::kData;
   one.workload.iterations = 1;
   NetworkSpec one_net = MakeNetworkSpec(one, catalog);
-  const plan::Plan one_plan = MakePlan(one, p.graph);
-  const Run one_run = Execute(one_plan, p.graph, cost_models, {0}, one_net, nullptr, false);
+  const plan::Plan one_plan = MakePlan(one, full);
+  const Run one_run = Execute(one_plan, full, cost_models, {0}, one_net, nullptr, false);
   p.single_device_throughput_samples_per_s =
       ComputeMetrics(one_plan, one_run.engine).throughput_samples_per_s;
   if (p.single_device_throughput_samples_per_s > 0)

@@ -11,6 +11,7 @@
 
 #include "config/scenario.h"
 #include "models/graph.h"
+#include "plan/hybrid.h"
 #include "plan/plan.h"
 #include "sim/engine.h"
 #include "sim/failures.h"
@@ -32,7 +33,8 @@ struct AsyncFigures {
 };
 
 struct Prediction {
-  models::ModelGraph graph;
+  models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
+  models::GraphTotals model_totals;  // of the whole model
   plan::Plan plan;
   EngineResult engine;
   RunMetrics metrics;
@@ -76,6 +78,17 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::Hardware
 // `materialize` > 0: build only that many workers' tasks (symmetric plans).
 plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph,
                     int materialize = 0);
+
+// Hybrid and model parallelism: the options of plan::BuildHybridPlan and the
+// model graph of one tensor rank (the plan refers to its ops).
+struct HybridSetup {
+  plan::HybridOptions options;
+  models::ModelGraph shard;
+};
+// Derives micro-batches, chunks (partition) and the tensor shard from the
+// scenario. Throws UserError for impossible combinations.
+HybridSetup MakeHybridSetup(const config::Scenario& scenario, const models::ModelGraph& graph,
+                            const class CostModel& cost_model);
 
 // True when every worker of the scenario behaves the same (no stragglers,
 // no servers): the plan may be built symmetric.

@@ -34,6 +34,22 @@ struct SweepOptions {
 // the list of files written to `out`.
 void SweepCommand(const SweepOptions& options, std::ostream& out, std::ostream& err);
 
+struct ValidateOptions {
+  std::string dataset = "vtrain";                    // the only data set so far
+  std::string data_dir = "../shared/validation/vtrain";  // its CSV files, from the current folder
+  std::string out_dir = "results/vtrain";
+  int jobs = 0;                  // rows simulated at once; 0 = one per core
+  int limit = 0;                 // > 0: only the first N rows of each file
+  std::string intra_node_link;   // a catalog link instead of vTrain's stated 150 GB/s
+  bool quiet = false;            // no progress bar, no summary
+  bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
+};
+// Predicts every row of the data set with the default efficiencies and
+// writes predictions.csv, summary.json, summary.md and scatter.svg (all or
+// nothing). A row whose simulation fails is reported as failed and does not
+// stop the others. The errors' summary goes to `out`, progress to `err`.
+void ValidateCommand(const ValidateOptions& options, std::ostream& out, std::ostream& err);
+
 struct PlanOptions {
   std::string scenario_path;
   std::string json_path;    // export the task graph ("-" = stdout)

@@ -66,6 +66,35 @@ int main(int argc, char** argv) {
       "never axes, but a list inside one of their entries is. Errors name the file, line and\n"
       "column of the value at fault. See docs/scenario.md, section Sweeps.");
 
+  dtsim::tools::ValidateOptions validate;
+  auto* validate_cmd = app.add_subcommand(
+      "validate", "Predict published measurements and report the errors: 'vtrain' predicts "
+                  "vTrain's Megatron-DeepSpeed iteration times on A100 clusters and writes "
+                  "predictions.csv, summary.json, summary.md and scatter.svg under results/vtrain/");
+  validate_cmd->add_option("dataset", validate.dataset, "Data set: vtrain")
+      ->required()
+      ->check(CLI::IsMember({"vtrain"}));
+  validate_cmd->add_option("--data", validate.data_dir,
+                           "Folder of ground_truth_single.csv and ground_truth_multi.csv")
+      ->capture_default_str();
+  validate_cmd->add_option("-o,--out", validate.out_dir, "Output folder")->capture_default_str();
+  validate_cmd->add_option("-j,--jobs", validate.jobs,
+                           "Rows simulated at once (default: one per core); results do not "
+                           "depend on it")
+      ->check(CLI::PositiveNumber);
+  validate_cmd->add_option("--limit", validate.limit,
+                           "Only the first N rows of each file (quick runs)")
+      ->check(CLI::PositiveNumber);
+  validate_cmd->add_option("--intra-node-link", validate.intra_node_link,
+                           "A catalog link between the GPUs of a node instead of vTrain's "
+                           "stated 150 GB/s, e.g. nvswitch-a100 (the datasheet's 300 GB/s)");
+  validate_cmd->add_flag("-q,--quiet", validate.quiet, "No progress bar and no summary");
+  validate_cmd->footer(
+      "Every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB, 8 per\n"
+      "node, 150 GB/s NVLink, 4 x HDR InfiniBand per node, fp16, 1F1B, recompute on, every\n"
+      "efficiency at its default. A row whose simulation fails is reported as failed (with\n"
+      "its message in predictions.csv and summary.md) and the others go on.");
+
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(
       "plan", "Build the scenario's plan and print the placement of ops on devices "
@@ -96,6 +125,10 @@ int main(int argc, char** argv) {
     if (*sweep_cmd) {
       sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
+    }
+    if (*validate_cmd) {
+      validate.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+      dtsim::tools::ValidateCommand(validate, std::cout, std::cerr);
     }
     if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);

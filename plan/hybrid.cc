@@ -1,0 +1,348 @@
+#include "plan/hybrid.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "common/error.h"
+#include "plan/compute_tasks.h"
+#include "plan/tensor_parallel.h"
+
+namespace dtsim::plan {
+namespace {
+
+using models::OpId;
+
+// A run of ops of one chunk that executes as one task.
+struct Segment {
+  OpId begin, end;
+  bool all_reduce_after;  // a tensor-parallel all-reduce follows it
+};
+
+// Forward segments of [begin, end): cut after every op whose forward output
+// is all-reduced.
+std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp) {
+  std::vector<Segment> out;
+  OpId start = begin;
+  for (OpId v = begin; v < end; ++v) {
+    if (tp && TensorParallelCollective(g.op(v)) == TpCollective::kAfterForward) {
+      out.push_back({start, v + 1, true});
+      start = v + 1;
+    }
+  }
+  if (start < end) out.push_back({start, end, false});
+  return out;
+}
+
+// Backward segments of [begin, end), in backward order: cut before every op
+// whose input gradient is all-reduced (backward reaches it last).
+std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp) {
+  std::vector<Segment> out;
+  OpId stop = end;
+  for (OpId v = end; v-- > begin;) {
+    if (tp && TensorParallelCollective(g.op(v)) == TpCollective::kAfterBackwardInput) {
+      out.push_back({v, stop, true});
+      stop = v;
+    }
+  }
+  if (begin < stop) out.push_back({begin, stop, false});
+  return out;
+}
+
+double OutputBytes(const models::ModelGraph& g, OpId v, int batch) {
+  const models::Op& op = g.op(v);
+  return static_cast<double>(models::NumElements(op.output_shape)) * batch *
+         models::DTypeBytes(op.dtype);
+}
+
+}  // namespace
+
+models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t) {
+  models::ModelGraph shard = graph;
+  if (t <= 1) return shard;
+  for (OpId v = 0; v < shard.num_ops(); ++v) {
+    models::Op& op = shard.mutable_op(v);
+    if (!IsTensorParallelSplit(op)) continue;
+    op.fwd_flops /= t;
+    op.bwd_input_flops /= t;
+    op.bwd_weight_flops /= t;
+    op.params = (op.params + t - 1) / t;
+    op.read_elements_per_sample /= t;
+    op.written_elements_per_sample /= t;
+    op.saved_elements_per_sample /= t;
+  }
+  return shard;
+}
+
+std::vector<ScheduleStep> StageSchedule(PipelineSchedule schedule, int stage, int stages,
+                                        int m, int v) {
+  std::vector<ScheduleStep> steps;
+  const int p = stages;
+  if (schedule == PipelineSchedule::kGpipe) {
+    for (int j = 0; j < v; ++j)
+      for (int mb = 0; mb < m; ++mb) steps.push_back({true, mb, j});
+    for (int j = v; j-- > 0;)
+      for (int mb = 0; mb < m; ++mb) steps.push_back({false, mb, j});
+    return steps;
+  }
+  // 1F1B, and its interleaved form (Narayanan et al. 2021, Megatron-LM's
+  // forward_backward_pipelining_with_interleaving): the k-th forward of a
+  // stage runs local chunk (k / p) mod v on micro-batch (k / (p v)) p + k mod p;
+  // backwards take the chunks in reverse.
+  const int total = m * v;
+  const auto fwd = [&](int k) {
+    return ScheduleStep{true, (k / (p * v)) * p + k % p, v == 1 ? 0 : (k / p) % v};
+  };
+  const auto bwd = [&](int k) {
+    return ScheduleStep{false, (k / (p * v)) * p + k % p, v == 1 ? 0 : v - 1 - (k / p) % v};
+  };
+  const int warmup = v == 1 ? std::min(p - stage - 1, m)
+                            : std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) steps.push_back(fwd(f));
+  while (f < total) {
+    steps.push_back(fwd(f++));
+    steps.push_back(bwd(b++));
+  }
+  while (b < total) steps.push_back(bwd(b++));
+  return steps;
+}
+
+Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
+                     const HybridOptions& o) {
+  const int n = cluster.nodes * cluster.devices_per_node;
+  const int t = o.tensor, p = o.pipeline, v = o.virtual_stages, m = o.micro_batches;
+  if (t < 1 || p < 1 || n % (t * p) != 0)
+    throw UserError("tensor_parallel x pipeline_parallel (" + std::to_string(t) + " x " +
+                        std::to_string(p) + ") must divide the " + std::to_string(n) + " devices",
+                    "data parallelism is devices / (t x p)");
+  const int d = n / (t * p);
+  if (o.schedule == PipelineSchedule::kInterleaved && (v < 2 || m % p != 0))
+    throw UserError("the interleaved schedule needs virtual_stages >= 2 and a number of "
+                    "micro-batches (" + std::to_string(m) + ") divisible by pipeline_parallel (" +
+                        std::to_string(p) + ")",
+                    "as Megatron-LM requires");
+  DTSIM_CHECK(static_cast<int>(o.chunks.size()) == p * v, "one op range per chunk");
+  DTSIM_CHECK(o.micro_batch >= 1 && m >= 1 && o.iterations >= 1, "bad hybrid options");
+
+  Plan plan;
+  for (int r = 0; r < n; ++r)
+    plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
+  const auto rank_of = [&](int replica, int stage, int k) { return replica * p * t + stage * t + k; };
+  if (o.symmetric) {
+    std::vector<bool> mask(static_cast<std::size_t>(n), false);
+    for (int s = 0; s < p; ++s) mask[static_cast<std::size_t>(rank_of(0, s, 0))] = true;
+    plan.MaterializeOnly(mask);
+  }
+  plan.model_name = graph.name();
+  plan.strategy = t == 1 && m == 1 ? "model" : "hybrid";
+  plan.iterations = o.iterations;
+  plan.batch_per_rank = o.micro_batch * m;
+  plan.samples_per_iteration = static_cast<std::int64_t>(d) * o.micro_batch * m;
+  plan.ops_on_rank.resize(static_cast<std::size_t>(n));
+
+  // Groups: tensor group of each (replica, stage); data group of each (stage, tensor rank).
+  std::map<std::pair<int, int>, std::int32_t> tp_group, dp_group;
+  for (int r = 0; r < d; ++r)
+    for (int s = 0; s < p; ++s) {
+      std::vector<RankId> g;
+      for (int k = 0; k < t; ++k) g.push_back(rank_of(r, s, k));
+      if (t > 1) tp_group[{r, s}] = plan.AddGroup(g);
+    }
+  for (int s = 0; s < p; ++s)
+    for (int k = 0; k < t; ++k) {
+      std::vector<RankId> g;
+      for (int r = 0; r < d; ++r) g.push_back(rank_of(r, s, k));
+      if (d > 1) dp_group[{s, k}] = plan.AddGroup(g);
+    }
+  for (int r = 0; r < d; ++r)
+    for (int s = 0; s < p; ++s)
+      for (int k = 0; k < t; ++k)
+        for (int j = 0; j < v; ++j) {
+          const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
+          for (OpId x = b; x < e; ++x)
+            plan.ops_on_rank[static_cast<std::size_t>(rank_of(r, s, k))].push_back(
+                static_cast<std::int32_t>(x));
+        }
+
+  // Materialized replicas and tensor ranks (all, or replica 0 / rank 0).
+  std::vector<std::pair<int, int>> reps;  // (replica, tensor rank)
+  for (int r = 0; r < d; ++r)
+    for (int k = 0; k < t; ++k)
+      if (plan.IsMaterialized(rank_of(r, 0, k))) reps.push_back({r, k});
+
+  const int chunks = p * v;
+  for (int it = 0; it < o.iterations; ++it) {
+    std::map<std::tuple<int, int, int>, TaskId> last_of;  // (replica, stage, tensor rank)
+    for (const auto& [replica, k] : reps) {
+      // fwd_out[c][mb]: the task whose end makes chunk c's output of mb
+      // available to chunk c + 1 (a send, or the last forward task);
+      // bwd_out[c][mb]: likewise for the gradient going to chunk c - 1.
+      std::vector<std::vector<TaskId>> fwd_out(static_cast<std::size_t>(chunks),
+                                               std::vector<TaskId>(static_cast<std::size_t>(m), -1));
+      auto bwd_out = fwd_out;
+      std::vector<std::vector<ScheduleStep>> sched(static_cast<std::size_t>(p));
+      for (int s = 0; s < p; ++s) sched[static_cast<std::size_t>(s)] = StageSchedule(o.schedule, s, p, m, v);
+      std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+      std::vector<TaskId> last_backward(static_cast<std::size_t>(p), -1);
+
+      // Runs a chain of segment tasks on `rank`, each followed by its tensor
+      // all-reduce where needed; returns the last task.
+      auto chain = [&](RankId rank, int stage, const std::vector<Segment>& segs, TaskKind kind,
+                       int mb, TaskId dep) {
+        TaskId last = dep;
+        for (const Segment& seg : segs) {
+          Task task;
+          task.kind = kind;
+          task.rank = rank;
+          task.iteration = it;
+          task.micro_batch = mb;
+          task.op = static_cast<std::int32_t>(seg.begin);
+          task.op_count = static_cast<std::int32_t>(seg.end - seg.begin);
+          task.batch = o.micro_batch;
+          last = last < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&last, 1));
+          if (seg.all_reduce_after && t > 1) {
+            Collective c;
+            c.op = CollectiveOp::kAllReduce;
+            c.algorithm = o.algorithm;
+            c.bytes = OutputBytes(graph, kind == TaskKind::kForward ? seg.end - 1 : seg.begin,
+                                  o.micro_batch);
+            if (kind != TaskKind::kForward) {  // the input gradient has the input's size
+              const auto ins = graph.inputs(seg.begin);
+              c.bytes = ins.empty() ? 0 : OutputBytes(graph, ins.front(), o.micro_batch);
+            }
+            c.group = tp_group.at({replica, stage});
+            c.copies = o.symmetric ? d : 1;
+            const auto ci = plan.AddCollective(c, {{last}}, it);
+            last = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+          }
+        }
+        return last;
+      };
+      auto send = [&](RankId from, RankId to, double bytes, TaskId dep, int mb) {
+        Task task;
+        task.kind = TaskKind::kSend;
+        task.stream = StreamKind::kComm;
+        task.rank = from;
+        task.peer = to;
+        task.bytes = bytes;
+        task.iteration = it;
+        task.micro_batch = mb;
+        task.copies = o.symmetric ? d * t : 1;
+        return plan.AddTask(task, std::span(&dep, 1));
+      };
+
+      // Emit the stages' schedules in an order in which every cross-stage
+      // dependency is emitted first (the schedules are deadlock-free).
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (int s = 0; s < p; ++s) {
+          auto& i = next[static_cast<std::size_t>(s)];
+          const auto& steps = sched[static_cast<std::size_t>(s)];
+          while (i < steps.size()) {
+            const ScheduleStep st = steps[i];
+            const int c = s + st.local_chunk * p;
+            const auto cc = static_cast<std::size_t>(c);
+            const auto mb = static_cast<std::size_t>(st.micro_batch);
+            const RankId rank = rank_of(replica, s, k);
+            const auto& [b, e] = o.chunks[cc];
+            TaskId dep = -1;
+            if (st.forward) {
+              if (c > 0) {
+                dep = fwd_out[cc - 1][mb];
+                if (dep < 0) break;  // its input is not emitted yet
+              }
+              TaskId last = chain(rank, s, ForwardSegments(graph, b, e, t > 1), TaskKind::kForward,
+                                  st.micro_batch, dep);
+              if (c + 1 < chunks) {
+                const RankId to = rank_of(replica, (c + 1) % p, k);
+                last = to == rank ? last : send(rank, to, OutputBytes(graph, e - 1, o.micro_batch), last, st.micro_batch);
+              }
+              fwd_out[cc][mb] = last;
+            } else {
+              dep = c + 1 < chunks ? bwd_out[cc + 1][mb] : fwd_out[cc][mb];
+              if (dep < 0) break;
+              if (o.recompute) {
+                Task re;
+                re.kind = TaskKind::kForward;
+                re.rank = rank;
+                re.iteration = it;
+                re.micro_batch = st.micro_batch;
+                re.op = static_cast<std::int32_t>(b);
+                re.op_count = static_cast<std::int32_t>(e - b);
+                re.batch = o.micro_batch;
+                dep = plan.AddTask(re, std::span(&dep, 1));
+              }
+              TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1), TaskKind::kBackward,
+                                  st.micro_batch, dep);
+              last_backward[static_cast<std::size_t>(s)] = last;
+              if (c > 0) {
+                const RankId to = rank_of(replica, (c - 1) % p, k);
+                const auto ins = graph.inputs(b);
+                const double bytes = ins.empty() ? 0 : OutputBytes(graph, ins.front(), o.micro_batch);
+                last = to == rank ? last : send(rank, to, bytes, last, st.micro_batch);
+              }
+              bwd_out[cc][mb] = last;
+            }
+            ++i;
+            progress = true;
+          }
+        }
+      }
+      for (int s = 0; s < p; ++s)
+        DTSIM_CHECK(next[static_cast<std::size_t>(s)] == sched[static_cast<std::size_t>(s)].size(),
+                    "pipeline schedule deadlocked");
+
+      for (int s = 0; s < p; ++s)
+        last_of[{replica, s, k}] = last_backward[static_cast<std::size_t>(s)];
+    }
+
+    // Per stage and tensor rank: the gradients are all-reduced over the
+    // replicas (one collective for the whole group), then every member runs
+    // its optimizer step.
+    for (int s = 0; s < p; ++s)
+      for (int k = 0; k < t; ++k) {
+        double grad_bytes = 0;
+        std::int64_t params = 0;
+        for (int j = 0; j < v; ++j) {
+          const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
+          for (OpId x = b; x < e; ++x) {
+            grad_bytes += graph.op(x).ParamBytes();
+            params += graph.op(x).params;
+          }
+        }
+        std::vector<RankId> members;
+        std::vector<std::vector<TaskId>> deps;
+        for (int r = 0; r < d; ++r) {
+          auto it_last = last_of.find({r, s, k});
+          if (it_last == last_of.end()) continue;  // not materialized
+          members.push_back(rank_of(r, s, k));
+          deps.push_back({it_last->second});
+        }
+        if (members.empty()) continue;
+        if (d > 1 && grad_bytes > 0) {
+          Collective c;
+          c.op = CollectiveOp::kAllReduce;
+          c.algorithm = o.algorithm;
+          c.bytes = grad_bytes;
+          c.group = dp_group.at({s, k});
+          c.copies = o.symmetric ? t : 1;
+          const auto ci = plan.AddCollective(c, deps, it);
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (std::size_t x = 0; x < deps.size(); ++x) deps[x] = {tasks[x]};
+        }
+        for (std::size_t x = 0; x < members.size(); ++x) {
+          Task opt;
+          opt.kind = TaskKind::kOptimizer;
+          opt.rank = members[x];
+          opt.iteration = it;
+          opt.params = params;
+          plan.AddTask(opt, deps[x]);
+        }
+      }
+  }
+  return plan;
+}
+
+}  // namespace dtsim::plan

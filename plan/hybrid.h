@@ -1,0 +1,71 @@
+// Builds tensor x pipeline x data parallel plans (Megatron-LM's 3D
+// parallelism), and plain model parallelism by layer placement as its
+// special case (one micro-batch, no tensor split).
+//
+// Ranks: r = replica x (p t) + stage x t + tensor_rank, so a tensor group
+// sits on consecutive devices (inside a node first), then the stages, then
+// the data-parallel replicas. Each device of stage s holds the model chunks
+// s, s + p, ..., s + (v - 1) p (v = virtual stages, interleaved schedule).
+//
+// Per micro-batch and chunk, the forward runs the chunk's ops in segments
+// separated by Megatron's tensor-parallel all-reduces (after the forward of
+// row-parallel ops, after the input gradient of column-parallel ops); the
+// activation goes to the next chunk's device, the gradient back. After the
+// last backward, the device's gradients are all-reduced over the replicas,
+// then the optimizer updates the device's shard.
+//
+// Replicas and tensor ranks do exactly what their representative does, so
+// only replica 0, tensor rank 0 of each stage is materialized when
+// `symmetric`; collectives are still priced over their whole groups.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "models/graph.h"
+#include "plan/data_parallel.h"
+#include "plan/plan.h"
+
+namespace dtsim::plan {
+
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
+
+struct HybridOptions {
+  int tensor = 1;          // t
+  int pipeline = 1;        // p
+  int micro_batch = 1;     // samples per micro-batch
+  int micro_batches = 1;   // m, per replica and iteration
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int virtual_stages = 1;  // v (interleaved)
+  // The p x v chunks as op ranges [begin, end) in model order; chunk c runs
+  // on stage c % p. Together they cover every op.
+  std::vector<std::pair<models::OpId, models::OpId>> chunks;
+  bool recompute = false;  // re-run a chunk's forward before its backward
+  int iterations = 1;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  bool symmetric = true;
+};
+
+// One tensor rank's share of `graph` split t ways: ops Megatron splits
+// (IsTensorParallelSplit) have their FLOPs, parameters and memory traffic
+// divided by t; the rest are replicated. Shapes stay those of the full
+// tensors (collectives and pipeline sends use them).
+models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t);
+
+// `graph` is one tensor rank's share of the model (TensorParallelShard).
+// Throws UserError for impossible combinations (devices not divisible by
+// t x p, interleaving with m not a multiple of p, ...).
+Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
+                     const HybridOptions& options);
+
+// The order in which a stage runs its forwards (true) and backwards (false)
+// of (micro-batch, local chunk j): chunk id = stage + j x p.
+struct ScheduleStep {
+  bool forward;
+  int micro_batch;
+  int local_chunk;
+};
+std::vector<ScheduleStep> StageSchedule(PipelineSchedule schedule, int stage, int stages,
+                                        int micro_batches, int virtual_stages);
+
+}  // namespace dtsim::plan

@@ -1,0 +1,169 @@
+// Pipeline and tensor parallelism: bubble fractions and Megatron's
+// communication volume, on plans built by plan::BuildHybridPlan.
+#include <gtest/gtest.h>
+
+#include "models/zoo.h"
+#include "plan/hybrid.h"
+#include "plan/layers.h"
+#include "plan/partition.h"
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "sim/metrics.h"
+#include "sim/plan_costs.h"
+
+namespace dtsim::sim {
+namespace {
+
+using models::ModelGraph;
+using models::Op;
+using models::OpKind;
+
+// `layers` identical units "layerN", one dense op each (1M FLOPs forward
+// per sample), so every stage of an even split costs the same.
+ModelGraph Uniform(int layers) {
+  ModelGraph g("uniform");
+  // A free view rather than a graph input, so that the first layer computes
+  // its input gradient like every other layer.
+  Op in;
+  in.name = "layer0.in";
+  in.kind = OpKind::kReshape;
+  in.output_shape = {1024};
+  models::OpId prev = g.AddOp(in, {});
+  for (int i = 0; i < layers; ++i) {
+    Op fc;
+    fc.name = "layer" + std::to_string(i) + ".fc";
+    fc.kind = OpKind::kDense;
+    fc.output_shape = {1024};
+    fc.fwd_flops = 1e6;
+    fc.bwd_input_flops = 1e6;
+    fc.bwd_weight_flops = 1e6;
+    fc.params = 1000;
+    prev = g.AddOp(fc, {prev});
+  }
+  return g;
+}
+
+hw::DeviceSpec Device() {
+  hw::DeviceSpec d;
+  d.name = "test";
+  d.fp32_flop_per_s = 1e12;
+  d.memory_bytes = 1e10;
+  d.memory_bw_bytes_per_s = 1e15;  // compute-bound
+  return d;
+}
+
+// Free communication: the pipeline's idle time is all bubble.
+NetworkSpec FreeNetwork(int devices) {
+  NetworkSpec n;
+  n.nodes = 1;
+  n.devices_per_node = devices;
+  n.intra_bw_bytes_per_s = 1e30;
+  return n;
+}
+
+// Runs a p-stage pipeline of m micro-batches; returns the step time and the
+// busy (compute) time of one stage.
+std::pair<double, double> RunPipeline(plan::PipelineSchedule schedule, int p, int m, int v) {
+  const ModelGraph g = Uniform(p * v * 2);
+  plan::HybridOptions o;
+  o.pipeline = p;
+  o.micro_batches = m;
+  o.schedule = schedule;
+  o.virtual_stages = v;
+  o.chunks = plan::ChunksFromCounts(plan::LayerUnits(g), std::vector<int>(static_cast<std::size_t>(p * v), 2));
+  const plan::Plan plan = plan::BuildHybridPlan(g, {1, p}, o);
+  CostModelOptions co;
+  co.kernel_launch_s = 0;
+  co.optimizer_bytes_per_param = 0;
+  co.compute_efficiency[OpKind::kDense] = 1.0;
+  const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
+  Network net(FreeNetwork(p));
+  const TaskCosts costs = PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(p), 0), net);
+  const EngineResult r = RunEngine(plan, costs);
+  const RunMetrics metrics = ComputeMetrics(plan, r, {0, 0});
+  return {metrics.step_time_s, metrics.per_rank[0].compute_s};
+}
+
+TEST(Pipeline, BubbleFractionGpipeAnd1F1B) {
+  // Uniform stages, free communication: a step lasts (m + p - 1) stage
+  // slots of one micro-batch's forward + backward, the stage is busy for m
+  // of them, so the bubble fraction is (p - 1) / (m + p - 1) (GPipe paper,
+  // Huang et al. 2019; the same for 1F1B, Narayanan et al. 2021).
+  for (auto schedule : {plan::PipelineSchedule::kGpipe, plan::PipelineSchedule::kOneFOneB}) {
+    for (auto [p, m] : {std::pair{2, 4}, {4, 8}, {4, 4}, {8, 32}}) {
+      const auto [step, busy] = RunPipeline(schedule, p, m, 1);
+      const double bubble = (step - busy) / step;
+      EXPECT_NEAR(bubble, (p - 1.0) / (m + p - 1.0), 1e-6) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+TEST(Pipeline, InterleavingShrinksTheBubbleByTheVirtualStages) {
+  // Interleaved 1F1B with v chunks per device: the bubble time becomes
+  // (p - 1) / v slots of one device's forward + backward (Narayanan et al.
+  // 2021, section 2.2.2). The device's work per micro-batch is the same, so
+  // bubble(v) = bubble(1) / v.
+  const int p = 4, m = 8;
+  const auto [step1, busy1] = RunPipeline(plan::PipelineSchedule::kOneFOneB, p, m, 1);
+  for (int v : {2, 4}) {
+    const auto [step_v, busy_v] = RunPipeline(plan::PipelineSchedule::kInterleaved, p, m, v);
+    const double bubble1 = (step1 - busy1) / busy1, bubble_v = (step_v - busy_v) / busy_v;
+    EXPECT_NEAR(bubble_v, bubble1 / v, 0.02 * bubble1) << "v=" << v;
+  }
+}
+
+TEST(Pipeline, SchedulesRunEveryMicroBatchOnce) {
+  for (auto schedule : {plan::PipelineSchedule::kGpipe, plan::PipelineSchedule::kOneFOneB,
+                        plan::PipelineSchedule::kInterleaved}) {
+    const int p = 4, m = 8, v = schedule == plan::PipelineSchedule::kInterleaved ? 2 : 1;
+    for (int s = 0; s < p; ++s) {
+      const auto steps = plan::StageSchedule(schedule, s, p, m, v);
+      ASSERT_EQ(steps.size(), static_cast<std::size_t>(2 * m * v));
+      std::vector<int> fwd(static_cast<std::size_t>(m * v), 0), bwd = fwd;
+      for (const auto& st : steps)
+        ++(st.forward ? fwd : bwd)[static_cast<std::size_t>(st.micro_batch * v + st.local_chunk)];
+      for (std::size_t i = 0; i < fwd.size(); ++i) {
+        EXPECT_EQ(fwd[i], 1);
+        EXPECT_EQ(bwd[i], 1);
+      }
+    }
+  }
+}
+
+TEST(TensorParallel, MegatronCommunicationVolumePerLayer) {
+  // Megatron-LM (Shoeybi et al. 2019, section 3): per transformer layer and
+  // micro-batch, two all-reduces of b x s x h in forward (after the
+  // attention output projection and after the second MLP matmul) and two in
+  // backward (input gradients of the QKV and first MLP matmuls).
+  models::TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 256;
+  c.heads = 8;
+  c.sequence = 128;
+  c.vocab = 1000;
+  ModelGraph g = models::BuildTransformer(c, "tiny");
+  g.SetDType(models::DType::kFp16);
+  const int t = 4, b = 2, m = 3;
+  const ModelGraph shard = plan::TensorParallelShard(g, t);
+  plan::HybridOptions o;
+  o.tensor = t;
+  o.micro_batch = b;
+  o.micro_batches = m;
+  o.chunks = {{0, shard.num_ops()}};
+  const plan::Plan plan = plan::BuildHybridPlan(shard, {1, t}, o);
+  const double bsh = static_cast<double>(b) * c.sequence * c.hidden * 2;  // fp16
+  int tp_collectives = 0;
+  for (const plan::Collective& col : plan.collectives()) {
+    if (plan.groups()[static_cast<std::size_t>(col.group)].size() != static_cast<std::size_t>(t)) continue;
+    ++tp_collectives;
+    EXPECT_DOUBLE_EQ(col.bytes, bsh);
+  }
+  // Plus Megatron's all-reduce of the vocabulary-parallel embedding's output
+  // and of the LM head's input gradient, once per micro-batch each.
+  EXPECT_EQ(tp_collectives, 4 * c.layers * m + 2 * m);
+  // The split ops carry 1/t of the parameters.
+  EXPECT_LT(shard.Totals().params, g.Totals().params / 2);
+}
+
+}  // namespace
+}  // namespace dtsim::sim

@@ -31,6 +31,8 @@ std::string OpRange(const Prediction& p, const plan::Task& t) {
   return s;
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 std::string TaskLabel(const Prediction& p, const plan::Task& t) {
   switch (t.kind) {
     case plan::TaskKind::kForward:
@@ -122,6 +124,21 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                      {"young_daly_interval_s", f.young_daly_interval_s},
                      {"first_order_goodput", f.first_order_goodput}};
   }
+  nlohmann::ordered_json memory = nlohmann::ordered_json::array();
+  for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
+    const MemoryBreakdown& mb = p.stage_memory[st];
+    memory.push_back({{"stage", st},
+                      {"rank", p.stage_rank[st]},
+                      {"total_bytes", mb.Total()},
+                      {"params_bytes", mb.params_bytes},
+                      {"grads_bytes", mb.grads_bytes},
+                      {"optimizer_bytes", mb.optimizer_bytes},
+                      {"activations_bytes", mb.activations_bytes}});
+  }
+  j["memory"] = {{"capacity_bytes", p.memory_capacity_bytes},
+                 {"fits", p.does_not_fit.empty()},
+                 {"message", p.does_not_fit},
+                 {"per_stage", memory}};
   j["materialized_workers"] = p.materialized_workers;
   nlohmann::ordered_json iters = nlohmann::ordered_json::array();
   double prev = 0;
@@ -286,6 +303,20 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   FormatSeconds(f.checkpoint_time_s).c_str(),
                   FormatSeconds(f.young_daly_interval_s).c_str());
     o << line;
+  }
+  for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
+    const MemoryBreakdown& mb = p.stage_memory[st];
+    std::snprintf(line, sizeof line,
+                  "memory%s: %.1f of %.1f GiB (parameters %.1f, gradients %.1f, optimizer state "
+                  "%.1f, activations %.1f)\n",
+                  p.stage_memory.size() > 1 ? (" stage " + std::to_string(st)).c_str() : " per device",
+                  mb.Total() / kGiB, p.memory_capacity_bytes / kGiB, mb.params_bytes / kGiB,
+                  mb.grads_bytes / kGiB, mb.optimizer_bytes / kGiB, mb.activations_bytes / kGiB);
+    o << line;
+  }
+  if (!p.does_not_fit.empty()) {
+    o << p.does_not_fit << "\n";
+    return o.str();
   }
   std::snprintf(line, sizeof line,
                 "throughput: %.1f samples/s (global batch %lld, step %s)\n"

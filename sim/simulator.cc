@@ -371,8 +371,10 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   config::Scenario run_scenario = s;
   if (fast) run_scenario.workload.iterations = 2;  // one iteration of each kind, composed below
   const bool pipelined = IsPipelined(s);
+  plan::HybridOptions hybrid;  // pipelined only
   if (pipelined) {
     HybridSetup setup = MakeHybridSetup(s, full, cost_models[0]);
+    hybrid = setup.options;
     // Replicas and tensor ranks mirror their stage's representative unless
     // stragglers make them differ.
     setup.options.symmetric = s.stragglers.Empty();
@@ -465,6 +467,50 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   if (p.single_device_throughput_samples_per_s > 0)
     p.scaling_efficiency = p.metrics.throughput_samples_per_s /
                            (workers * p.single_device_throughput_samples_per_s);
+
+  // Memory per device: each pipeline stage (or the one data-parallel worker).
+  {
+    const auto& par = s.parallelism;
+    MemoryInputs in;
+    in.graph = &full;
+    in.optimizer = par.optimizer;
+    in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
+                         s.workload.precision == hw::Precision::kBf16;
+    in.recompute = par.recompute;
+    p.memory_capacity_bytes = device->memory_bytes;
+    if (pipelined) {
+      const plan::HybridOptions& o = hybrid;
+      in.tensor_parallel = o.tensor;
+      in.data_parallel = workers / (o.tensor * o.pipeline);
+      in.zero_stage = par.zero_stage;
+      in.micro_batch_size = o.micro_batch;
+      const auto schedule = o.schedule == plan::PipelineSchedule::kGpipe ? config::PipelineSchedule::kGpipe
+                            : o.schedule == plan::PipelineSchedule::kOneFOneB
+                                ? config::PipelineSchedule::kOneFOneB
+                                : config::PipelineSchedule::kInterleaved;
+      for (int st = 0; st < o.pipeline; ++st) {
+        in.ops.clear();
+        for (int j = 0; j < o.virtual_stages; ++j) {
+          const auto& [b, e] = o.chunks[static_cast<std::size_t>(st + j * o.pipeline)];
+          for (models::OpId v = b; v < e; ++v) in.ops.push_back(v);
+        }
+        in.micro_batches_in_flight =
+            MicroBatchesInFlight(schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
+        p.stage_memory.push_back(DeviceMemory(in));
+        p.stage_rank.push_back(st * o.tensor);
+      }
+    } else {
+      for (models::OpId v = 0; v < full.num_ops(); ++v) in.ops.push_back(v);
+      in.data_parallel = servers ? 1 : workers;
+      in.zero_stage = servers ? 0 : par.zero_stage;
+      in.micro_batch_size = s.workload.batch_per_device;
+      in.micro_batches_in_flight = 1;
+      p.stage_memory.push_back(DeviceMemory(in));
+      p.stage_rank.push_back(0);
+    }
+    for (std::size_t st = 0; st < p.stage_memory.size() && p.does_not_fit.empty(); ++st)
+      p.does_not_fit = DoesNotFit(p.stage_rank[st], p.stage_memory[st], p.memory_capacity_bytes);
+  }
 
   if (s.failures.Enabled())
     p.failures = SimulateFailures(s.failures, workers, s.cluster.devices_per_node, s.seed);

@@ -15,6 +15,7 @@
 #include "plan/plan.h"
 #include "sim/engine.h"
 #include "sim/failures.h"
+#include "sim/memory.h"
 #include "sim/metrics.h"
 #include "sim/network.h"
 #include "sim/statistics.h"
@@ -54,6 +55,13 @@ struct Prediction {
   double averaging_round_s = 0;
   // Workers simulated one by one (the rest are identical, see plan.h).
   int materialized_workers = 0;
+  // Memory of one device per pipeline stage (one entry without pipelining)
+  // at its peak, the device's capacity, and the first stage that does not
+  // fit ("" when all fit).
+  std::vector<MemoryBreakdown> stage_memory;
+  std::vector<plan::RankId> stage_rank;  // a device of each stage
+  double memory_capacity_bytes = 0;
+  std::string does_not_fit;
   std::optional<AsyncFigures> async;
   std::optional<GoodputResult> failures;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)

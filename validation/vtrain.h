@@ -91,13 +91,15 @@ struct VtrainSetup {
   // pass, in one piece (Megatron's local DDP), not bucket by bucket during it.
   bool overlap = false;
   double bucket_bytes = 1024.0 * 1024 * 1024 * 1024;  // 1 TiB: one bucket for any model here
-  int iterations = 1;                   // simulated iterations (the report measures them all)
+  // Simulated iterations; sim decides which it measures (with one, that one).
+  int iterations = 1;
 };
 
-// The scenario of one row: strategy hybrid on ceil(gpus / 8) nodes of
-// min(gpus, 8) GPUs, a transformer {layers, hidden, heads, sequence, vocab},
+// The scenario of one row: strategy hybrid on ceil(gpus / devices_per_node)
+// nodes of min(gpus, devices_per_node) GPUs, a transformer {layers, hidden, heads, sequence, vocab},
 // t, p, micro-batch and global batch from the row, and `setup`. Every
-// efficiency stays at sim's defaults. The name is "vtrain/<file>:<line>".
+// efficiency stays at sim's defaults. batch_per_device is the replica's
+// samples per iteration (global batch / d). The name is "vtrain/<file>:<line>".
 config::Scenario VtrainScenario(const VtrainRow& row, const VtrainSetup& setup = {});
 
 }  // namespace dtsim::validation

@@ -37,6 +37,10 @@ struct NetworkConfig {
   int nodes_per_leaf = 16;          // fat_tree only
   double oversubscription = 1.0;    // fat_tree only: leaf down/up bandwidth ratio, >= 1
   double spine_latency_s = 1e-6;    // fat_tree only: extra latency of a leaf-spine-leaf path
+  // Fixed cost of every collective call on top of its transfers: NCCL's own
+  // model puts it at 8.4 us for ring all-reduce with the Simple protocol
+  // (src/graph/tuning.cc, baseLat, Ring/Simple).
+  double collective_latency_s = 8.4e-6;
 };
 
 struct ClusterConfig {

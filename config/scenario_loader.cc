@@ -126,7 +126,7 @@ std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) 
 
 NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const YamlMap m = v.AsMap({"link", "topology", "nics_per_node", "nodes_per_leaf",
-                             "oversubscription", "spine_latency"});
+                             "oversubscription", "spine_latency", "collective_latency"});
   NetworkConfig n;
   if (auto x = m.Get("topology")) n.topology = ReadEnum(*x, kTopologies, TopologyName, "topology");
   if (auto x = m.Get("nics_per_node")) n.nics_per_node = x->AsInt(1);
@@ -140,6 +140,9 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
     }
   }
   if (auto x = m.Get("spine_latency")) n.spine_latency_s = x->AsQuantity(Dimension::kTime);
+  if (auto x = m.Get("collective_latency")) {
+    n.collective_latency_s = x->AsQuantity(Dimension::kTime);
+  }
   if (auto x = m.Get("link")) n.link = ResolveLink(*x, catalog);
   return n;
 }

@@ -33,6 +33,7 @@ struct NetworkSpec {
   int nodes_per_leaf = 1;
   double oversubscription = 1.0;
   double spine_latency_s = 0;       // added on leaf-spine-leaf paths
+  double collective_latency_s = 0;  // fixed cost of each collective call (plan_costs.h)
   // Endpoints beyond the nodes x devices_per_node devices (parameter-server
   // tasks), ranked after them: the node each one sits on. A node index >=
   // `nodes` adds a node (a dedicated server machine with its own NIC). Their

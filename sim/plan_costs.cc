@@ -62,7 +62,8 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
       std::vector<int> ranks(members.begin(), members.end());
-      it = cache.emplace(key, SecondsToNs(AllReduceSeconds(network, c.algorithm, ranks, c.bytes)))
+      it = cache.emplace(key, SecondsToNs(network.spec().collective_latency_s +
+                                          AllReduceSeconds(network, c.algorithm, ranks, c.bytes)))
                .first;
     }
     costs.collective_ns.push_back(it->second);

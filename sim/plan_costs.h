@@ -12,8 +12,9 @@
 
 namespace dtsim::sim {
 
-// `cost_of_rank[r]` indexes `cost_models` for rank r. Collectives with the
-// same algorithm, group and size are priced once.
+// `cost_of_rank[r]` indexes `cost_models` for rank r. A collective costs
+// the network's collective_latency_s plus its schedule's time; collectives
+// with the same algorithm, group and size are priced once.
 TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
                      const std::vector<CostModel>& cost_models,
                      const std::vector<int>& cost_of_rank, Network& network);

@@ -290,6 +290,7 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
   n.nodes_per_leaf = c.network.nodes_per_leaf;
   n.oversubscription = c.network.oversubscription;
   n.spine_latency_s = c.network.spine_latency_s;
+  n.collective_latency_s = c.network.collective_latency_s;
   return n;
 }
 

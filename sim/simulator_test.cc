@@ -31,6 +31,7 @@ config::Scenario FreeComm(config::Scenario s) {
   s.cluster.custom_links.push_back(free_link);
   s.cluster.intra_node_link = "free";
   s.cluster.network.link = "free";
+  s.cluster.network.collective_latency_s = 0;
   return s;
 }
 

@@ -88,6 +88,9 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--intra-node-link", validate.intra_node_link,
                            "A catalog link between the GPUs of a node instead of vTrain's "
                            "stated 150 GB/s, e.g. nvswitch-a100 (the datasheet's 300 GB/s)");
+  validate_cmd->add_option("--kernel-launch", validate.kernel_launch,
+                           "Overhead per op for every row (e.g. 30us for PyTorch eager's per-op "
+                           "CPU cost); default: the simulator's 5 us CUDA launch latency");
   validate_cmd->add_flag("-q,--quiet", validate.quiet, "No progress bar and no summary");
   validate_cmd->footer(
       "Every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB, 8 per\n"

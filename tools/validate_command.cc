@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "hw/catalog.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
@@ -50,6 +51,8 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     }
     setup.intra_node_link = o.intra_node_link;
   }
+  if (!o.kernel_launch.empty())
+    setup.kernel_launch_s = ParseQuantity(o.kernel_launch, Dimension::kTime, {"--kernel-launch"});
   const std::vector<validation::VtrainRow> rows = validation::LoadVtrainData(o.data_dir, o.limit);
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

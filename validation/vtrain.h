@@ -93,6 +93,11 @@ struct VtrainSetup {
   double bucket_bytes = 1024.0 * 1024 * 1024 * 1024;  // 1 TiB: one bucket for any model here
   // Simulated iterations; sim decides which it measures (with one, that one).
   int iterations = 1;
+  // Fixed overhead per op (workload.kernel_launch); 0 = the simulator's
+  // default (CUDA launch latency, 5 us). `dtsim validate vtrain
+  // --kernel-launch` sets it for all rows at once, e.g. to stand for the
+  // framework's per-op CPU overhead (PyTorch eager).
+  double kernel_launch_s = 0;
 };
 
 // The scenario of one row: strategy hybrid on ceil(gpus / devices_per_node)

@@ -1,5 +1,6 @@
 #include "plan/plan_export.h"
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 
@@ -59,6 +60,41 @@ std::string FormatPlacement(const Plan& plan, const models::ModelGraph& graph, i
       << " collective, " << c[5] + c[6] << " send/recv\n";
   }
   return o.str();
+}
+
+void WriteDot(std::ostream& out, const Plan& plan, const models::ModelGraph& graph) {
+  // Colour classes: the first rank holding each op identifies its group.
+  std::vector<RankId> holder(graph.num_ops(), -1);
+  for (RankId r = plan.num_ranks(); r-- > 0;)
+    for (std::int32_t op : plan.ops_on_rank[static_cast<std::size_t>(r)])
+      holder[static_cast<std::size_t>(op)] = r;
+  std::vector<RankId> classes;
+  for (RankId h : holder)
+    if (std::find(classes.begin(), classes.end(), h) == classes.end()) classes.push_back(h);
+  static const char* const kColours[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
+                                         "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd",
+                                         "#ccebc5", "#ffed6f"};
+  const auto colour = [&](RankId h) {
+    const auto i = static_cast<std::size_t>(std::find(classes.begin(), classes.end(), h) - classes.begin());
+    return kColours[i % (sizeof kColours / sizeof kColours[0])];
+  };
+  out << "digraph \"" << graph.name() << "\" {\n  rankdir=TB;\n  node [shape=box, style=filled, "
+      << "fontname=\"Helvetica\", fontsize=10];\n";
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    const models::Op& op = graph.op(v);
+    out << "  op" << v << " [label=\"" << op.name << "\\n" << models::OpKindName(op.kind) << " "
+        << models::ShapeToString(op.output_shape) << "\", fillcolor=\"" << colour(holder[v])
+        << "\"];\n";
+  }
+  for (models::OpId v = 0; v < graph.num_ops(); ++v)
+    for (models::OpId in : graph.inputs(v)) out << "  op" << in << " -> op" << v << ";\n";
+  out << "  subgraph cluster_legend {\n    label=\"devices\";\n";
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    const RankId h = classes[i];
+    out << "    legend" << i << " [label=\"" << (h < 0 ? "no device" : "from " + DeviceName(plan, h))
+        << "\", fillcolor=\"" << colour(h) << "\"];\n";
+  }
+  out << "  }\n}\n";
 }
 
 void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph& graph) {

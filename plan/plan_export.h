@@ -16,6 +16,11 @@ namespace dtsim::plan {
 // Ranks beyond `max_ranks` are summarized.
 std::string FormatPlacement(const Plan& plan, const models::ModelGraph& graph, int max_ranks = 16);
 
+// Graphviz DOT of the model with each op coloured by the pipeline stage (or
+// device group) that holds it, as TensorBoard's colour-by-device view does:
+// ops held by the same set of ranks share a colour; the legend names them.
+void WriteDot(std::ostream& out, const Plan& plan, const models::ModelGraph& graph);
+
 // Streams the whole task graph as JSON: ranks, groups, collectives and every
 // task with its dependencies.
 void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph& graph);

@@ -14,6 +14,7 @@
 #include "hw/catalog.h"
 #include "models/zoo.h"
 #include "plan/plan_export.h"
+#include "sim/cost_model.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "tools/output_set.h"
@@ -79,12 +80,53 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
 void PlanCommand(const PlanOptions& o, std::ostream& out) {
   const config::Scenario scenario = config::LoadScenario(o.scenario_path);
   const models::ModelGraph graph = config::BuildWorkloadModel(scenario);
-  const plan::Plan plan = sim::MakePlan(scenario, graph);
+  const bool pipelined = scenario.parallelism.strategy == config::Strategy::kHybrid ||
+                         scenario.parallelism.strategy == config::Strategy::kModel;
+  // Identical workers are listed once per stage (pipelines) or up to
+  // --max-ranks times; the rest mirror them.
+  const int materialize = pipelined ? 1 : sim::WorkersAreAlike(scenario) ? o.max_ranks : 0;
+  const plan::Plan plan = sim::MakePlan(scenario, graph, materialize);
   if (o.json_path == "-") {
     plan::WritePlanJson(out, plan, graph);
     return;
   }
   out << plan::FormatPlacement(plan, graph, o.max_ranks);
+  if (pipelined) {
+    // The split into pipeline chunks, and the time of each for one micro-batch.
+    const auto catalog = config::ScenarioCatalog(scenario);
+    const sim::CostModel cost(*catalog.FindDevice(scenario.cluster.device),
+                              scenario.workload.precision, {});
+    const sim::HybridSetup setup = sim::MakeHybridSetup(scenario, graph, cost);
+    const auto& h = scenario.parallelism.hybrid;
+    out << "pipeline: " << setup.options.pipeline << " stages x " << setup.options.virtual_stages
+        << " chunks, " << setup.options.micro_batches << " micro-batches of "
+        << setup.options.micro_batch << "; split "
+        << (!h.stage_layers.empty() ? "given (stage_layers)"
+            : h.even_layers         ? "even_layers (Megatron: same number of layers per chunk)"
+                                    : "balanced (minimizes the slowest chunk's time)")
+        << "\n";
+    for (std::size_t c = 0; c < setup.options.chunks.size(); ++c) {
+      const auto& [b, e] = setup.options.chunks[c];
+      double seconds = 0;
+      for (models::OpId v = b; v < e; ++v) {
+        const models::Op& op = setup.shard.op(v);
+        seconds += cost.ComputeSeconds(op, plan::TaskKind::kForward, setup.options.micro_batch) +
+                   cost.ComputeSeconds(op, plan::TaskKind::kBackwardInput, setup.options.micro_batch);
+        if (op.HasParams())
+          seconds += cost.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, setup.options.micro_batch);
+      }
+      out << "  chunk " << c << " on stage " << c % static_cast<std::size_t>(setup.options.pipeline)
+          << ": " << graph.op(b).name << " .. " << graph.op(e - 1).name << " (" << (e - b)
+          << " ops), forward + backward " << FormatSeconds(seconds) << " per micro-batch\n";
+    }
+  }
+  if (!o.dot_path.empty()) {
+    std::ofstream f(o.dot_path, std::ios::binary);
+    if (!f) throw UserError("cannot write '" + o.dot_path + "'");
+    plan::WriteDot(f, plan, graph);
+    CloseOutput(f, o.dot_path);
+    out << "wrote Graphviz graph to " << o.dot_path << " (render: dot -Tsvg)\n";
+  }
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path, std::ios::binary);
     if (!f) throw UserError("cannot write '" + o.json_path + "'");

@@ -54,6 +54,7 @@ void ValidateCommand(const ValidateOptions& options, std::ostream& out, std::ost
 struct PlanOptions {
   std::string scenario_path;
   std::string json_path;    // export the task graph ("-" = stdout)
+  std::string dot_path;     // Graphviz DOT of the model coloured by device
   int max_ranks = 16;
 };
 void PlanCommand(const PlanOptions& options, std::ostream& out);

@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
               "(like TensorFlow's log_device_placement); optionally export the task graph");
   plan_cmd->add_option("scenario", plan.scenario_path, "Scenario YAML file")->required();
   plan_cmd->add_option("--json", plan.json_path, "Write the task graph as JSON here ('-' = stdout)");
+  plan_cmd->add_option("--dot", plan.dot_path,
+                       "Write the model as a Graphviz DOT graph, ops coloured by the devices "
+                       "holding them");
   plan_cmd->add_option("--max-ranks", plan.max_ranks, "Ranks listed one by one")->check(CLI::PositiveNumber);
 
   auto* models_cmd = app.add_subcommand("models", "List the built-in model zoo");

@@ -1,0 +1,68 @@
+#include "plan/partition.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace dtsim::plan {
+namespace {
+
+// n units of one op each: unit i is op i.
+std::vector<LayerUnit> Units(int n) {
+  std::vector<LayerUnit> u;
+  for (int i = 0; i < n; ++i)
+    u.push_back({"layer" + std::to_string(i), static_cast<models::OpId>(i),
+                 static_cast<models::OpId>(i + 1)});
+  return u;
+}
+
+TEST(Partition, UniformModelGivesEqualStages) {
+  // 24 equal units over 2, 3, 4, 6, 8 stages: 24 / k units each.
+  for (int k : {2, 3, 4, 6, 8}) {
+    const auto chunks = BalancedChunks(Units(24), std::vector<double>(24, 1.0), k);
+    ASSERT_EQ(chunks.size(), static_cast<std::size_t>(k));
+    for (const auto& [b, e] : chunks) EXPECT_EQ(e - b, 24u / static_cast<unsigned>(k)) << k;
+  }
+}
+
+TEST(Partition, NeverEmptyAndMinimizesTheLargestChunk) {
+  // One heavy unit (cost 10) among light ones (1): the heavy unit gets a
+  // chunk of its own, every chunk is non-empty, and the largest chunk costs
+  // max(10, ceil-ish of the rest), found exactly.
+  std::vector<double> cost(8, 1.0);
+  cost[7] = 10;
+  for (int k = 1; k <= 8; ++k) {
+    const auto chunks = BalancedChunks(Units(8), cost, k);
+    ASSERT_EQ(chunks.size(), static_cast<std::size_t>(k));
+    models::OpId next = 0;
+    double largest = 0;
+    for (const auto& [b, e] : chunks) {
+      EXPECT_EQ(b, next);
+      EXPECT_GT(e, b) << "empty chunk with k=" << k;
+      double c = 0;
+      for (models::OpId v = b; v < e; ++v) c += cost[v];
+      largest = std::max(largest, c);
+      next = e;
+    }
+    EXPECT_EQ(next, 8u);
+    // k = 1: everything (17); k >= 2: the heavy unit alone bounds it (10),
+    // and 7 light units fit in the other k - 1 chunks.
+    EXPECT_DOUBLE_EQ(largest, k == 1 ? 17.0 : 10.0) << k;
+  }
+}
+
+TEST(Partition, EvenLayersAndManualCounts) {
+  // embed, layer0..layer3, head: Megatron's split over 2 puts embed with
+  // the first two layers and the head with the last two.
+  std::vector<LayerUnit> u = {{"embed", 0, 1}, {"layer0", 1, 2}, {"layer1", 2, 3},
+                              {"layer2", 3, 4}, {"layer3", 4, 5}, {"lm_head", 5, 6}};
+  const auto even = EvenLayerChunks(u, 2);
+  EXPECT_EQ(even, (std::vector<OpRange>{{0, 3}, {3, 6}}));
+  EXPECT_THROW(EvenLayerChunks(u, 3), UserError);
+  EXPECT_EQ(ChunksFromCounts(u, {1, 4, 1}), (std::vector<OpRange>{{0, 1}, {1, 5}, {5, 6}}));
+  EXPECT_THROW(ChunksFromCounts(u, {1, 4}), UserError);
+  EXPECT_THROW(ChunksFromCounts(u, {0, 5, 1}), UserError);
+}
+
+}  // namespace
+}  // namespace dtsim::plan

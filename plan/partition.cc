@@ -1,6 +1,7 @@
 #include "plan/partition.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -8,8 +9,14 @@
 
 namespace dtsim::plan {
 
-std::vector<OpRange> BalancedChunks(const std::vector<LayerUnit>& units,
-                                    const std::vector<double>& unit_cost, int parts) {
+namespace {
+
+// Exact min-max contiguous partition by dynamic programming; `allowed(k, a,
+// b)` says whether units [a, b) may form chunk k. Returns false when no
+// split is allowed.
+bool MinMaxSplit(const std::vector<LayerUnit>& units, const std::vector<double>& unit_cost,
+                 int parts, const std::function<bool(int, int, int)>& allowed,
+                 std::vector<OpRange>* chunks) {
   const int n = static_cast<int>(units.size());
   DTSIM_CHECK(parts >= 1 && parts <= n, "need 1 <= parts <= units");
   DTSIM_CHECK(unit_cost.size() == units.size(), "one cost per unit");
@@ -27,20 +34,57 @@ std::vector<OpRange> BalancedChunks(const std::vector<LayerUnit>& units,
   for (int k = 1; k <= parts; ++k)
     for (int i = k; i <= n - (parts - k); ++i)
       for (int j = k - 1; j < i; ++j) {
+        if (best[static_cast<std::size_t>(k - 1)][static_cast<std::size_t>(j)] == inf) continue;
+        if (allowed && !allowed(k - 1, j, i)) continue;
         const double c = std::max(best[static_cast<std::size_t>(k - 1)][static_cast<std::size_t>(j)], cost(j, i));
         if (c < best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]) {
           best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = c;
           cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = j;
         }
       }
-  std::vector<OpRange> chunks(static_cast<std::size_t>(parts));
+  if (best[static_cast<std::size_t>(parts)][static_cast<std::size_t>(n)] == inf) return false;
+  chunks->assign(static_cast<std::size_t>(parts), {});
   int end = n;
   for (int k = parts; k >= 1; --k) {
     const int start = cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(end)];
-    chunks[static_cast<std::size_t>(k - 1)] = {units[static_cast<std::size_t>(start)].begin,
-                                                units[static_cast<std::size_t>(end - 1)].end};
+    (*chunks)[static_cast<std::size_t>(k - 1)] = {units[static_cast<std::size_t>(start)].begin,
+                                                   units[static_cast<std::size_t>(end - 1)].end};
     end = start;
   }
+  return true;
+}
+
+}  // namespace
+
+std::vector<OpRange> BalancedChunks(const std::vector<LayerUnit>& units,
+                                    const std::vector<double>& unit_cost, int parts) {
+  std::vector<OpRange> chunks;
+  MinMaxSplit(units, unit_cost, parts, {}, &chunks);
+  return chunks;
+}
+
+std::vector<OpRange> BalancedChunksWithinMemory(const std::vector<LayerUnit>& units,
+                                                const std::vector<double>& unit_cost,
+                                                const std::vector<double>& static_bytes,
+                                                const std::vector<double>& activation_bytes,
+                                                const std::vector<int>& in_flight,
+                                                double capacity_bytes, int parts, bool* fits) {
+  DTSIM_CHECK(static_bytes.size() == units.size() && activation_bytes.size() == units.size() &&
+                  in_flight.size() == static_cast<std::size_t>(parts),
+              "memory per unit and micro-batches in flight per chunk");
+  std::vector<double> st(units.size() + 1, 0.0), act(units.size() + 1, 0.0);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    st[i + 1] = st[i] + static_bytes[i];
+    act[i + 1] = act[i] + activation_bytes[i];
+  }
+  const auto allowed = [&](int k, int a, int b) {
+    const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+    return st[ub] - st[ua] + in_flight[static_cast<std::size_t>(k)] * (act[ub] - act[ua]) <=
+           capacity_bytes;
+  };
+  std::vector<OpRange> chunks;
+  *fits = MinMaxSplit(units, unit_cost, parts, allowed, &chunks);
+  if (!*fits) MinMaxSplit(units, unit_cost, parts, {}, &chunks);
   return chunks;
 }
 

@@ -18,6 +18,19 @@ using OpRange = std::pair<models::OpId, models::OpId>;  // [begin, end)
 std::vector<OpRange> BalancedChunks(const std::vector<LayerUnit>& units,
                                     const std::vector<double>& unit_cost, int parts);
 
+// The same within a memory limit: chunk k made of units [a, b) needs
+// static_bytes[a..b) + in_flight[k] x activation_bytes[a..b) (per-unit
+// parameters, gradients and optimizer state; activations of one
+// micro-batch; micro-batches the chunk's stage holds at its peak). Splits
+// that exceed `capacity_bytes` are not considered; when none fits, the
+// unconstrained split is returned and `*fits` is set to false.
+std::vector<OpRange> BalancedChunksWithinMemory(const std::vector<LayerUnit>& units,
+                                                const std::vector<double>& unit_cost,
+                                                const std::vector<double>& static_bytes,
+                                                const std::vector<double>& activation_bytes,
+                                                const std::vector<int>& in_flight,
+                                                double capacity_bytes, int parts, bool* fits);
+
 // Megatron-LM's split: the repeated blocks ("layer0", "layer1", ...) evenly
 // over the chunks, the units before the first block (embeddings) with the
 // first chunk and those after the last block (final norm, head, loss) with

@@ -64,5 +64,25 @@ TEST(Partition, EvenLayersAndManualCounts) {
   EXPECT_THROW(ChunksFromCounts(u, {0, 5, 1}), UserError);
 }
 
+TEST(Partition, MemoryLimitMovesUnitsOffTheFullStage) {
+  // 8 equal units (cost 1, 1 byte static, 1 byte of activations each) over
+  // 2 stages. The first stage holds 3 micro-batches in flight, the second 1
+  // (1F1B-like): 4 units on stage 0 need 4 + 3 x 4 = 16 bytes. With 12
+  // bytes stage 0 can hold at most 3 units (3 + 9 = 12) and stage 1 takes
+  // 5 (5 + 5 = 10), the best split that fits.
+  const std::vector<double> one(8, 1.0);
+  bool fits = false;
+  auto chunks = BalancedChunksWithinMemory(Units(8), one, one, one, {3, 1}, 12, 2, &fits);
+  EXPECT_TRUE(fits);
+  EXPECT_EQ(chunks, (std::vector<OpRange>{{0, 3}, {3, 8}}));
+  // Without the limit the split is even.
+  chunks = BalancedChunksWithinMemory(Units(8), one, one, one, {3, 1}, 1e9, 2, &fits);
+  EXPECT_EQ(chunks, (std::vector<OpRange>{{0, 4}, {4, 8}}));
+  // Nothing fits in 4 bytes: the unconstrained split, flagged.
+  chunks = BalancedChunksWithinMemory(Units(8), one, one, one, {3, 1}, 4, 2, &fits);
+  EXPECT_FALSE(fits);
+  EXPECT_EQ(chunks, (std::vector<OpRange>{{0, 4}, {4, 8}}));
+}
+
 }  // namespace
 }  // namespace dtsim::plan

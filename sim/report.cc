@@ -211,6 +211,17 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
       emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", s},
             {"args", {{"name", plan::StreamKindName(static_cast<plan::StreamKind>(s))}}}});
   }
+  // Memory over time of each traced worker (a counter track): static bytes
+  // of its stage plus the activations its micro-batches keep.
+  for (int r = 0; r < ranks; ++r) {
+    if (!p.plan.IsMaterialized(r) || p.plan.IsServer(r) || p.stage_memory.empty()) continue;
+    const auto stage = static_cast<std::size_t>((r / p.tensor_parallel) % p.pipeline_stages);
+    const double static_bytes = p.stage_memory[std::min(stage, p.stage_memory.size() - 1)].StaticBytes();
+    // The plan's graph is already one tensor rank's share: t = 1 here.
+    for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.recompute))
+      emit({{"name", "memory"}, {"ph", "C"}, {"pid", r},
+            {"ts", static_cast<double>(time) / 1000.0}, {"args", {{"GiB", bytes / kGiB}}}});
+  }
   for (std::size_t t = 0; t < p.plan.num_tasks(); ++t) {
     const plan::Task& task = p.plan.tasks()[t];
     if (task.rank >= ranks) continue;

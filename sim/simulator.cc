@@ -256,19 +256,51 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   } else if (h.even_layers) {
     o.chunks = plan::EvenLayerChunks(units, parts);
   } else {
-    // Balance the chunks' forward + backward time for one micro-batch.
-    std::vector<double> cost;
+    // Balance the chunks' forward + backward time for one micro-batch,
+    // within the device's memory.
+    std::vector<double> cost, static_bytes, activation_bytes;
+    MemoryInputs in;
+    in.graph = &graph;
+    in.tensor_parallel = o.tensor;
+    in.data_parallel = d;
+    in.zero_stage = s.parallelism.zero_stage;
+    in.optimizer = s.parallelism.optimizer;
+    in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
+                         s.workload.precision == hw::Precision::kBf16;
+    in.micro_batch_size = o.micro_batch;
+    in.recompute = s.parallelism.recompute;
     for (const auto& u : units) {
       double c = 0;
+      in.ops.clear();
       for (models::OpId v = u.begin; v < u.end; ++v) {
         const models::Op& op = x.shard.op(v);
         c += cost_model.ComputeSeconds(op, plan::TaskKind::kForward, o.micro_batch);
         c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardInput, o.micro_batch);
         if (op.HasParams()) c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, o.micro_batch);
+        in.ops.push_back(v);
       }
       cost.push_back(c);
+      const MemoryBreakdown mem = DeviceMemory(in);
+      static_bytes.push_back(mem.StaticBytes());
+      activation_bytes.push_back(mem.activations_bytes);
     }
-    o.chunks = plan::BalancedChunks(units, cost, parts);
+    const auto schedule = o.schedule == plan::PipelineSchedule::kGpipe ? config::PipelineSchedule::kGpipe
+                          : o.schedule == plan::PipelineSchedule::kOneFOneB
+                              ? config::PipelineSchedule::kOneFOneB
+                              : config::PipelineSchedule::kInterleaved;
+    std::vector<int> in_flight;
+    for (int k = 0; k < parts; ++k) {
+      const int stage_in_flight =
+          MicroBatchesInFlight(schedule, k % o.pipeline, o.pipeline, o.micro_batches, o.virtual_stages);
+      in_flight.push_back((stage_in_flight + o.virtual_stages - 1) / o.virtual_stages);
+    }
+    // With v chunks per device, each chunk gets 1/v of its memory.
+    bool fits = true;
+    o.chunks = plan::BalancedChunksWithinMemory(units, cost, static_bytes, activation_bytes,
+                                                in_flight,
+                                                cost_model.device().memory_bytes / o.virtual_stages,
+                                                parts, &fits);
+    x.partition_note = fits ? "balanced within memory" : "balanced (no split fits in memory)";
   }
   return x;
 }
@@ -479,8 +511,11 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                          s.workload.precision == hw::Precision::kBf16;
     in.recompute = par.recompute;
     p.memory_capacity_bytes = device->memory_bytes;
+    p.recompute = par.recompute;
     if (pipelined) {
       const plan::HybridOptions& o = hybrid;
+      p.pipeline_stages = o.pipeline;
+      p.tensor_parallel = o.tensor;
       in.tensor_parallel = o.tensor;
       in.data_parallel = workers / (o.tensor * o.pipeline);
       in.zero_stage = par.zero_stage;

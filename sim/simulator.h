@@ -61,6 +61,9 @@ struct Prediction {
   std::vector<MemoryBreakdown> stage_memory;
   std::vector<plan::RankId> stage_rank;  // a device of each stage
   double memory_capacity_bytes = 0;
+  bool recompute = false;     // activations kept per layer input only
+  int pipeline_stages = 1;    // p (1 without pipelining)
+  int tensor_parallel = 1;    // t
   std::string does_not_fit;
   std::optional<AsyncFigures> async;
   std::optional<GoodputResult> failures;
@@ -92,6 +95,7 @@ plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& 
 struct HybridSetup {
   plan::HybridOptions options;
   models::ModelGraph shard;
+  std::string partition_note;  // how the chunks were chosen (balanced partitions)
 };
 // Derives micro-batches, chunks (partition) and the tensor shard from the
 // scenario. Throws UserError for impossible combinations.

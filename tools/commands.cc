@@ -103,7 +103,8 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
         << setup.options.micro_batch << "; split "
         << (!h.stage_layers.empty() ? "given (stage_layers)"
             : h.even_layers         ? "even_layers (Megatron: same number of layers per chunk)"
-                                    : "balanced (minimizes the slowest chunk's time)")
+                                    : setup.partition_note +
+                                          " (minimizes the slowest chunk's time)")
         << "\n";
     for (std::size_t c = 0; c < setup.options.chunks.size(); ++c) {
       const auto& [b, e] = setup.options.chunks[c];

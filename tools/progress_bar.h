@@ -11,7 +11,7 @@ namespace dtsim::tools {
 // place. Shown from the start on a terminal, otherwise once the command has
 // run for a second (so quick runs in scripts stay silent); off a terminal
 // (a log file) it is redrawn once a second and at the end. Not thread-safe:
-// call Update from one thread. (The sweep command has its own copy.)
+// call Update from one thread.
 class ProgressBar {
  public:
   // `unit`: what is counted, plural ("rows").

@@ -332,6 +332,38 @@ OutputConfig ReadOutputs(const YamlValue& v) {
   return o;
 }
 
+// Tensor x pipeline parallelism must divide the cluster, and the global batch
+// the replicas' micro-batches; reported at the offending key.
+void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
+  if (s.parallelism.strategy != Strategy::kHybrid) return;
+  const YamlMap m = parallelism.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap",
+                                       "averaging_period", "averaging", "parameter_server",
+                                       "tensor_parallel", "pipeline_parallel", "micro_batch_size",
+                                       "global_batch", "schedule", "virtual_stages",
+                                       "stage_layers", "recompute", "optimizer", "zero_stage",
+                                       "partition"});
+  const HybridConfig& h = s.parallelism.hybrid;
+  const int n = s.cluster.num_devices();
+  const int tp = h.tensor_parallel * h.pipeline_parallel;
+  const auto at = [&](const char* key) { return m.Get(key) ? *m.Get(key) : parallelism; };
+  if (n % tp != 0) {
+    at(h.pipeline_parallel > 1 ? "pipeline_parallel" : "tensor_parallel")
+        .Fail("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +
+                  " does not divide the cluster's " + std::to_string(n) + " devices",
+              "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+  }
+  const int per_step = n / tp * h.micro_batch_size;
+  if (h.global_batch > 0 && h.global_batch % per_step != 0) {
+    at("global_batch")
+        .Fail("global_batch " + std::to_string(h.global_batch) + " is not a multiple of data " +
+                  "parallelism x micro_batch_size = " + std::to_string(per_step),
+              "each replica runs a whole number of micro-batches");
+  }
+  if (h.schedule == PipelineSchedule::kInterleaved && h.virtual_stages < 2) {
+    at("virtual_stages").Fail("the interleaved schedule needs virtual_stages >= 2");
+  }
+}
+
 // "scenario files in 'dir': a.yaml, b.yaml": the hint for a missing file.
 std::string NeighboursHint(const fs::path& path) {
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
@@ -374,7 +406,10 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   // default device and links are in the built-in catalog).
   if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x);
   if (auto x = m.Get("workload")) s.workload = ReadWorkload(*x, filename);
-  if (auto x = m.Get("parallelism")) s.parallelism = ReadParallelism(*x);
+  if (auto x = m.Get("parallelism")) {
+    s.parallelism = ReadParallelism(*x);
+    CheckHybridShape(s, *x);
+  }
   if (auto x = m.Get("stragglers")) {
     s.stragglers = ReadStragglers(*x);
     if (const std::string problem = StragglerRanksProblem(s.stragglers, s.cluster.num_devices());

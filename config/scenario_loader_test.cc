@@ -462,5 +462,17 @@ TEST(ScenarioLoaderTest, EveryShippedScenarioLoads) {
   EXPECT_GE(count, 6);
 }
 
+TEST(ScenarioLoaderTest, HybridShapeIsCheckedWhereWritten) {
+  const std::string cluster = "cluster: {nodes: 1, devices_per_node: 8}\n";
+  EXPECT_TRUE(FailsAt(cluster + "parallelism:\n  strategy: hybrid\n  tensor_parallel: 3\n", 4,
+                      "tensor_parallel x pipeline_parallel = 3 does not divide the cluster's 8"));
+  EXPECT_TRUE(FailsAt(cluster +
+                          "parallelism:\n  strategy: hybrid\n  tensor_parallel: 2\n"
+                          "  micro_batch_size: 2\n  global_batch: 12\n",
+                      6, "not a multiple of data parallelism x micro_batch_size = 8"));
+  EXPECT_TRUE(FailsAt(cluster + "parallelism:\n  strategy: hybrid\n  schedule: interleaved\n", 3,
+                      "needs virtual_stages >= 2"));
+}
+
 }  // namespace
 }  // namespace dtsim::config

@@ -225,4 +225,29 @@ TEST_F(Cli, RepeatReportsAConfidenceInterval) {
             rep.at("throughput_samples_per_s").at("mean").get<double>());
 }
 
+TEST_F(Cli, PlanThatDoesNotFitSaysSoInsteadOfAThroughput) {
+  // GPT-3 13B data parallel: 16 bytes per parameter of model state alone
+  // (208 GB) exceed an 80 GiB A100.
+  fs::create_directories(dir_);
+  const fs::path big = dir_ / "big.yaml";
+  std::ofstream(big) << "cluster: {nodes: 1, devices_per_node: 8, device: A100-SXM4-80GB, "
+                        "intra_node_link: nvswitch-a100}\n"
+                        "workload: {model: gpt3-13b, batch_per_device: 1, precision: fp16, "
+                        "iterations: 1}\n";
+  Result r = Dtsim("run " + big.string() + " --no-trace --out " + (dir_ / "out").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("does not fit: device 0 needs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("throughput:"), std::string::npos) << r.out;
+  const auto report = nlohmann::json::parse(Slurp(dir_ / "out" / "report.json"));
+  EXPECT_FALSE(report.at("memory").at("fits").get<bool>());
+}
+
+TEST_F(Cli, HybridPlanListsItsPipelineSplit) {
+  fs::create_directories(dir_);
+  Result r = Dtsim("plan scenarios/gpt2-xl-pipeline-8xV100.yaml --dot " + (dir_ / "m.dot").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("chunk 7 on stage 7"), std::string::npos) << r.out;
+  EXPECT_NE(Slurp(dir_ / "m.dot").find("digraph"), std::string::npos);
+}
+
 }  // namespace

@@ -38,7 +38,7 @@ constexpr std::array kTransports = {AveragingTransport::kAllReduce,
 constexpr std::array kAlgorithms = {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
                                     CollectiveAlgorithm::kHierarchical};
 // Simulation engines sim/ provides (sim/simulator.h).
-const std::vector<std::string> kEngines = {"analytic"};
+const std::vector<std::string> kEngines = {"analytic", "simgrid"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>

@@ -14,6 +14,7 @@
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
 #include "sim/plan_costs.h"
+#include "sim/simgrid_engine.h"
 #include "sim/stragglers.h"
 
 namespace dtsim::sim {
@@ -94,10 +95,17 @@ struct Run {
 
 Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
             const std::vector<CostModel>& cost_models, const std::vector<int>& cost_of_rank,
-            const NetworkSpec& spec, const StragglerModel* stragglers, bool reserve_links) {
+            const NetworkSpec& spec, const StragglerModel* stragglers, bool reserve_links,
+            const std::string& engine = "analytic") {
   Network network(spec);
   Run run;
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network);
+  if (engine == "simgrid") {  // flows share links on SimGrid: no reservations needed
+    if (stragglers != nullptr)
+      throw UserError("engine simgrid does not support stragglers yet", "use engine: analytic");
+    run.engine = RunSimgridEngine(plan, run.costs, spec);
+    return run;
+  }
   SimHooks hooks(stragglers, reserve_links ? &network : nullptr, plan.num_ranks());
   run.engine = RunEngine(plan, run.costs, &hooks);
   return run;
@@ -397,9 +405,13 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       CostModel(*server_device, s.workload.precision, cost_options)};
   const int workers = s.cluster.num_devices();
   const bool alike = WorkersAreAlike(s);
-  const bool fast = options.fast && alike;
+  // SimGrid simulates every rank: the flows of all of them share the links.
+  const bool simgrid = s.engine == "simgrid";
+  const bool fast = options.fast && alike && !simgrid;
   // Identical workers: a few stand for all (the timeline shows them).
-  const int materialize = fast ? 1 : alike ? std::min(workers, std::max(1, s.outputs.trace_max_ranks)) : 0;
+  const int materialize = fast              ? 1
+                          : alike && !simgrid ? std::min(workers, std::max(1, s.outputs.trace_max_ranks))
+                                              : 0;
 
   config::Scenario run_scenario = s;
   if (fast) run_scenario.workload.iterations = 2;  // one iteration of each kind, composed below
@@ -410,7 +422,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     hybrid = setup.options;
     // Replicas and tensor ranks mirror their stage's representative unless
     // stragglers make them differ.
-    setup.options.symmetric = s.stragglers.Empty();
+    setup.options.symmetric = s.stragglers.Empty() && !simgrid;
     p.plan = plan::BuildHybridPlan(setup.shard, {s.cluster.nodes, s.cluster.devices_per_node},
                                    setup.options);
     p.graph = std::move(setup.shard);
@@ -442,7 +454,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   std::optional<StragglerModel> stragglers;
   if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
   Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
-                    stragglers ? &*stragglers : nullptr, servers || pipelined);
+                    stragglers ? &*stragglers : nullptr, servers || pipelined, s.engine);
   p.engine = std::move(run.engine);
   p.costs = std::move(run.costs);
 

@@ -23,7 +23,8 @@ namespace dtsim::tools {
 namespace fs = std::filesystem;
 
 void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
-  const config::Scenario scenario = config::LoadScenario(o.scenario_path);
+  config::Scenario scenario = config::LoadScenario(o.scenario_path);
+  if (!o.engine.empty()) scenario.engine = o.engine;
   const sim::Prediction p = sim::Simulate(scenario);
   auto report = sim::ReportJson(scenario, p);
   const bool json_to_stdout = o.json_path == "-";

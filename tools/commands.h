@@ -17,6 +17,7 @@ struct RunOptions {
   // 95% confidence interval of throughput and step time ("repeats" in the
   // report). Outputs other than that summary come from the first seed.
   int repeat = 1;
+  std::string engine;       // overrides the scenario's engine when set
 };
 void RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 

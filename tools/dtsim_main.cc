@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
                       "(the step log then goes to stderr)");
   run_cmd->add_flag("--no-trace", run.no_trace, "Do not write trace.json");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No step log");
+  run_cmd->add_option("--engine", run.engine,
+                      "analytic (default: fast, each collective priced alone) or simgrid (flows "
+                      "share links as they come and go; slower)")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
   run_cmd->add_option("--repeat", run.repeat,
                       "Simulate N seeds (seed, seed+1, ...) and report the mean and 95% "
                       "confidence interval of throughput and step time; matters with random "

@@ -1,0 +1,446 @@
+#include "sim/simgrid_engine.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "common/error.h"
+#include "sim/collectives.h"
+
+namespace dtsim::sim {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+using plan::TaskId;
+
+constexpr double kHostSpeed = 1e9;  // flop/s: a task of N ns executes N flops
+
+SimTime NowNs() { return std::llround(sg4::Engine::get_clock() * 1e9); }
+
+void RequireSupported(const plan::Plan& plan) {
+  for (plan::RankId r = 0; r < plan.num_ranks(); ++r) {
+    if (!plan.IsMaterialized(r))
+      throw UserError(
+          "engine simgrid does not support symmetric plans (representative ranks) yet",
+          "use engine: analytic, or raise outputs.trace_max_ranks to the number of workers "
+          "(identical workers beyond it are represented by one)");
+    if (plan.IsServer(r))
+      throw UserError("engine simgrid does not support parameter-server ranks yet",
+                      "use engine: analytic for parameter-server plans");
+  }
+  for (const plan::Collective& c : plan.collectives())
+    if (c.op != plan::CollectiveOp::kAllReduce)
+      throw UserError(std::string("engine simgrid does not support collective ") +
+                      plan::CollectiveOpName(c.op) + " yet");
+  for (const plan::Task& t : plan.tasks())
+    if (t.kind == plan::TaskKind::kRecv)
+      throw UserError("engine simgrid: plans express transfers as kSend tasks");
+}
+
+std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
+                                              plan::CollectiveAlgorithm algorithm,
+                                              const std::vector<int>& ranks, double bytes) {
+  switch (algorithm) {
+    case plan::CollectiveAlgorithm::kRing:
+      return RingAllReduce(ranks, bytes);
+    case plan::CollectiveAlgorithm::kTree:
+      return TreeAllReduce(ranks, bytes);
+    case plan::CollectiveAlgorithm::kHierarchical: {
+      std::vector<int> node_of(static_cast<std::size_t>(network.num_ranks()));
+      for (int r = 0; r < network.num_ranks(); ++r)
+        node_of[static_cast<std::size_t>(r)] = network.NodeOf(r);
+      return HierarchicalAllReduce(ranks, node_of, bytes);
+    }
+  }
+  return {};
+}
+
+// The cluster as a SimGrid platform (see the header for the layout).
+class Platform {
+ public:
+  Platform(const Network& network, const std::set<std::pair<int, int>>& pairs) : net_(network) {
+    const NetworkSpec& s = network.spec();
+    const int r = network.num_ranks(), n = network.num_nodes();
+    const int leaves = s.fat_tree ? (n + s.nodes_per_leaf - 1) / s.nodes_per_leaf : 0;
+    zone_ = sg4::create_full_zone("cluster");
+    for (int i = 0; i < r; ++i)
+      hosts_.push_back(zone_->create_host("rank" + std::to_string(i), kHostSpeed)->seal());
+    auto link = [&](const std::string& name, double bw, double latency) -> sg4::Link* {
+      if (bw <= 0) return nullptr;  // never routed over (one device per node, one node)
+      return zone_->create_link(name, bw)->set_latency(latency)->seal();
+    };
+    for (int i = 0; i < r; ++i) {
+      dev_up_.push_back(
+          link("dev_up" + std::to_string(i), s.intra_bw_bytes_per_s, s.intra_latency_s));
+      dev_down_.push_back(link("dev_down" + std::to_string(i), s.intra_bw_bytes_per_s, 0));
+    }
+    for (int i = 0; i < n; ++i) {
+      nic_up_.push_back(link("nic_up" + std::to_string(i), s.nic_bw_bytes_per_s, s.net_latency_s));
+      nic_down_.push_back(link("nic_down" + std::to_string(i), s.nic_bw_bytes_per_s, 0));
+    }
+    const double leaf_bw =
+        s.nodes_per_leaf * s.nic_bw_bytes_per_s / std::max(1.0, s.oversubscription);
+    for (int i = 0; i < leaves; ++i) {
+      leaf_up_.push_back(link("leaf_up" + std::to_string(i), leaf_bw, s.spine_latency_s));
+      leaf_down_.push_back(link("leaf_down" + std::to_string(i), leaf_bw, 0));
+    }
+    for (const auto& [src, dst] : pairs) {
+      std::vector<sg4::LinkInRoute> route;
+      for (sg4::Link* l : Route(src, dst)) {
+        DTSIM_CHECK(l != nullptr, "route over a link of zero bandwidth");
+        route.emplace_back(l);
+      }
+      zone_->add_route(hosts_[static_cast<std::size_t>(src)]->get_netpoint(),
+                       hosts_[static_cast<std::size_t>(dst)]->get_netpoint(), nullptr, nullptr,
+                       route,
+                       /*symmetrical=*/false);
+    }
+    zone_->seal();
+  }
+
+  sg4::Host* host(int rank) const { return hosts_[static_cast<std::size_t>(rank)]; }
+
+  // Network::Route's links and latency.
+  double PathLatency(int src, int dst) const {
+    double latency = 0;
+    for (sg4::Link* l : Route(src, dst)) latency += l->get_latency();
+    return latency;
+  }
+
+ private:
+  std::vector<sg4::Link*> Route(int src, int dst) const {
+    const NetworkSpec& s = net_.spec();
+    const int src_node = net_.NodeOf(src), dst_node = net_.NodeOf(dst);
+    if (src_node == dst_node)
+      return {dev_up_[static_cast<std::size_t>(src)], dev_down_[static_cast<std::size_t>(dst)]};
+    std::vector<sg4::Link*> links{nic_up_[static_cast<std::size_t>(src_node)]};
+    if (s.fat_tree) {
+      const int src_leaf = src_node / s.nodes_per_leaf, dst_leaf = dst_node / s.nodes_per_leaf;
+      if (src_leaf != dst_leaf) {
+        links.push_back(leaf_up_[static_cast<std::size_t>(src_leaf)]);
+        links.push_back(leaf_down_[static_cast<std::size_t>(dst_leaf)]);
+      }
+    }
+    links.push_back(nic_down_[static_cast<std::size_t>(dst_node)]);
+    return links;
+  }
+
+  const Network& net_;
+  sg4::NetZone* zone_ = nullptr;
+  std::vector<sg4::Host*> hosts_;
+  std::vector<sg4::Link*> dev_up_, dev_down_, nic_up_, nic_down_, leaf_up_, leaf_down_;
+};
+
+// The plan's execution as SimGrid actors. Actors run one at a time (SimGrid
+// schedules them), so they share this state without locks.
+class Run {
+ public:
+  Run(const plan::Plan& plan, const TaskCosts& costs, const Network& network,
+      const SimgridOptions& options)
+      : plan_(plan), costs_(costs), options_(options) {
+    const std::size_t n = plan.num_tasks();
+    DTSIM_CHECK(costs.task_ns.size() == n, "one cost per task");
+    result_.timing.assign(n, {});
+    done_.assign(n, false);
+    remaining_.assign(n, 0);
+    succ_.resize(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      auto deps = plan.deps(static_cast<TaskId>(t));
+      const plan::Task& task = plan.tasks()[t];
+      remaining_[t] = task.min_deps > 0 ? task.min_deps : static_cast<std::int32_t>(deps.size());
+      for (TaskId d : deps) succ_[static_cast<std::size_t>(d)].push_back(static_cast<TaskId>(t));
+    }
+    // Schedules, priced once per (algorithm, group, bytes), and the host
+    // pairs that need a route.
+    std::set<std::pair<int, int>> pairs;
+    std::map<std::tuple<int, std::int32_t, std::uint64_t>, std::size_t> cache;
+    for (const plan::Collective& c : plan.collectives()) {
+      const auto key = std::make_tuple(static_cast<int>(c.algorithm), c.group,
+                                       std::bit_cast<std::uint64_t>(c.bytes));
+      auto it = cache.find(key);
+      if (it == cache.end()) {
+        const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
+        schedules_.push_back(AllReduceSchedule(
+            network, c.algorithm, std::vector<int>(members.begin(), members.end()), c.bytes));
+        for (const CollectiveStep& step : schedules_.back())
+          for (const Transfer& tr : step.transfers)
+            if (tr.src != tr.dst) pairs.emplace(tr.src, tr.dst);
+        it = cache.emplace(key, schedules_.size() - 1).first;
+      }
+      schedule_of_.push_back(it->second);
+    }
+    for (const plan::Task& t : plan.tasks())
+      if (t.kind == plan::TaskKind::kSend && t.rank != t.peer) pairs.emplace(t.rank, t.peer);
+    platform_.emplace(network, pairs);
+    collective_latency_s_ = network.spec().collective_latency_s;
+  }
+
+  EngineResult Execute() {
+    const std::size_t n = plan_.num_tasks();
+    ready_.reserve(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      ready_.push_back(sg4::Semaphore::create(0));
+      if (remaining_[t] == 0) ready_.back()->release();
+    }
+    arrived_.assign(plan_.collectives().size(), 0);
+    for (std::size_t c = 0; c < plan_.collectives().size(); ++c)
+      collective_done_.push_back(sg4::Semaphore::create(0));
+    // Stream queues in program order; sends get an actor each.
+    std::vector<std::vector<TaskId>> queues(static_cast<std::size_t>(plan_.num_ranks()) *
+                                            plan::kNumStreams);
+    for (std::size_t t = 0; t < n; ++t) {
+      const plan::Task& task = plan_.tasks()[t];
+      if (task.kind == plan::TaskKind::kSend) {
+        sg4::Actor::create("send" + std::to_string(t), platform_->host(task.rank),
+                           [this, t] { RunSend(static_cast<TaskId>(t)); });
+      } else {
+        queues[static_cast<std::size_t>(task.rank) * plan::kNumStreams +
+               static_cast<std::size_t>(task.stream)]
+            .push_back(static_cast<TaskId>(t));
+      }
+    }
+    for (std::size_t s = 0; s < queues.size(); ++s) {
+      if (queues[s].empty()) continue;
+      const int rank = static_cast<int>(s / plan::kNumStreams);
+      sg4::Actor::create("stream" + std::to_string(s), platform_->host(rank),
+                         [this, q = std::move(queues[s])] { RunStream(q); });
+    }
+    sg4::Engine::get_instance()->run();
+    for (std::size_t t = 0; t < n; ++t)
+      DTSIM_CHECK(done_[t], "plan deadlocked on the SimGrid engine: a task never ran");
+    return std::move(result_);
+  }
+
+ private:
+  void RunStream(const std::vector<TaskId>& queue) {
+    for (TaskId id : queue) {
+      ready_[static_cast<std::size_t>(id)]->acquire();
+      const plan::Task& task = plan_.task(id);
+      if (task.kind == plan::TaskKind::kCollective) {
+        RunCollectiveMember(id);
+        continue;
+      }
+      const auto t = static_cast<std::size_t>(id);
+      result_.timing[t].start = NowNs();
+      if (costs_.task_ns[t] > 0) {
+        ++result_.events;
+        sg4::this_actor::execute(static_cast<double>(costs_.task_ns[t]));
+      }
+      Finish(id);
+    }
+  }
+
+  void RunSend(TaskId id) {
+    ready_[static_cast<std::size_t>(id)]->acquire();
+    const plan::Task& task = plan_.task(id);
+    result_.timing[static_cast<std::size_t>(id)].start = NowNs();
+    if (task.rank != task.peer) {
+      ++result_.events;
+      sg4::Comm::sendto(platform_->host(task.rank), platform_->host(task.peer),
+                        static_cast<std::uint64_t>(std::llround(task.bytes)));
+    }
+    Finish(id);
+  }
+
+  // The last member to arrive plays the collective; the others wait for it.
+  void RunCollectiveMember(TaskId id) {
+    const auto c = static_cast<std::size_t>(plan_.task(id).collective);
+    const plan::Collective& coll = plan_.collectives()[c];
+    if (++arrived_[c] < static_cast<std::int32_t>(coll.tasks.size())) {
+      collective_done_[c]->acquire();
+      return;
+    }
+    const SimTime start = NowNs();
+    for (TaskId m : coll.tasks) result_.timing[static_cast<std::size_t>(m)].start = start;
+    if (collective_latency_s_ > 0) sg4::this_actor::sleep_for(collective_latency_s_);
+    for (const CollectiveStep& step : schedules_[schedule_of_[c]]) {
+      if (step.repeat > options_.max_step_repeats) {
+        double latency = 0;
+        for (const Transfer& tr : step.transfers)
+          if (tr.src != tr.dst) latency = std::max(latency, platform_->PathLatency(tr.src, tr.dst));
+        sg4::this_actor::sleep_for((step.repeat - 1) * latency);
+        PlayStep(step, step.repeat);
+      } else {
+        for (int k = 0; k < step.repeat; ++k) PlayStep(step, 1);
+      }
+    }
+    for (TaskId m : coll.tasks) Finish(m);
+    for (std::size_t k = 1; k < coll.tasks.size(); ++k) collective_done_[c]->release();
+  }
+
+  // All of the step's transfers at once, `scale` x their bytes; returns when
+  // the last has arrived.
+  void PlayStep(const CollectiveStep& step, int scale) {
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(step.transfers.size());
+    for (const Transfer& tr : step.transfers) {
+      if (tr.src == tr.dst) continue;
+      comms.push_back(
+          sg4::Comm::sendto_async(platform_->host(tr.src), platform_->host(tr.dst),
+                                  static_cast<std::uint64_t>(std::llround(tr.bytes * scale))));
+    }
+    result_.events += comms.size();
+    sg4::Comm::wait_all(comms);
+  }
+
+  void Finish(TaskId id) {
+    const auto t = static_cast<std::size_t>(id);
+    const SimTime now = NowNs();
+    done_[t] = true;
+    result_.timing[t].end = now;
+    result_.makespan = std::max(result_.makespan, now);
+    for (TaskId succ : succ_[t]) {
+      const auto s = static_cast<std::size_t>(succ);
+      if (--remaining_[s] == 0) {
+        result_.timing[s].ready = now;
+        ready_[s]->release();
+      }
+    }
+  }
+
+  const plan::Plan& plan_;
+  const TaskCosts& costs_;
+  const SimgridOptions& options_;
+  std::optional<Platform> platform_;
+  double collective_latency_s_ = 0;
+  std::vector<std::vector<CollectiveStep>> schedules_;
+  std::vector<std::size_t> schedule_of_;  // per collective
+  EngineResult result_;
+  std::vector<bool> done_;
+  std::vector<std::int32_t> remaining_;
+  std::vector<std::vector<TaskId>> succ_;
+  std::vector<sg4::SemaphorePtr> ready_;            // per task: released when its deps are met
+  std::vector<std::int32_t> arrived_;               // per collective: members arrived
+  std::vector<sg4::SemaphorePtr> collective_done_;  // per collective: wakes waiting members
+};
+
+// --- Running in a child process ------------------------------------------
+
+void WriteAll(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t k = write(fd, p, size);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) _exit(3);
+    p += k;
+    size -= static_cast<std::size_t>(k);
+  }
+}
+
+// Message layout: status byte (0 ok, 1 user error, 2 internal error); then
+// for ok: makespan, events, task count, (start, end, ready) per task; else
+// the error text.
+[[noreturn]] void ChildMain(int fd, const plan::Plan& plan, const TaskCosts& costs,
+                            const NetworkSpec& spec, const SimgridOptions& options) {
+  char status = 2;
+  std::string error;
+  EngineResult result;
+  try {
+    const std::string log = "root.thres:" + options.log_threshold;
+    xbt_log_control_set(log.c_str());
+    sg4::Engine engine("dtsim");
+    sg4::Engine::set_config("network/model:CM02");
+    sg4::Engine::set_config("network/crosstraffic:0");
+    sg4::Engine::set_config("network/TCP-gamma:0");
+    for (const std::string& c : options.config) sg4::Engine::set_config(c);
+    Network network(spec);
+    Run run(plan, costs, network, options);
+    result = run.Execute();
+    status = 0;
+  } catch (const UserError& e) {
+    status = 1;
+    error = e.message();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  WriteAll(fd, &status, 1);
+  if (status == 0) {
+    const std::uint64_t n = result.timing.size();
+    WriteAll(fd, &result.makespan, sizeof result.makespan);
+    WriteAll(fd, &result.events, sizeof result.events);
+    WriteAll(fd, &n, sizeof n);
+    WriteAll(fd, result.timing.data(), n * sizeof(TaskTiming));
+  } else {
+    WriteAll(fd, error.data(), error.size());
+  }
+  close(fd);
+  _exit(0);
+}
+
+std::string ReadAll(int fd) {
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t k = read(fd, buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    data.append(buf, static_cast<std::size_t>(k));
+  }
+  return data;
+}
+
+}  // namespace
+
+EngineResult RunSimgridEngine(const plan::Plan& plan, const TaskCosts& costs,
+                              const NetworkSpec& network, const SimgridOptions& options) {
+  RequireSupported(plan);
+  int fds[2];
+  std::fflush(nullptr);  // the child's SimGrid may flush stdio: write nothing twice
+  if (pipe(fds) != 0) throw InternalError(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) throw InternalError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Keep only stdio and our pipe: a sweep's other threads may be running
+    // their own children, whose pipes must see end-of-file when they finish.
+    const int out = fds[1];
+    close_range(3, static_cast<unsigned>(out) - 1, 0);
+    close_range(static_cast<unsigned>(out) + 1, ~0u, 0);
+    fds[0] = -1;
+    ChildMain(out, plan, costs, network, options);
+  }
+  close(fds[1]);
+  const std::string data = ReadAll(fds[0]);
+  close(fds[0]);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (data.empty())
+    throw InternalError("SimGrid run failed (child " +
+                        (WIFSIGNALED(wstatus)
+                             ? "killed by signal " + std::to_string(WTERMSIG(wstatus))
+                             : "exit status " + std::to_string(WEXITSTATUS(wstatus))) +
+                        ")");
+  if (data[0] == 1) throw UserError(data.substr(1));
+  if (data[0] != 0) throw InternalError("SimGrid run failed: " + data.substr(1));
+  EngineResult result;
+  std::size_t pos = 1;
+  auto take = [&](void* dst, std::size_t size) {
+    DTSIM_CHECK(pos + size <= data.size(), "short result from the SimGrid child");
+    std::memcpy(dst, data.data() + pos, size);
+    pos += size;
+  };
+  std::uint64_t n = 0;
+  take(&result.makespan, sizeof result.makespan);
+  take(&result.events, sizeof result.events);
+  take(&n, sizeof n);
+  DTSIM_CHECK(n == plan.num_tasks(), "SimGrid child returned the wrong number of tasks");
+  result.timing.resize(n);
+  take(result.timing.data(), n * sizeof(TaskTiming));
+  return result;
+}
+
+}  // namespace dtsim::sim

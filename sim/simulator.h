@@ -13,7 +13,9 @@
 #include "models/graph.h"
 #include "plan/hybrid.h"
 #include "plan/plan.h"
+#include "sim/async_figures.h"
 #include "sim/engine.h"
+#include "sim/hybrid_setup.h"
 #include "sim/failures.h"
 #include "sim/memory.h"
 #include "sim/metrics.h"
@@ -21,17 +23,6 @@
 #include "sim/statistics.h"
 
 namespace dtsim::sim {
-
-// Asynchronous parameter-server runs: how stale the applied updates are and
-// how fast each worker goes.
-struct AsyncFigures {
-  // Updates applied to the same shard between a worker's pull and the
-  // application of its push, over all applied updates.
-  Summary staleness;
-  double global_steps_per_s = 0;           // updates per second, all workers
-  std::vector<double> worker_steps_per_s;  // per worker
-  std::vector<int> worker_steps;           // steps each worker completed
-};
 
 struct Prediction {
   models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
@@ -89,18 +80,6 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::Hardware
 // `materialize` > 0: build only that many workers' tasks (symmetric plans).
 plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph,
                     int materialize = 0);
-
-// Hybrid and model parallelism: the options of plan::BuildHybridPlan and the
-// model graph of one tensor rank (the plan refers to its ops).
-struct HybridSetup {
-  plan::HybridOptions options;
-  models::ModelGraph shard;
-  std::string partition_note;  // how the chunks were chosen (balanced partitions)
-};
-// Derives micro-batches, chunks (partition) and the tensor shard from the
-// scenario. Throws UserError for impossible combinations.
-HybridSetup MakeHybridSetup(const config::Scenario& scenario, const models::ModelGraph& graph,
-                            const class CostModel& cost_model);
 
 // True when every worker of the scenario behaves the same (no stragglers,
 // no servers): the plan may be built symmetric.

@@ -1,0 +1,26 @@
+// From a scenario's hybrid (tensor x pipeline x data) or model parallelism
+// to the options of plan::BuildHybridPlan.
+#pragma once
+
+#include <string>
+
+#include "config/scenario.h"
+#include "models/graph.h"
+#include "plan/hybrid.h"
+#include "sim/cost_model.h"
+
+namespace dtsim::sim {
+
+// Hybrid and model parallelism: the options of plan::BuildHybridPlan and the
+// model graph of one tensor rank (the plan refers to its ops).
+struct HybridSetup {
+  plan::HybridOptions options;
+  models::ModelGraph shard;
+  std::string partition_note;  // how the chunks were chosen (balanced partitions)
+};
+// Derives micro-batches, chunks (partition) and the tensor shard from the
+// scenario. Throws UserError for impossible combinations.
+HybridSetup MakeHybridSetup(const config::Scenario& scenario, const models::ModelGraph& graph,
+                            const CostModel& cost_model);
+
+}  // namespace dtsim::sim

@@ -369,6 +369,16 @@ LineChartLayout LayOutLineChart(const LineChart& chart, const ChartStyle& style)
   return l;
 }
 
+// A point's circle with a tooltip naming its series and coordinates.
+void WriteMarker(std::ostream& o, const std::string& series, const std::string& x_label,
+                 const std::string& y_label, const Series::Point& p, double cx, double cy,
+                 double radius) {
+  o << "<circle cx=\"" << Px(cx) << "\" cy=\"" << Px(cy) << "\" r=\"" << radius << "\"><title>"
+    << EscapeXml((series.empty() ? "" : series + ": ") + x_label + " " + FormatTick(p.x) + ", " +
+                 y_label + " " + FormatTick(p.y))
+    << "</title></circle>\n";
+}
+
 std::string RenderLineChart(const LineChart& chart, const ChartStyle& style) {
   const LineChartLayout l = LayOutLineChart(chart, style);
   const AxisTransform tx(chart.x.scale, l.x, l.plot.left, l.plot.right);
@@ -394,10 +404,7 @@ std::string RenderLineChart(const LineChart& chart, const ChartStyle& style) {
       o << "\"/>\n";
     }
     for (const Series::Point& p : points) {
-      o << "<circle cx=\"" << Px(tx(p.x)) << "\" cy=\"" << Px(ty(p.y)) << "\" r=\"3.5\"><title>"
-        << EscapeXml((s.name.empty() ? "" : s.name + ": ") + chart.x.label + " " +
-                     FormatTick(p.x) + ", " + chart.y.label + " " + FormatTick(p.y))
-        << "</title></circle>\n";
+      WriteMarker(o, s.name, chart.x.label, chart.y.label, p, tx(p.x), ty(p.y), 3.5);
     }
     o << "</g>\n";
   }
@@ -465,10 +472,7 @@ std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& styl
     const Series& s = chart.series[i];
     o << "<g class=\"series\" fill=\"" << Colour(i) << "\" fill-opacity=\"0.7\">\n";
     for (const Series::Point& p : Drawable(s, chart.x.scale, chart.y.scale)) {
-      o << "<circle cx=\"" << Px(tx(p.x)) << "\" cy=\"" << Px(ty(p.y)) << "\" r=\"3\"><title>"
-        << EscapeXml((s.name.empty() ? "" : s.name + ": ") + chart.x.label + " " +
-                     FormatTick(p.x) + ", " + chart.y.label + " " + FormatTick(p.y))
-        << "</title></circle>\n";
+      WriteMarker(o, s.name, chart.x.label, chart.y.label, p, tx(p.x), ty(p.y), 3);
     }
     o << "</g>\n";
   }

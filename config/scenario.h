@@ -249,6 +249,16 @@ struct OutputConfig {
   int trace_max_ranks = 16;  // trace only the first N ranks (keeps files small)
 };
 
+// Settings of the SimGrid engine (engine: simgrid).
+struct SimgridConfig {
+  // SimGrid configuration items ("name:value"), applied after dtsim's own
+  // (network/model:CM02, network/crosstraffic:0) and before the platform is
+  // built, e.g. "network/model:LV08" for SimGrid's default TCP model.
+  std::vector<std::string> config;
+  int max_step_repeats = 64;            // collective steps repeated more often: coarse mode
+  std::string log_threshold = "critical";  // SimGrid's log level for all categories
+};
+
 struct Scenario {
   std::string name = "scenario";  // default: file name without extension
   std::string source_path;        // file it was loaded from ("" when built in code)
@@ -259,6 +269,7 @@ struct Scenario {
   ParallelismConfig parallelism;
   StragglerConfig stragglers;
   FailureConfig failures;
+  SimgridConfig simgrid;
   OutputConfig outputs;
 };
 

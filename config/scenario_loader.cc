@@ -392,7 +392,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   if (root.IsNull()) root.Fail("the scenario is empty", "see docs/scenario.md for the format");
   const YamlMap m = root.AsMap(
       {"name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
-       "outputs"});
+       "simgrid", "outputs"});
 
   Scenario s;
   s.source_path = filename;
@@ -417,6 +417,24 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
       x->Fail(problem, "ranks are worker indices, 0-based and node-major");
   }
   if (auto x = m.Get("failures")) s.failures = ReadFailures(*x);
+  if (auto x = m.Get("simgrid")) {
+    const YamlMap sg = x->AsMap({"config", "max_step_repeats", "log"});
+    if (auto c = sg.Get("config")) {
+      for (const YamlValue& item : c->AsSequence()) {
+        const std::string text = item.AsString();
+        if (text.find(':') == std::string::npos)
+          item.Fail("expected a SimGrid configuration item 'name:value', got '" + text + "'",
+                    "e.g. network/model:LV08 (see SimGrid's --help-cfg)");
+        s.simgrid.config.push_back(text);
+      }
+    }
+    if (auto r = sg.Get("max_step_repeats")) s.simgrid.max_step_repeats = r->AsInt(1);
+    if (auto l = sg.Get("log")) {
+      const std::vector<std::string> levels = {"trace", "debug", "verbose", "info",
+                                               "warning", "error", "critical"};
+      s.simgrid.log_threshold = levels[l->AsChoice(levels, "log threshold")];
+    }
+  }
   if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
   if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;
   return s;

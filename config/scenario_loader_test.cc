@@ -474,5 +474,18 @@ TEST(ScenarioLoaderTest, HybridShapeIsCheckedWhereWritten) {
                       "needs virtual_stages >= 2"));
 }
 
+TEST(ScenarioLoaderTest, SimgridSection) {
+  const Scenario s = ParseScenario(
+      "engine: simgrid\nsimgrid:\n  config: [\"network/model:LV08\"]\n  max_step_repeats: 8\n"
+      "  log: warning\n",
+      "test.yaml");
+  EXPECT_EQ(s.engine, "simgrid");
+  EXPECT_EQ(s.simgrid.config, std::vector<std::string>{"network/model:LV08"});
+  EXPECT_EQ(s.simgrid.max_step_repeats, 8);
+  EXPECT_EQ(s.simgrid.log_threshold, "warning");
+  EXPECT_TRUE(FailsAt("simgrid:\n  config: [LV08]\n", 2, "expected a SimGrid configuration item"));
+  EXPECT_TRUE(FailsAt("simgrid:\n  log: loud\n", 2, "log threshold"));
+}
+
 }  // namespace
 }  // namespace dtsim::config

@@ -94,14 +94,19 @@ struct Run {
 Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
             const std::vector<CostModel>& cost_models, const std::vector<int>& cost_of_rank,
             const NetworkSpec& spec, const StragglerModel* stragglers, bool reserve_links,
-            const std::string& engine = "analytic") {
+            const std::string& engine = "analytic",
+            const config::SimgridConfig& simgrid = {}) {
   Network network(spec);
   Run run;
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network);
   if (engine == "simgrid") {  // flows share links on SimGrid: no reservations needed
     if (stragglers != nullptr)
       throw UserError("engine simgrid does not support stragglers yet", "use engine: analytic");
-    run.engine = RunSimgridEngine(plan, run.costs, spec);
+    SimgridOptions options;
+    options.config = simgrid.config;
+    options.max_step_repeats = simgrid.max_step_repeats;
+    options.log_threshold = simgrid.log_threshold;
+    run.engine = RunSimgridEngine(plan, run.costs, spec, options);
     return run;
   }
   SimHooks hooks(stragglers, reserve_links ? &network : nullptr, plan.num_ranks());
@@ -294,7 +299,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   std::optional<StragglerModel> stragglers;
   if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
   Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
-                    stragglers ? &*stragglers : nullptr, servers || pipelined, s.engine);
+                    stragglers ? &*stragglers : nullptr, servers || pipelined, s.engine, s.simgrid);
   p.engine = std::move(run.engine);
   p.costs = std::move(run.costs);
 

@@ -34,6 +34,7 @@ const std::vector<std::string> kListValuedKeys = {
     "stragglers.slow_devices[].ranks",
     "stragglers.interference.ranks",
     "parallelism.stage_layers",
+    "simgrid.config",
 };
 
 // "a.b[3].c" -> "a.b[].c"

@@ -23,15 +23,6 @@ const char* StrategyName(Strategy s) {
   return "?";
 }
 
-const char* PipelineScheduleName(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::kGpipe: return "gpipe";
-    case PipelineSchedule::kOneFOneB: return "1f1b";
-    case PipelineSchedule::kInterleaved: return "interleaved";
-  }
-  return "?";
-}
-
 const char* OptimizerKindName(OptimizerKind o) {
   switch (o) {
     case OptimizerKind::kSgd: return "sgd";

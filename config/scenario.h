@@ -15,6 +15,7 @@
 #include "hw/catalog.h"
 #include "models/op.h"
 #include "models/zoo.h"
+#include "plan/hybrid.h"
 #include "plan/plan.h"
 
 namespace YAML {
@@ -131,12 +132,9 @@ struct ParameterServerConfig {
 enum class AveragingTransport { kAllReduce, kParameterServer };
 const char* AveragingTransportName(AveragingTransport t);  // "all_reduce", "parameter_server"
 
-enum class PipelineSchedule {
-  kGpipe,        // all forwards of the micro-batches, then all backwards
-  kOneFOneB,     // PipeDream-Flush: warm-up forwards, then one forward one backward
-  kInterleaved,  // 1F1B over `virtual_stages` model chunks per device (Megatron-LM)
-};
-const char* PipelineScheduleName(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved"
+// Pipeline schedules are the plan's (plan/hybrid.h): gpipe, 1f1b, interleaved.
+using plan::PipelineSchedule;
+using plan::PipelineScheduleName;
 
 enum class OptimizerKind { kSgd, kMomentum, kAdam };
 const char* OptimizerKindName(OptimizerKind o);  // "sgd", "momentum", "adam"

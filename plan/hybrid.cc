@@ -57,6 +57,15 @@ double OutputBytes(const models::ModelGraph& g, OpId v, int batch) {
 
 }  // namespace
 
+const char* PipelineScheduleName(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe: return "gpipe";
+    case PipelineSchedule::kOneFOneB: return "1f1b";
+    case PipelineSchedule::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+
 models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t) {
   models::ModelGraph shard = graph;
   if (t <= 1) return shard;

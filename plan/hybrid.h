@@ -28,7 +28,12 @@
 
 namespace dtsim::plan {
 
-enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
+enum class PipelineSchedule {
+  kGpipe,        // all forwards of the micro-batches, then all backwards
+  kOneFOneB,     // PipeDream-Flush: warm-up forwards, then one forward one backward
+  kInterleaved,  // 1F1B over `virtual_stages` model chunks per device (Megatron-LM)
+};
+const char* PipelineScheduleName(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved"
 
 struct HybridOptions {
   int tensor = 1;          // t

@@ -19,10 +19,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   o.tensor = model ? 1 : h.tensor_parallel;
   o.pipeline = model && h.pipeline_parallel == 1 ? s.cluster.devices_per_node : h.pipeline_parallel;
   o.virtual_stages = h.schedule == config::PipelineSchedule::kInterleaved ? h.virtual_stages : 1;
-  o.schedule = model ? plan::PipelineSchedule::kGpipe
-               : h.schedule == config::PipelineSchedule::kGpipe ? plan::PipelineSchedule::kGpipe
-               : h.schedule == config::PipelineSchedule::kOneFOneB ? plan::PipelineSchedule::kOneFOneB
-                                                                   : plan::PipelineSchedule::kInterleaved;
+  o.schedule = model ? plan::PipelineSchedule::kGpipe : h.schedule;
   o.recompute = s.parallelism.recompute;
   o.algorithm = s.parallelism.algorithm;
   o.iterations = std::min(2, s.workload.iterations);
@@ -87,14 +84,10 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
       static_bytes.push_back(mem.StaticBytes());
       activation_bytes.push_back(mem.activations_bytes);
     }
-    const auto schedule = o.schedule == plan::PipelineSchedule::kGpipe ? config::PipelineSchedule::kGpipe
-                          : o.schedule == plan::PipelineSchedule::kOneFOneB
-                              ? config::PipelineSchedule::kOneFOneB
-                              : config::PipelineSchedule::kInterleaved;
     std::vector<int> in_flight;
     for (int k = 0; k < parts; ++k) {
       const int stage_in_flight =
-          MicroBatchesInFlight(schedule, k % o.pipeline, o.pipeline, o.micro_batches, o.virtual_stages);
+          MicroBatchesInFlight(o.schedule, k % o.pipeline, o.pipeline, o.micro_batches, o.virtual_stages);
       in_flight.push_back((stage_in_flight + o.virtual_stages - 1) / o.virtual_stages);
     }
     // With v chunks per device, each chunk gets 1/v of its memory.

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "plan/compute_tasks.h"
 #include "sim/collectives.h"
 
 namespace dtsim::sim {
@@ -31,7 +32,7 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
         for (std::int32_t k = 0; k < t.op_count; ++k) {
           const auto v = static_cast<models::OpId>(t.op + k);
           const models::Op& op = graph.op(v);
-          if (op.kind == models::OpKind::kInput || op.kind == models::OpKind::kReshape) continue;
+          if (plan::IsFreeOp(op)) continue;
           if (!graph.ReadsOnlyGraphInputs(v))
             seconds += cm.ComputeSeconds(op, plan::TaskKind::kBackwardInput, t.batch);
           if (op.HasParams())

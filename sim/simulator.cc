@@ -53,6 +53,19 @@ int IterationsToSimulate(const config::Scenario& s) {
   return 1 + rounds * h;
 }
 
+plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s, int iterations,
+                                                 int averaging_period, int materialize) {
+  plan::DataParallelOptions o;
+  o.batch_per_rank = s.workload.batch_per_device;
+  o.iterations = iterations;
+  o.bucket_bytes = s.parallelism.bucket_bytes;
+  o.overlap = s.parallelism.overlap;
+  o.algorithm = s.parallelism.algorithm;
+  o.averaging_period = averaging_period;
+  o.materialized_ranks = materialize;
+  return o;
+}
+
 // Time-dependent behaviour: stragglers slow compute, parameter-server
 // transfers reserve their links.
 class SimHooks : public EngineHooks {
@@ -209,15 +222,9 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
                       "k of n: at most the number of workers; 0 means all");
     return plan::BuildParameterServerPlan(graph, shape, o);
   }
-  plan::DataParallelOptions o;
-  o.batch_per_rank = s.workload.batch_per_device;
-  o.iterations = IterationsToSimulate(s);
-  o.bucket_bytes = s.parallelism.bucket_bytes;
-  o.overlap = s.parallelism.overlap;
-  o.algorithm = s.parallelism.algorithm;
-  o.averaging_period = AveragingPeriod(s);
-  o.materialized_ranks = materialize;
-  return plan::BuildDataParallelPlan(graph, shape, o);
+  return plan::BuildDataParallelPlan(
+      graph, shape,
+      DataParallelOptionsFor(s, IterationsToSimulate(s), AveragingPeriod(s), materialize));
 }
 
 Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
@@ -258,8 +265,6 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                           : alike && !simgrid ? std::min(workers, std::max(1, s.outputs.trace_max_ranks))
                                               : 0;
 
-  config::Scenario run_scenario = s;
-  if (fast) run_scenario.workload.iterations = 2;  // one iteration of each kind, composed below
   const bool pipelined = IsPipelined(s);
   plan::HybridOptions hybrid;  // pipelined only
   if (pipelined) {
@@ -271,21 +276,16 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.plan = plan::BuildHybridPlan(setup.shard, {s.cluster.nodes, s.cluster.devices_per_node},
                                    setup.options);
     p.graph = std::move(setup.shard);
+  } else if (fast) {
+    // One iteration of each kind, composed below: iteration 0 without
+    // averaging, iteration 1 with it (both average when H = 1).
+    p.graph = full;
+    p.plan = plan::BuildDataParallelPlan(
+        p.graph, {s.cluster.nodes, s.cluster.devices_per_node},
+        DataParallelOptionsFor(s, 2, p.averaging_period > 1 ? 2 : 1, 1));
   } else {
     p.graph = full;
-    p.plan = MakePlan(run_scenario, p.graph, materialize);
-  }
-  if (fast && p.averaging_period > 1) {
-    // Iteration 0 without averaging, iteration 1 with it.
-    plan::DataParallelOptions o;
-    o.batch_per_rank = s.workload.batch_per_device;
-    o.iterations = 2;
-    o.bucket_bytes = s.parallelism.bucket_bytes;
-    o.overlap = s.parallelism.overlap;
-    o.algorithm = s.parallelism.algorithm;
-    o.averaging_period = 2;
-    o.materialized_ranks = 1;
-    p.plan = plan::BuildDataParallelPlan(p.graph, {s.cluster.nodes, s.cluster.devices_per_node}, o);
+    p.plan = MakePlan(s, p.graph, materialize);
   }
   p.materialized_workers = 0;
   for (plan::RankId r = 0; r < p.plan.num_ranks(); ++r)
@@ -377,10 +377,6 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       in.data_parallel = workers / (o.tensor * o.pipeline);
       in.zero_stage = par.zero_stage;
       in.micro_batch_size = o.micro_batch;
-      const auto schedule = o.schedule == plan::PipelineSchedule::kGpipe ? config::PipelineSchedule::kGpipe
-                            : o.schedule == plan::PipelineSchedule::kOneFOneB
-                                ? config::PipelineSchedule::kOneFOneB
-                                : config::PipelineSchedule::kInterleaved;
       for (int st = 0; st < o.pipeline; ++st) {
         in.ops.clear();
         for (int j = 0; j < o.virtual_stages; ++j) {
@@ -388,7 +384,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
           for (models::OpId v = b; v < e; ++v) in.ops.push_back(v);
         }
         in.micro_batches_in_flight =
-            MicroBatchesInFlight(schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
+            MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
         p.stage_memory.push_back(DeviceMemory(in));
         p.stage_rank.push_back(st * o.tensor);
       }

@@ -98,9 +98,8 @@ double ScheduleSeconds(Network& network, const std::vector<CollectiveStep>& step
   return total;
 }
 
-namespace {
-
-std::vector<CollectiveStep> AllReduceSchedule(Network& network, plan::CollectiveAlgorithm algorithm,
+std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
+                                              plan::CollectiveAlgorithm algorithm,
                                               const std::vector<int>& ranks, double bytes) {
   switch (algorithm) {
     case plan::CollectiveAlgorithm::kRing: return RingAllReduce(ranks, bytes);
@@ -114,8 +113,6 @@ std::vector<CollectiveStep> AllReduceSchedule(Network& network, plan::Collective
   }
   return {};
 }
-
-}  // namespace
 
 double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                         const std::vector<int>& ranks, double bytes) {

@@ -38,6 +38,12 @@ std::vector<CollectiveStep> HierarchicalAllReduce(const std::vector<int>& ranks,
                                                   const std::vector<int>& node_of_rank,
                                                   double bytes);
 
+// The schedule of an all-reduce of `bytes` over `ranks` with `algorithm`
+// (hierarchical: grouped by the network's nodes).
+std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
+                                              plan::CollectiveAlgorithm algorithm,
+                                              const std::vector<int>& ranks, double bytes);
+
 // Seconds an all-reduce of `bytes` over `ranks` takes with `algorithm`.
 double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                         const std::vector<int>& ranks, double bytes);

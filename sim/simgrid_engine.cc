@@ -51,24 +51,6 @@ void RequireSupported(const plan::Plan& plan) {
       throw UserError("engine simgrid: plans express transfers as kSend tasks");
 }
 
-std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
-                                              plan::CollectiveAlgorithm algorithm,
-                                              const std::vector<int>& ranks, double bytes) {
-  switch (algorithm) {
-    case plan::CollectiveAlgorithm::kRing:
-      return RingAllReduce(ranks, bytes);
-    case plan::CollectiveAlgorithm::kTree:
-      return TreeAllReduce(ranks, bytes);
-    case plan::CollectiveAlgorithm::kHierarchical: {
-      std::vector<int> node_of(static_cast<std::size_t>(network.num_ranks()));
-      for (int r = 0; r < network.num_ranks(); ++r)
-        node_of[static_cast<std::size_t>(r)] = network.NodeOf(r);
-      return HierarchicalAllReduce(ranks, node_of, bytes);
-    }
-  }
-  return {};
-}
-
 // The cluster as a SimGrid platform (see the header for the layout).
 class Platform {
  public:

@@ -1,15 +1,11 @@
 #include "validation/vtrain_predict.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <exception>
-#include <mutex>
-#include <thread>
 
 #include "common/error.h"
+#include "common/parallel_for.h"
 #include "sim/simulator.h"
 
 namespace dtsim::validation {
@@ -56,44 +52,9 @@ std::vector<RowPrediction> PredictVtrain(const std::vector<VtrainRow>& rows,
     if (o.progress) o.progress(0, 0);
     return out;
   }
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads =
-      std::min<std::size_t>(n, o.jobs > 0 ? static_cast<std::size_t>(o.jobs) : cores);
-
-  std::atomic<std::size_t> next{0};
-  std::mutex mutex;
-  std::condition_variable finished;
-  int done = 0;                                // guarded by mutex
-  std::size_t running = threads;               // guarded by mutex
-  auto work = [&] {
-    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      out[i] = PredictRow(rows[i], o);         // each thread writes its own rows
-      std::lock_guard<std::mutex> lock(mutex);
-      ++done;
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    if (--running == 0) finished.notify_all();
-  };
-  std::vector<std::thread> workers;
-  for (std::size_t t = 0; t < threads; ++t) workers.emplace_back(work);
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    const auto interval = std::chrono::duration<double>(o.progress_interval_s);
-    while (running > 0) {
-      if (!o.progress) {
-        finished.wait(lock, [&] { return running == 0; });
-        break;
-      }
-      finished.wait_for(lock, interval, [&] { return running == 0; });
-      if (running > 0) {
-        const int now_done = done;
-        lock.unlock();
-        o.progress(now_done, static_cast<int>(n));
-        lock.lock();
-      }
-    }
-  }
-  for (std::thread& t : workers) t.join();
+  // PredictRow never throws: a failing row is recorded in its result.
+  ParallelFor(n, o.jobs, o.progress, o.progress_interval_s,
+              [&](std::size_t i) { out[i] = PredictRow(rows[i], o); });
   if (o.progress) o.progress(static_cast<int>(n), static_cast<int>(n));
   return out;
 }

@@ -155,6 +155,14 @@ Tensor GraphBuilder::Conv2d(const std::string& name, const Tensor& x, const Conv
   op.bwd_input_flops = 2 * macs;
   op.bwd_weight_flops = 2 * macs + bias_adds;
   op.params = k * (c / spec.groups) * spec.kernel_h * spec.kernel_w + (spec.bias ? k : 0);
+  op.attrs.kernel_h = spec.kernel_h;
+  op.attrs.kernel_w = spec.kernel_w;
+  op.attrs.stride_h = spec.stride_h;
+  op.attrs.stride_w = spec.stride_w;
+  op.attrs.pad_h = spec.pad_h;
+  op.attrs.pad_w = spec.pad_w;
+  op.attrs.groups = spec.groups;
+  op.attrs.bias = spec.bias;
   op.read_elements_per_sample = Elements(x.shape);
   op.written_elements_per_sample = out_elems;
   return Emit(std::move(op), {x}, {.inputs = {0}});
@@ -180,6 +188,19 @@ Tensor GraphBuilder::Dense(const std::string& name, const Tensor& x, const Dense
   op.bwd_input_flops = 2 * macs;
   op.bwd_weight_flops = 2 * macs + bias_adds;
   op.params = (spec.tied_weight ? 0 : in * spec.out_features) + (spec.bias ? spec.out_features : 0);
+  op.attrs.bias = spec.bias;
+  if (spec.tied_weight) {
+    // The tied table is the embedding of out_features rows of width `in`
+    // (none found: tied_to stays -1 and only real execution refuses it).
+    for (OpId id = 0; id < graph_.num_ops(); ++id) {
+      const Op& e = graph_.op(id);
+      if (e.kind == OpKind::kEmbedding && e.attrs.vocab == spec.out_features &&
+          e.output_shape.back() == in) {
+        op.attrs.tied_to = static_cast<std::int64_t>(id);
+        break;
+      }
+    }
+  }
   op.read_elements_per_sample = Elements(x.shape);
   op.written_elements_per_sample = Elements(out);
   return Emit(std::move(op), {x}, {.inputs = {0}});
@@ -213,6 +234,7 @@ Tensor GraphBuilder::MatMul(const std::string& name, const Tensor& a, const Tens
   Op op = MakeOp(name, OpKind::kMatMul, out);
   op.fwd_flops = 2 * batch * static_cast<double>(m * k * n);
   op.bwd_input_flops = 2 * op.fwd_flops;
+  op.attrs.transpose_b = spec.transpose_b;
   op.read_elements_per_sample = Elements(a.shape) + Elements(b.shape);
   op.written_elements_per_sample = Elements(out);
   return Emit(std::move(op), {a, b}, {.inputs = {0, 1}});
@@ -236,6 +258,13 @@ Tensor GraphBuilder::Pool(const std::string& name, OpKind kind, const Tensor& x,
   const double out_elems = Elements(out);
   const double window = static_cast<double>(spec.kernel_h) * spec.kernel_w;
   Op op = MakeOp(name, kind, out);
+  op.attrs.kernel_h = spec.kernel_h;
+  op.attrs.kernel_w = spec.kernel_w;
+  op.attrs.stride_h = spec.stride_h;
+  op.attrs.stride_w = spec.stride_w;
+  op.attrs.pad_h = spec.pad_h;
+  op.attrs.pad_w = spec.pad_w;
+  op.attrs.ceil_mode = spec.ceil_mode;
   op.fwd_flops = window * out_elems;
   op.read_elements_per_sample = Elements(x.shape);
   op.written_elements_per_sample = out_elems;
@@ -343,15 +372,20 @@ Tensor GraphBuilder::LocalResponseNorm(const std::string& name, const Tensor& x,
                                        int depth_radius) {
   Require(depth_radius >= 0, name, "depth_radius must be >= 0");
   const double fwd = 2.0 * (2 * depth_radius + 1) + 4;
-  return Elementwise(name, OpKind::kLocalResponseNorm, x, fwd, 2 * fwd,
-                     {.inputs = {0}, .output = true});
+  Tensor y = Elementwise(name, OpKind::kLocalResponseNorm, x, fwd, 2 * fwd,
+                         {.inputs = {0}, .output = true});
+  graph_.mutable_op(y.op).attrs.lrn_radius = depth_radius;
+  return y;
 }
 
 // Softmax over the last dimension: fwd 5 per element (max, subtract, exp,
 // sum, divide), bwd 4 (sum dy y: 2, subtract: 1, times y: 1). Keeps its
 // output.
-Tensor GraphBuilder::Softmax(const std::string& name, const Tensor& x) {
-  return Elementwise(name, OpKind::kSoftmax, x, 5, 4, {.output = true});
+Tensor GraphBuilder::Softmax(const std::string& name, const Tensor& x, const SoftmaxSpec& spec) {
+  Tensor y = Elementwise(name, OpKind::kSoftmax, x, 5, 4, {.output = true});
+  graph_.mutable_op(y.op).attrs.causal = spec.causal;
+  graph_.mutable_op(y.op).attrs.scale = spec.scale;
+  return y;
 }
 
 // Softmax cross entropy, logits (..., classes) with R rows, output a scalar
@@ -368,6 +402,7 @@ Tensor GraphBuilder::SoftmaxCrossEntropy(const std::string& name, const Tensor& 
   const double n = Elements(logits.shape);
   const double rows = n / static_cast<double>(classes);
   Op op = MakeOp(name, OpKind::kSoftmaxCrossEntropy, {1});
+  op.attrs.vocab = classes;
   op.fwd_flops = 5 * n + 2 * rows;
   op.bwd_input_flops = 2 * n;
   op.read_elements_per_sample = n;
@@ -381,11 +416,13 @@ Tensor GraphBuilder::SoftmaxCrossEntropy(const std::string& name, const Tensor& 
 //   params = vocab * hidden; reads I ids and I rows, writes I * hidden.
 // Keeps the ids.
 Tensor GraphBuilder::Embedding(const std::string& name, const Tensor& ids, std::int64_t vocab,
-                               std::int64_t hidden) {
+                               std::int64_t hidden, EmbeddingIds rows) {
   Require(vocab > 0 && hidden > 0, name, "vocab and hidden must be positive");
   Shape out = ids.shape;
   out.push_back(hidden);
   Op op = MakeOp(name, OpKind::kEmbedding, out);
+  op.attrs.vocab = vocab;
+  op.attrs.ids = rows;
   op.bwd_weight_flops = Elements(out);
   op.params = vocab * hidden;
   op.read_elements_per_sample = Elements(ids.shape) + Elements(out);
@@ -429,6 +466,7 @@ Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& 
     read += Elements(p.shape);
   }
   Op op = MakeOp(name, OpKind::kConcat, out);
+  op.attrs.axis = axis;
   op.read_elements_per_sample = read;
   op.written_elements_per_sample = Elements(out);
   return Emit(std::move(op), parts, {});
@@ -436,8 +474,10 @@ Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& 
 
 // Views: no FLOPs, no traffic, nothing kept.
 Tensor GraphBuilder::View(const std::string& name, OpKind kind, const Tensor& x, Shape shape,
-                          bool shares_storage) {
-  Tensor y = Emit(MakeOp(name, kind, std::move(shape)), {x}, {});
+                          bool shares_storage, const OpAttrs& attrs) {
+  Op op = MakeOp(name, kind, std::move(shape));
+  op.attrs = attrs;
+  Tensor y = Emit(std::move(op), {x}, {});
   if (shares_storage) storage_of_[y.op] = storage_of_[x.op];
   return y;
 }
@@ -447,7 +487,25 @@ Tensor GraphBuilder::Reshape(const std::string& name, const Tensor& x, Shape sha
           "cannot view " + ShapeToString(x.shape) + " (" + std::to_string(NumElements(x.shape)) +
               " elements) as " + ShapeToString(shape) + " (" +
               std::to_string(NumElements(shape)) + " elements)");
-  return View(name, OpKind::kReshape, x, std::move(shape), true);
+  return View(name, OpKind::kReshape, x, std::move(shape), true, {});
+}
+
+// A transpose PyTorch does as a view (x.view(S, A, D).transpose(0, 1)), so it
+// shares storage here too: no FLOPs, nothing kept.
+Tensor GraphBuilder::SplitHeads(const std::string& name, const Tensor& x, std::int64_t heads) {
+  Require(x.shape.size() == 2 && heads > 0 && x.shape[1] % heads == 0, name,
+          "splits (S, A*D) into " + std::to_string(heads) + " heads, got " +
+              ShapeToString(x.shape));
+  OpAttrs attrs;
+  attrs.view = ViewKind::kSplitHeads;
+  return View(name, OpKind::kReshape, x, {heads, x.shape[0], x.shape[1] / heads}, true, attrs);
+}
+
+Tensor GraphBuilder::MergeHeads(const std::string& name, const Tensor& x) {
+  Require(x.shape.size() == 3, name, "merges (A, S, D) heads, got " + ShapeToString(x.shape));
+  OpAttrs attrs;
+  attrs.view = ViewKind::kMergeHeads;
+  return View(name, OpKind::kReshape, x, {x.shape[1], x.shape[0] * x.shape[2]}, true, attrs);
 }
 
 Tensor GraphBuilder::Flatten(const std::string& name, const Tensor& x) {
@@ -465,7 +523,11 @@ Tensor GraphBuilder::Slice(const std::string& name, const Tensor& x, int axis,
   Shape out = x.shape;
   out[axis] = size;
   // A part of x's storage; kept separately from the other parts.
-  return View(name, OpKind::kReshape, x, std::move(out), false);
+  OpAttrs attrs;
+  attrs.view = ViewKind::kSlice;
+  attrs.axis = axis;
+  attrs.begin = begin;
+  return View(name, OpKind::kReshape, x, std::move(out), false, attrs);
 }
 
 ModelGraph GraphBuilder::Finish(std::string description) {

@@ -80,6 +80,14 @@ struct DenseSpec {
   bool tied_weight = false;
 };
 
+// Softmax options.
+struct SoftmaxSpec {
+  // Causal (decoder) attention: input (A, S, S) scores, query i sees keys <= i.
+  bool causal = false;
+  // Multiplies the input first (attention's 1/sqrt(D)).
+  double scale = 1.0;
+};
+
 // Batched matrix product of two activations.
 struct MatMulSpec {
   // b is stored (..., N, K) and used transposed (attention scores Q K^T).
@@ -122,7 +130,8 @@ class GraphBuilder {
   // tf.nn.local_response_normalization: window of 2 * depth_radius + 1.
   Tensor LocalResponseNorm(const std::string& name, const Tensor& x, int depth_radius);
   // Softmax over the last dimension.
-  Tensor Softmax(const std::string& name, const Tensor& x);
+  Tensor Softmax(const std::string& name, const Tensor& x, const SoftmaxSpec& spec);
+  Tensor Softmax(const std::string& name, const Tensor& x) { return Softmax(name, x, {}); }
   // The loss: softmax over the last dimension of `logits` (which must be
   // `classes`) and cross entropy, averaged to one scalar per sample.
   Tensor SoftmaxCrossEntropy(const std::string& name, const Tensor& logits,
@@ -131,8 +140,9 @@ class GraphBuilder {
   // ids: any shape of integer ids -> ids.shape + (hidden). A table of
   // vocab x hidden. Position and token-type tables read the token ids only
   // for their shape (their ids are 0..S-1 and the segment ids).
+  // `rows` says which table rows are read: the ids, positions 0..S-1, or 0.
   Tensor Embedding(const std::string& name, const Tensor& ids, std::int64_t vocab,
-                   std::int64_t hidden);
+                   std::int64_t hidden, EmbeddingIds rows = EmbeddingIds::kTokens);
 
   // a + b, same shapes (no broadcasting).
   Tensor Add(const std::string& name, const Tensor& a, const Tensor& b);
@@ -142,6 +152,9 @@ class GraphBuilder {
 
   // Views (free, share storage): same number of elements in another shape.
   Tensor Reshape(const std::string& name, const Tensor& x, Shape shape);
+  // Attention heads: (S, A*D) -> (A, S, D) and back (views of a transpose).
+  Tensor SplitHeads(const std::string& name, const Tensor& x, std::int64_t heads);
+  Tensor MergeHeads(const std::string& name, const Tensor& x);
   // (C, H, W) -> (C*H*W).
   Tensor Flatten(const std::string& name, const Tensor& x);
   // Elements [begin, begin + size) of dimension `axis` (a strided view, as
@@ -167,7 +180,7 @@ class GraphBuilder {
                      double fwd_per_element, double bwd_per_element, const Saves& saves);
   Tensor Pool(const std::string& name, OpKind kind, const Tensor& x, const PoolSpec& spec);
   Tensor View(const std::string& name, OpKind kind, const Tensor& x, Shape shape,
-              bool shares_storage);
+              bool shares_storage, const OpAttrs& attrs);
   // Elements of `t` not yet kept by an earlier op; marks them kept.
   double Keep(const Tensor& t);
 

@@ -49,12 +49,54 @@ using Shape = std::vector<std::int64_t>;
 std::int64_t NumElements(const Shape& shape);
 std::string ShapeToString(const Shape& shape);  // "64x56x56"
 
+// What a kReshape op does with its input's elements.
+enum class ViewKind : std::uint8_t {
+  kView,        // same elements, other shape (reshape, flatten)
+  kSlice,       // elements [begin, begin + size) of dimension `axis`
+  kSplitHeads,  // (S, A*D) -> (A, S, D): attention heads to the front
+  kMergeHeads,  // (A, S, D) -> (S, A*D): the inverse
+};
+
+// Where an embedding's row indices come from.
+enum class EmbeddingIds : std::uint8_t {
+  kTokens,     // the input token ids
+  kPositions,  // 0 .. S-1 (learned position table)
+  kZeros,      // all 0 (a single-segment token-type table)
+};
+
+// The hyper-parameters exec/ needs to run an op for real; GraphBuilder sets
+// them beside the shapes. Fields that do not apply to an op's kind keep
+// their defaults.
+struct OpAttrs {
+  // kConv2d, kMaxPool, kAvgPool: the window, PyTorch semantics.
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int groups = 1;          // kConv2d
+  bool ceil_mode = false;  // pools
+  // kConv2d, kDense: a bias vector follows the weight in the op's params.
+  bool bias = false;
+  // kDense: the weight is the table of the kEmbedding op with this index
+  // (a tied LM head); -1 = own weight.
+  std::int64_t tied_to = -1;
+  bool transpose_b = false;  // kMatMul: b stored (..., N, K)
+  bool causal = false;       // kSoftmax: mask future positions
+  double scale = 1.0;        // kSoftmax: input multiplied by this first
+  int lrn_radius = 0;        // kLocalResponseNorm: depth radius
+  ViewKind view = ViewKind::kView;  // kReshape
+  int axis = 0;              // kSlice and kConcat: the dimension
+  std::int64_t begin = 0;    // kSlice: first index kept
+  EmbeddingIds ids = EmbeddingIds::kTokens;  // kEmbedding
+  std::int64_t vocab = 0;    // kEmbedding: table rows; kSoftmaxCrossEntropy: classes
+};
+
 struct Op {
   std::string name;     // unique in its graph, e.g. "layer1.0.conv1"
   OpKind kind = OpKind::kInput;
   std::vector<Shape> input_shapes;  // per sample
   Shape output_shape;               // per sample
   DType dtype = DType::kFp32;
+  OpAttrs attrs;
 
   // Compute, per sample. Backward is split as frameworks split it: the
   // gradient with respect to the op's input (needed unless the op is first)

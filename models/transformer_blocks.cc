@@ -1,5 +1,6 @@
 #include "models/transformer_blocks.h"
 
+#include <cmath>
 #include <functional>
 
 #include "common/error.h"
@@ -28,15 +29,18 @@ Tensor Attention(GraphBuilder& b, const std::string& prefix, const Tensor& x, co
   auto split = [&](const char* part, std::int64_t index) {
     const Tensor slice =
         b.Slice(prefix + part + "_slice", qkv, 1, index * d.hidden, d.hidden);
-    return b.Reshape(prefix + part, slice, {d.heads, d.seq, head_dim});
+    return b.SplitHeads(prefix + part, slice, d.heads);
   };
   const Tensor q = split("q", 0);
   const Tensor k = split("k", 1);
   const Tensor v = split("v", 2);
   const Tensor scores = b.MatMul(prefix + "scores", q, k, {.transpose_b = true});
-  const Tensor probs = b.Dropout(prefix + "probs_dropout", b.Softmax(prefix + "softmax", scores));
+  const SoftmaxSpec softmax{.causal = d.causal,
+                            .scale = 1.0 / std::sqrt(static_cast<double>(head_dim))};
+  const Tensor probs =
+      b.Dropout(prefix + "probs_dropout", b.Softmax(prefix + "softmax", scores, softmax));
   const Tensor ctx = b.MatMul(prefix + "context", probs, v);
-  const Tensor merged = b.Reshape(prefix + "merge_heads", ctx, {d.seq, d.hidden});
+  const Tensor merged = b.MergeHeads(prefix + "merge_heads", ctx);
   return b.Dense(prefix + "proj", merged, {.out_features = d.hidden});
 }
 
@@ -84,6 +88,7 @@ Dims Resolve(const TransformerConfig& config) {
   d.ffn = config.ffn_hidden > 0 ? config.ffn_hidden : 4 * d.hidden;
   d.vocab = config.vocab;
   d.positions = config.max_positions > 0 ? config.max_positions : d.seq;
+  d.causal = config.causal;
   if (d.seq > d.positions) {
     throw UserError("transformer sequence (" + std::to_string(d.seq) +
                         ") exceeds max_positions (" + std::to_string(d.positions) + ")",
@@ -96,10 +101,12 @@ Tensor Embeddings(GraphBuilder& b, const Tensor& tokens, const Dims& d,
                   const EmbeddingOptions& options) {
   // Position and token-type tables read the token ids only for their shape.
   const Tensor words = b.Embedding("embed.tokens", tokens, d.vocab, d.hidden);
-  const Tensor positions = b.Embedding("embed.positions", tokens, d.positions, d.hidden);
+  const Tensor positions = b.Embedding("embed.positions", tokens, d.positions, d.hidden,
+                                           EmbeddingIds::kPositions);
   Tensor h = b.Add("embed.add_positions", words, positions);
   if (options.token_types > 0) {
-    const Tensor types = b.Embedding("embed.token_types", tokens, options.token_types, d.hidden);
+    const Tensor types = b.Embedding("embed.token_types", tokens, options.token_types, d.hidden,
+                                       EmbeddingIds::kZeros);
     h = b.Add("embed.add_token_types", h, types);
   }
   if (options.layer_norm) h = b.LayerNorm("embed.ln", h);

@@ -30,6 +30,7 @@ struct Dims {
   std::int64_t ffn = 0;        // F
   std::int64_t vocab = 0;      // V
   std::int64_t positions = 0;  // rows of the learned position table (>= S)
+  bool causal = false;         // decoder: attention masks future positions
 };
 
 // Fills defaults (ffn = 4 H, positions = S) and throws UserError naming the

@@ -119,6 +119,28 @@ TEST(Transformer, AttentionShapesAndCounts) {
     for (OpId in : g.inputs(v)) EXPECT_LT(in, v);
 }
 
+TEST(Transformer, RecordsWhatRealExecutionNeeds) {
+  // H = 64, A = 4: D = 16, softmax scale 1/sqrt(16) = 0.25 (Vaswani et al.
+  // 2017, scaled dot-product attention).
+  const ModelGraph g = BuildTransformer(Config(1, 64, 4, 32, 100));
+  const Op& softmax = g.op(g.Find("layer0.attn.softmax"));
+  EXPECT_TRUE(softmax.attrs.causal);  // GPT presets are decoders
+  EXPECT_DOUBLE_EQ(softmax.attrs.scale, 0.25);
+  EXPECT_EQ(g.op(g.Find("layer0.attn.q")).attrs.view, ViewKind::kSplitHeads);
+  EXPECT_EQ(g.op(g.Find("layer0.attn.merge_heads")).attrs.view, ViewKind::kMergeHeads);
+  const Op& k_slice = g.op(g.Find("layer0.attn.k_slice"));
+  EXPECT_EQ(k_slice.attrs.view, ViewKind::kSlice);
+  EXPECT_EQ(k_slice.attrs.axis, 1);
+  EXPECT_EQ(k_slice.attrs.begin, 64);  // q occupies columns [0, 64)
+  EXPECT_TRUE(g.op(g.Find("layer0.attn.scores")).attrs.transpose_b);
+  EXPECT_EQ(g.op(g.Find("embed.positions")).attrs.ids, EmbeddingIds::kPositions);
+  EXPECT_EQ(g.op(g.Find("lm_head")).attrs.tied_to,
+            static_cast<std::int64_t>(g.Find("embed.tokens")));
+  TransformerConfig encoder = Config(1, 64, 4, 32, 100);
+  encoder.causal = false;
+  EXPECT_FALSE(BuildTransformer(encoder).op(g.Find("layer0.attn.softmax")).attrs.causal);
+}
+
 TEST(Transformer, RejectsInconsistentConfigs) {
   EXPECT_THROW(BuildTransformer(Config(2, 100, 3, 16, 10)), UserError);  // 100 % 3
   EXPECT_THROW(BuildTransformer(Config(0, 64, 4, 16, 10)), UserError);

@@ -140,6 +140,22 @@ TEST(Zoo, LookupIsCaseInsensitiveAndUnknownNamesListTheZoo) {
   }
 }
 
+TEST(Zoo, CifarCnnRecordsItsWindows) {
+  // cifar10.py: conv1 5x5 stride 1 'SAME' (pad 2), pool1 3x3 stride 2,
+  // norm1 depth_radius 4.
+  const ModelGraph g = BuildZooModel("cifar10-cnn");
+  const OpAttrs& conv = g.op(g.Find("conv1")).attrs;
+  EXPECT_EQ(conv.kernel_h, 5);
+  EXPECT_EQ(conv.pad_w, 2);
+  EXPECT_TRUE(conv.bias);
+  const OpAttrs& pool = g.op(g.Find("pool1")).attrs;
+  EXPECT_EQ(pool.kernel_h, 3);
+  EXPECT_EQ(pool.stride_w, 2);
+  EXPECT_TRUE(pool.ceil_mode);
+  EXPECT_EQ(g.op(g.Find("norm1")).attrs.lrn_radius, 4);
+  EXPECT_EQ(g.op(g.Find("loss")).attrs.vocab, 10);
+}
+
 TEST(Zoo, ModelTableIsAlignedWithTotals) {
   const ModelGraph g = BuildZooModel("cifar10-cnn");
   const std::string table = FormatModelTable(g);

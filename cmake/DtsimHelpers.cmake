@@ -41,3 +41,31 @@ function(dtsim_benchmark name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark)
   dtsim_warnings(${name})
 endfunction()
+
+# dtsim_mpi_test(NAME SOURCES ... DEPS ... RANKS n...): a GoogleTest program
+# whose processes are MPI ranks (main() from dtsim_mpi_gtest_main), run once
+# per world size: 1 as an MPI singleton, more through mpirun (oversubscribed
+# when there are more ranks than cores). CI runs as root, which OpenMPI
+# refuses unless told otherwise.
+function(dtsim_mpi_test name)
+  if(NOT DTSIM_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;RANKS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} dtsim_mpi_gtest_main)
+  dtsim_warnings(${name})
+  foreach(np IN LISTS ARG_RANKS)
+    if(np EQUAL 1)
+      add_test(NAME ${name}_np1 COMMAND ${name})
+    else()
+      add_test(NAME ${name}_np${np}
+               COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
+                       ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
+    endif()
+    set_tests_properties(${name}_np${np} PROPERTIES
+                         ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+                         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                         TIMEOUT 300)
+  endforeach()
+endfunction()

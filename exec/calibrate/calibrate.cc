@@ -11,7 +11,7 @@ namespace {
 
 using config::ProfileMeasurement;
 
-TimingOptions Timing(const CalibrateOptions& o) {
+TimingOptions TimingFor(const CalibrateOptions& o) {
   TimingOptions t;
   t.warmup = 1;
   t.repeats = o.quick ? 3 : 5;
@@ -36,7 +36,7 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 
 std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateOptions& options,
                                               const CalibrationProgress& progress) {
-  const TimingOptions timing = Timing(options);
+  const TimingOptions timing = TimingFor(options);
   const bool quick = options.quick;
   // Square GEMMs from cache-resident to memory-streaming, and the two
   // shapes of a BERT-base dense layer's forward (tokens x out x in).
@@ -74,7 +74,7 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
 std::vector<ProfileMeasurement> MeasureLink(Communicator& comm, const CalibrateOptions& options,
                                             const CalibrationProgress& progress) {
   DTSIM_CHECK(comm.size() >= 2, "a link needs two ranks");
-  const TimingOptions timing = Timing(options);
+  const TimingOptions timing = TimingFor(options);
   struct Size {
     std::int64_t bytes;
     int round_trips;  // per timed run: enough for the run to outlast clock noise

@@ -38,7 +38,14 @@ double FwdBwdFlops(const models::Op& op, std::int64_t n) {
   return static_cast<double>(n) * (op.fwd_flops + op.bwd_input_flops + op.bwd_weight_flops);
 }
 
-std::string Str(std::int64_t v) { return std::to_string(v); }
+// "n<n> <rest>": the batch and the per-sample shape.
+std::string Shape(std::int64_t n, const char* rest) {
+  std::string s = "n";
+  s += std::to_string(n);
+  s += ' ';
+  s += rest;
+  return s;
+}
 
 OpRun Dense(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   const std::int64_t in = 1024, out = 1024;
@@ -53,7 +60,7 @@ OpRun Dense(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* dx = buf.Filled(n * in, 0);
   float* dw = buf.Filled(out * in, 0);
   float* db = buf.Filled(out, 0);
-  return {"n" + Str(n) + " " + Str(in) + "->" + Str(out), FwdBwdFlops(g.graph().op(y.op), n),
+  return {Shape(n, "1024->1024"), FwdBwdFlops(g.graph().op(y.op), n),
           [=, &be] {
             be.Gemm(false, true, n, out, in, 1, x, w, 0, ys);
             be.AddBias(ys, b, n, out);
@@ -79,7 +86,7 @@ OpRun Conv(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* dx = buf.Filled(xc, 0);
   float* dw = buf.Filled(wc, 0);
   float* db = buf.Filled(a.k, 0);
-  return {"n" + Str(n) + " 64x56x56 -> 64, 3x3", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "64x56x56 -> 64, 3x3"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.Conv2dForward(a, x, w, b, ys);
             be.Conv2dBackward(a, x, w, dy, dx, dw, db);
           }};
@@ -97,7 +104,7 @@ OpRun MatMul(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   const float* dc = buf.Random(batch * s * s, 3);
   float* dq = buf.Filled(batch * s * d, 0);
   float* dk = buf.Filled(batch * s * d, 0);
-  return {"n" + Str(n) + " 8 x (128x64)(128x64)^T", FwdBwdFlops(g.graph().op(y.op), n),
+  return {Shape(n, "8 x (128x64)(128x64)^T"), FwdBwdFlops(g.graph().op(y.op), n),
           [=, &be] {
             be.GemmBatched(batch, false, true, s, s, d, 1, q, s * d, k, s * d, 0, c, s * s);
             // dq += dc k; dk += dc^T q.
@@ -120,7 +127,7 @@ OpRun Pool(Backend& be, DeviceBuffers& buf, std::int64_t n, bool max) {
   float* ys = buf.Filled(yc, 0);
   const float* dy = buf.Random(yc, 2);
   float* dx = buf.Filled(xc, 0);
-  return {"n" + Str(n) + " 64x56x56, 3x3/2", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "64x56x56, 3x3/2"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             if (max) {
               be.MaxPoolForward(a, xs, ys);
               be.MaxPoolBackward(a, xs, dy, dx);
@@ -151,7 +158,7 @@ OpRun Elementwise(Backend& be, DeviceBuffers& buf, std::int64_t n, OpKind kind) 
   float* mask = buf.Filled(count, 0);
   const float* dy = buf.Random(count, 3);
   float* dx = buf.Filled(count, 0);
-  return {"n" + Str(n) + " 64x64x64", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "64x64x64"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             switch (kind) {
               case OpKind::kRelu:
                 be.ReluForward(count, xs, ys);
@@ -191,7 +198,7 @@ OpRun BatchNorm(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* dx = buf.Filled(count, 0);
   float* dgamma = buf.Filled(c, 0);
   float* dbeta = buf.Filled(c, 0);
-  return {"n" + Str(n) + " 64x56x56", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "64x56x56"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.BatchNormForward(n, c, spatial, 1e-5f, x, gamma, beta, ys, mean, rstd);
             be.BatchNormBackward(n, c, spatial, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
           }};
@@ -211,7 +218,7 @@ OpRun LayerNorm(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* dx = buf.Filled(rows * h, 0);
   float* dgamma = buf.Filled(h, 0);
   float* dbeta = buf.Filled(h, 0);
-  return {"n" + Str(n) + " 256x1024", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "256x1024"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.LayerNormForward(rows, h, 1e-5f, x, gamma, beta, ys, mean, rstd);
             be.LayerNormBackward(rows, h, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
           }};
@@ -227,7 +234,7 @@ OpRun Lrn(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* ys = buf.Filled(count, 0);
   const float* dy = buf.Random(count, 2);
   float* dx = buf.Filled(count, 0);
-  return {"n" + Str(n) + " 64x28x28, radius 2", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "64x28x28, radius 2"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.LrnForward(a, x, ys);
             be.LrnBackward(a, x, ys, dy, dx);
           }};
@@ -241,7 +248,7 @@ OpRun Softmax(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* ys = buf.Filled(rows * s, 0);
   const float* dy = buf.Random(rows * s, 2);
   float* dx = buf.Filled(rows * s, 0);
-  return {"n" + Str(n) + " 8x128x128", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "8x128x128"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.SoftmaxForward(rows, s, false, x, ys);
             be.SoftmaxBackward(rows, s, ys, dy, dx);
           }};
@@ -262,7 +269,7 @@ OpRun SoftmaxXent(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* loss = buf.Filled(n, 0);
   float* dlogits = buf.Filled(n * classes, 0);
   const float scale = 1.0f / static_cast<float>(n);
-  return {"n" + Str(n) + " 1000 classes", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "1000 classes"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.SoftmaxCrossEntropyForward(n, classes, logits, label_buf, probs, loss);
             be.SoftmaxCrossEntropyBackward(n, classes, probs, label_buf, scale, dlogits);
           }};
@@ -281,7 +288,7 @@ OpRun Embedding(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* ys = buf.Filled(count * hidden, 0);
   const float* dy = buf.Random(count * hidden, 2);
   float* dtable = buf.Filled(vocab * hidden, 0);
-  return {"n" + Str(n) + " 256 ids, 8192x512", FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  return {Shape(n, "256 ids, 8192x512"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.EmbeddingForward(count, hidden, id_buf, table, ys);
             be.EmbeddingBackward(count, hidden, id_buf, dy, dtable);
           }};

@@ -1,0 +1,463 @@
+#include "exec/runtime/plan_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "common/error.h"
+#include "exec/runtime/model_runtime.h"
+#include "exec/train/checkpoint.h"
+#include "plan/data_parallel.h"
+
+namespace dtsim::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using plan::Task;
+using plan::TaskId;
+using plan::TaskKind;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+bool IsCompute(TaskKind k) {
+  return k == TaskKind::kForward || k == TaskKind::kBackwardInput ||
+         k == TaskKind::kBackwardWeight || k == TaskKind::kBackward;
+}
+
+// Tag of a pipeline transfer: direction 0 = activation, 1 = gradient.
+int TransferTag(int iteration, int micro_batch, int direction) {
+  return 1 + ((iteration % 64) * 512 + (micro_batch % 256) * 2 + direction) % 30000;
+}
+
+AllReduceAlgorithm AlgorithmFor(plan::CollectiveAlgorithm a, bool mpi) {
+  if (mpi) return AllReduceAlgorithm::kMpi;
+  // Hierarchical all-reduce needs nodes; on one machine a ring is what it is.
+  return a == plan::CollectiveAlgorithm::kTree ? AllReduceAlgorithm::kTree
+                                               : AllReduceAlgorithm::kRing;
+}
+
+// One rank's view of the plan and its state while running it.
+class RankRunner {
+ public:
+  RankRunner(const plan::Plan& plan, const models::ModelGraph& graph, const Dataset& data,
+             Communicator& comm, Backend& backend, const ExecOptions& options)
+      : plan_(plan), graph_(graph), data_(data), comm_(comm), backend_(backend),
+        options_(options), me_(comm.rank()) {
+    Check();
+    Layout();
+    RuntimeOptions ro;
+    ro.micro_batch = micro_batch_;
+    ro.slots = micro_batches_;
+    ro.begin = begin_;
+    ro.end = end_;
+    ro.seed = options.seed;
+    ro.samples_per_step = static_cast<std::int64_t>(micro_batch_) * micro_batches_;
+    runtime_ = std::make_unique<ModelRuntime>(graph, backend, ro);
+    optimizer_ = std::make_unique<Optimizer>(backend, runtime_->num_params(), options.optimizer);
+    if (plan.strategy == "data" || plan.strategy == "local_sgd")
+      buckets_ = plan::GradientBuckets(graph, options.bucket_bytes);
+    host_x_.resize(static_cast<std::size_t>(micro_batch_ * SampleElements(data.sample_shape())));
+    host_y_.resize(static_cast<std::size_t>(micro_batch_ * std::max<std::int64_t>(
+                                                             1, SampleElements(data.label_shape()))));
+    fwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), end_);
+    bwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), begin_);
+  }
+
+  ExecResult Run();
+
+ private:
+  void Check() const;
+  void Layout();
+  void RunTask(TaskId id, int iteration, IterationTimes& times);
+  void ReceiveDeps(TaskId id, int iteration, IterationTimes& times);
+  void ForwardTo(int slot, models::OpId end);
+  void BackwardTo(int slot, models::OpId begin);
+  void LoadSlot(int slot, int iteration);
+  void Collective(const Task& t, int iteration, IterationTimes& times);
+  void OptimizerStep(IterationTimes& times);
+  void Gather(ExecResult& result, const std::vector<IterationTimes>& mine,
+              const std::vector<double>& losses);
+  void SaveCheckpoint(int step);
+  int Resume();
+
+  const plan::Plan& plan_;
+  const models::ModelGraph& graph_;
+  const Dataset& data_;
+  Communicator& comm_;
+  Backend& backend_;
+  const ExecOptions& options_;
+  const int me_;
+  models::OpId begin_ = 0, end_ = 0;
+  int micro_batch_ = 1, micro_batches_ = 1;
+  int replica_ = 0, replicas_ = 1;
+  std::vector<std::vector<TaskId>> tasks_;  // per plan iteration, this rank's, id order
+  std::unique_ptr<ModelRuntime> runtime_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<std::vector<std::int32_t>> buckets_;
+  std::vector<float> host_x_, host_y_, staging_;
+  std::vector<models::OpId> fwd_cursor_;  // per slot: next op to run forward
+  std::vector<models::OpId> bwd_cursor_;  // per slot: ops >= this have run backward
+  std::set<TaskId> received_;
+  std::vector<std::pair<std::vector<float>, SendRequest>> pending_sends_;
+  std::vector<ParamRange> deferred_averages_;
+  std::vector<bool> loaded_;  // per slot, this iteration
+};
+
+void RankRunner::Check() const {
+  if (comm_.size() != plan_.num_ranks())
+    throw UserError("the plan has " + std::to_string(plan_.num_ranks()) + " ranks but " +
+                        std::to_string(comm_.size()) + " processes run it",
+                    "start as many ranks as the scenario has devices (dtsim exec --ranks N)");
+  if (plan_.num_materialized() != plan_.num_ranks())
+    throw InternalError("real execution needs every rank materialized");
+  for (int r = 0; r < plan_.num_ranks(); ++r)
+    if (plan_.IsServer(r))
+      throw UserError("parameter-server plans are not executed for real yet",
+                      "validate data-parallel, local SGD or pipeline scenarios");
+}
+
+// This rank's op range, micro-batching, replica and tasks by iteration.
+void RankRunner::Layout() {
+  const auto& ops = plan_.ops_on_rank[static_cast<std::size_t>(me_)];
+  DTSIM_CHECK(!ops.empty(), "rank without ops");
+  begin_ = static_cast<models::OpId>(*std::min_element(ops.begin(), ops.end()));
+  end_ = static_cast<models::OpId>(*std::max_element(ops.begin(), ops.end())) + 1;
+  if (static_cast<models::OpId>(ops.size()) != end_ - begin_)
+    throw UserError("rank " + std::to_string(me_) + " holds non-contiguous model chunks",
+                    "interleaved pipeline schedules are simulated only; use gpipe or 1f1b");
+  // Ranks holding the same ops are replicas of each other.
+  for (int r = 0; r < plan_.num_ranks(); ++r) {
+    if (plan_.ops_on_rank[static_cast<std::size_t>(r)] != ops) continue;
+    if (r < me_) ++replica_;
+    if (r != me_) ++replicas_;
+  }
+  tasks_.assign(static_cast<std::size_t>(plan_.iterations), {});
+  int max_mb = 0;
+  for (TaskId id = 0; id < static_cast<TaskId>(plan_.num_tasks()); ++id) {
+    const Task& t = plan_.task(id);
+    if (t.rank != me_) continue;
+    tasks_[static_cast<std::size_t>(t.iteration)].push_back(id);
+    if (IsCompute(t.kind)) {
+      micro_batch_ = t.batch;
+      max_mb = std::max(max_mb, t.micro_batch);
+    }
+  }
+  micro_batches_ = max_mb + 1;
+}
+
+void RankRunner::LoadSlot(int slot, int iteration) {
+  const std::int64_t per_replica = static_cast<std::int64_t>(micro_batch_) * micro_batches_;
+  const std::int64_t first = static_cast<std::int64_t>(iteration) * per_replica * replicas_ +
+                             replica_ * per_replica + static_cast<std::int64_t>(slot) * micro_batch_;
+  data_.Fill(first, micro_batch_, host_x_.data(), host_y_.data());
+  runtime_->SetInput(slot, host_x_.data());
+  runtime_->SetLabels(slot, host_y_.data());
+}
+
+// Runs forward from the slot's cursor up to (not including) `end`; a task
+// before the cursor is a recomputation and runs its ops again.
+void RankRunner::ForwardTo(int slot, models::OpId end) {
+  auto& cursor = fwd_cursor_[static_cast<std::size_t>(slot)];
+  for (models::OpId v = cursor; v < end; ++v) runtime_->Forward(v, slot);
+  cursor = std::max(cursor, end);
+}
+
+void RankRunner::BackwardTo(int slot, models::OpId begin) {
+  auto& cursor = bwd_cursor_[static_cast<std::size_t>(slot)];
+  for (models::OpId v = cursor; v-- > begin;) runtime_->Backward(v, slot);
+  cursor = std::min(cursor, begin);
+}
+
+// Receives what other ranks' kSend tasks that `id` depends on carry.
+void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
+  const Task& t = plan_.task(id);
+  for (TaskId d : plan_.deps(id)) {
+    const Task& send = plan_.task(d);
+    if (send.kind != TaskKind::kSend || send.rank == me_ || received_.count(d)) continue;
+    received_.insert(d);
+    const bool gradient = t.kind != TaskKind::kForward;
+    const std::int64_t n = gradient ? runtime_->boundary_output_elements()
+                                    : runtime_->boundary_input_elements();
+    staging_.resize(static_cast<std::size_t>(n));
+    const auto start = Clock::now();
+    comm_.Recv(send.rank, TransferTag(iteration, send.micro_batch, gradient ? 1 : 0),
+               staging_.data(), static_cast<std::size_t>(n));
+    times.comm += Seconds(start, Clock::now());
+    if (gradient)
+      runtime_->SetBoundaryOutputGrads(send.micro_batch, staging_.data());
+    else
+      runtime_->SetBoundaryInputs(send.micro_batch, staging_.data());
+  }
+}
+
+void RankRunner::RunTask(TaskId id, int iteration, IterationTimes& times) {
+  const Task& t = plan_.task(id);
+  ReceiveDeps(id, iteration, times);
+  const int slot = t.micro_batch;
+  const auto start = Clock::now();
+  switch (t.kind) {
+    case TaskKind::kForward: {
+      const auto k = static_cast<std::size_t>(slot);
+      if (!loaded_[k]) {
+        loaded_[k] = true;
+        fwd_cursor_[k] = begin_;
+        bwd_cursor_[k] = end_;
+        LoadSlot(slot, iteration);
+      }
+      const auto last = static_cast<models::OpId>(t.op + t.op_count);
+      // A forward before the cursor re-computes kept activations (the
+      // plan's recomputation): they are still here, so nothing runs.
+      if (static_cast<models::OpId>(t.op) >= fwd_cursor_[k] || last > fwd_cursor_[k])
+        ForwardTo(slot, last);
+      break;
+    }
+    case TaskKind::kBackwardInput:
+    case TaskKind::kBackwardWeight:
+    case TaskKind::kBackward:
+      ForwardTo(slot, end_);  // free ops after the last forward task
+      BackwardTo(slot, static_cast<models::OpId>(t.op));
+      break;
+    case TaskKind::kSend: {
+      // The payload depends on what the send follows on this rank.
+      bool gradient = false;
+      for (TaskId d : plan_.deps(id))
+        if (plan_.task(d).rank == me_ && plan_.task(d).kind != TaskKind::kForward) gradient = true;
+      std::vector<float> payload;
+      if (gradient) {
+        BackwardTo(slot, begin_);
+        payload.resize(static_cast<std::size_t>(runtime_->boundary_input_elements()));
+        runtime_->GetBoundaryInputGrads(slot, payload.data());
+      } else {
+        ForwardTo(slot, end_);
+        payload.resize(static_cast<std::size_t>(runtime_->boundary_output_elements()));
+        runtime_->GetBoundaryOutputs(slot, payload.data());
+      }
+      const auto send_start = Clock::now();
+      SendRequest request = comm_.Isend(t.peer, TransferTag(iteration, slot, gradient ? 1 : 0),
+                                        payload.data(), payload.size());
+      times.comm += Seconds(send_start, Clock::now());
+      pending_sends_.emplace_back(std::move(payload), std::move(request));
+      return;
+    }
+    case TaskKind::kRecv: return;  // receives happen where the data is used
+    case TaskKind::kCollective: Collective(t, iteration, times); return;
+    case TaskKind::kOptimizer: OptimizerStep(times); return;
+  }
+  backend_.Synchronize();
+  const double took = Seconds(start, Clock::now());
+  times.compute += took;
+  const double factor = options_.slowdown.empty()
+                            ? 1.0
+                            : options_.slowdown[static_cast<std::size_t>(me_)];
+  if (factor > 1.0)
+    std::this_thread::sleep_for(std::chrono::duration<double>((factor - 1.0) * took));
+}
+
+// All-reduces the collective's share of this rank's buffer: a data-parallel
+// bucket (a contiguous range: its ops' parameters are adjacent), or every
+// gradient of the stage (pipeline replicas).
+void RankRunner::Collective(const Task& t, int iteration, IterationTimes& times) {
+  const plan::Collective& c = plan_.collectives()[static_cast<std::size_t>(t.collective)];
+  const auto& group = plan_.groups()[static_cast<std::size_t>(c.group)];
+  ParamRange range{0, runtime_->num_params()};
+  if (!buckets_.empty()) {
+    std::int64_t lo = runtime_->num_params(), hi = 0;
+    for (std::int32_t op : buckets_[static_cast<std::size_t>(c.bucket)]) {
+      const ParamRange r = runtime_->OpParams(static_cast<models::OpId>(op));
+      if (r.count == 0) continue;
+      lo = std::min(lo, r.offset);
+      hi = std::max(hi, r.offset + r.count);
+    }
+    range = lo < hi ? ParamRange{lo, hi - lo} : ParamRange{0, 0};
+  }
+  (void)iteration;
+  if (options_.average_parameters) {
+    deferred_averages_.push_back(range);  // parameters, after the local update
+    return;
+  }
+  float* data = runtime_->grads() + range.offset;
+  const auto start = Clock::now();
+  const bool host = backend_.Name() == "cpu";
+  float* buffer = data;
+  if (!host) {
+    staging_.resize(static_cast<std::size_t>(range.count));
+    backend_.Download(staging_.data(), data, range.count);
+    buffer = staging_.data();
+  }
+  comm_.AllReduceSum(buffer, static_cast<std::size_t>(range.count),
+                     AlgorithmFor(c.algorithm, options_.mpi_allreduce), group);
+  if (!host) backend_.Upload(data, staging_.data(), range.count);
+  // The loss is averaged over each replica's samples: the mean over all
+  // replicas is the sum over N.
+  backend_.Scale(range.count, 1.0f / static_cast<float>(group.size()), data);
+  backend_.Synchronize();
+  times.comm += Seconds(start, Clock::now());
+}
+
+void RankRunner::OptimizerStep(IterationTimes& times) {
+  const auto start = Clock::now();
+  optimizer_->Step(runtime_->params(), runtime_->grads());
+  runtime_->ZeroGrads();
+  backend_.Synchronize();
+  times.compute += Seconds(start, Clock::now());
+  if (deferred_averages_.empty()) return;
+  // Local SGD: average the replicas' parameters.
+  std::vector<int> world(static_cast<std::size_t>(comm_.size()));
+  for (int r = 0; r < comm_.size(); ++r) world[static_cast<std::size_t>(r)] = r;
+  const auto comm_start = Clock::now();
+  for (const ParamRange& range : deferred_averages_) {
+    staging_.resize(static_cast<std::size_t>(range.count));
+    backend_.Download(staging_.data(), runtime_->params() + range.offset, range.count);
+    comm_.AllReduceSum(staging_.data(), static_cast<std::size_t>(range.count),
+                       options_.mpi_allreduce ? AllReduceAlgorithm::kMpi : AllReduceAlgorithm::kRing,
+                       world);
+    const float inv = 1.0f / static_cast<float>(comm_.size());
+    for (float& x : staging_) x *= inv;
+    backend_.Upload(runtime_->params() + range.offset, staging_.data(), range.count);
+  }
+  deferred_averages_.clear();
+  times.comm += Seconds(comm_start, Clock::now());
+}
+
+void RankRunner::SaveCheckpoint(int step) {
+  Checkpoint ckpt;
+  ckpt.step = step;
+  ckpt.tensors = optimizer_->State();
+  ckpt.tensors["params"] = runtime_->DownloadParams();
+  ckpt.counters["optimizer_steps"] = optimizer_->steps();
+  ckpt.counters["seed"] = static_cast<std::int64_t>(options_.seed);
+  SaveCheckpointToDir(options_.checkpoint_dir + "/rank-" + std::to_string(me_), ckpt);
+}
+
+// Returns the iteration to start from (0 without a checkpoint).
+int RankRunner::Resume() {
+  const auto path = LatestCheckpoint(options_.checkpoint_dir + "/rank-" + std::to_string(me_));
+  std::vector<float> step(static_cast<std::size_t>(comm_.size()), 0.0f);
+  Checkpoint ckpt;
+  if (path) {
+    ckpt = LoadCheckpoint(*path);
+    step[static_cast<std::size_t>(me_)] = static_cast<float>(ckpt.step);
+  }
+  std::vector<int> world(static_cast<std::size_t>(comm_.size()));
+  for (int r = 0; r < comm_.size(); ++r) world[static_cast<std::size_t>(r)] = r;
+  comm_.AllReduceSum(step.data(), step.size(), AllReduceAlgorithm::kMpi, world);
+  for (float s : step)
+    if (s != step[0])
+      throw UserError("ranks' latest checkpoints in " + options_.checkpoint_dir +
+                          " are from different steps",
+                      "remove the newer ones so every rank-R folder ends at the same step");
+  if (!path) return 0;
+  if (ckpt.counters["seed"] != static_cast<std::int64_t>(options_.seed))
+    throw UserError(*path + ": checkpoint was written with seed " +
+                    std::to_string(ckpt.counters["seed"]) + ", this run uses " +
+                    std::to_string(options_.seed));
+  const auto params = ckpt.tensors.find("params");
+  if (params == ckpt.tensors.end() ||
+      static_cast<std::int64_t>(params->second.size()) != runtime_->num_params())
+    throw UserError(*path + ": checkpoint parameters do not match this model and stage");
+  runtime_->UploadParams(params->second);
+  optimizer_->SetState(ckpt.tensors, ckpt.counters["optimizer_steps"]);
+  return static_cast<int>(ckpt.step);
+}
+
+ExecResult RankRunner::Run() {
+  ExecResult result;
+  result.samples_per_iteration = plan_.samples_per_iteration;
+  if (options_.averaging_period < 1 || plan_.iterations < options_.averaging_period)
+    throw InternalError("the plan needs at least averaging_period iterations");
+  const int first = options_.resume ? Resume() : 0;
+  result.first_iteration = first;
+  const int n = options_.iterations;
+  std::vector<IterationTimes> mine(static_cast<std::size_t>(n));
+  std::vector<double> losses(static_cast<std::size_t>(n), 0.0);
+  // The rank that logs: the lowest one holding the loss.
+  comm_.Barrier();
+  for (int i = first; i < n; ++i) {
+    IterationTimes& times = mine[static_cast<std::size_t>(i)];
+    const auto start = Clock::now();
+    runtime_->SetStep(i);
+    loaded_.assign(static_cast<std::size_t>(micro_batches_), false);
+    received_.clear();
+    // Plan iteration i % H: with local SGD only every H-th one averages.
+    for (TaskId id : tasks_[static_cast<std::size_t>(i % options_.averaging_period)])
+      RunTask(id, i, times);
+    const auto wait_start = Clock::now();
+    for (auto& [payload, request] : pending_sends_) request.Wait();
+    pending_sends_.clear();
+    times.comm += Seconds(wait_start, Clock::now());
+    times.seconds = Seconds(start, Clock::now());
+    if (runtime_->holds_loss()) {
+      double sum = 0;
+      for (int k = 0; k < micro_batches_; ++k) sum += runtime_->Loss(k);
+      losses[static_cast<std::size_t>(i)] = sum / micro_batches_;
+      const bool logger = replica_ == 0;
+      if (logger && options_.log && options_.log_every > 0 &&
+          ((i + 1) % options_.log_every == 0 || i + 1 == n)) {
+        char line[160];
+        std::snprintf(line, sizeof line, "step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)",
+                      i + 1, losses[static_cast<std::size_t>(i)],
+                      static_cast<double>(plan_.samples_per_iteration) / times.seconds,
+                      times.seconds);
+        options_.log(line);
+      }
+    }
+    if (options_.checkpoint_every > 0 && (i + 1) % options_.checkpoint_every == 0)
+      SaveCheckpoint(i + 1);
+  }
+  result.final_params = runtime_->DownloadParams();
+  result.bytes_sent = static_cast<std::uint64_t>(comm_.stats().bytes_sent);
+  Gather(result, mine, losses);
+  return result;
+}
+
+// Every rank gets every rank's times (ranks x iterations) and the mean loss
+// over the replicas holding it.
+void RankRunner::Gather(ExecResult& result, const std::vector<IterationTimes>& mine,
+                        const std::vector<double>& losses) {
+  const int n = options_.iterations;
+  const int ranks = comm_.size();
+  std::vector<float> buf(static_cast<std::size_t>(ranks * n * 3 + n + 1), 0.0f);
+  for (int i = 0; i < n; ++i) {
+    const std::size_t at = static_cast<std::size_t>((me_ * n + i) * 3);
+    buf[at] = static_cast<float>(mine[static_cast<std::size_t>(i)].seconds);
+    buf[at + 1] = static_cast<float>(mine[static_cast<std::size_t>(i)].compute);
+    buf[at + 2] = static_cast<float>(mine[static_cast<std::size_t>(i)].comm);
+  }
+  const std::size_t loss_at = static_cast<std::size_t>(ranks * n * 3);
+  if (runtime_->holds_loss()) {
+    for (int i = 0; i < n; ++i)
+      buf[loss_at + static_cast<std::size_t>(i)] = static_cast<float>(losses[static_cast<std::size_t>(i)]);
+    buf.back() = 1.0f;  // replicas holding the loss
+  }
+  std::vector<int> world(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) world[static_cast<std::size_t>(r)] = r;
+  comm_.AllReduceSum(buf.data(), buf.size(), AllReduceAlgorithm::kMpi, world);
+  result.times.assign(static_cast<std::size_t>(ranks), std::vector<IterationTimes>(static_cast<std::size_t>(n)));
+  for (int r = 0; r < ranks; ++r)
+    for (int i = 0; i < n; ++i) {
+      const std::size_t at = static_cast<std::size_t>((r * n + i) * 3);
+      result.times[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = {buf[at], buf[at + 1],
+                                                                              buf[at + 2]};
+    }
+  result.losses.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i)
+    result.losses[static_cast<std::size_t>(i)] = buf[loss_at + static_cast<std::size_t>(i)] / buf.back();
+}
+
+}  // namespace
+
+ExecResult ExecutePlan(const plan::Plan& plan, const models::ModelGraph& graph,
+                       const Dataset& data, Communicator& comm, Backend& backend,
+                       const ExecOptions& options) {
+  if (options.iterations < 1) throw UserError("iterations must be at least 1");
+  RankRunner runner(plan, graph, data, comm, backend, options);
+  return runner.Run();
+}
+
+}  // namespace dtsim::exec

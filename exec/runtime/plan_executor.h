@@ -1,0 +1,93 @@
+// PlanExecutor: runs a plan (plan/plan.h) for real, one MPI rank per plan
+// rank. Each rank walks its own tasks in task-id order (a topological order
+// that is each stream's program order):
+//   kForward / kBackward*  -> ModelRuntime::Forward / Backward over the
+//                             task's ops (and the free ops between tasks);
+//   kSend                  -> Isend of the pipeline activation or gradient;
+//                             a task that depends on another rank's kSend
+//                             first receives it;
+//   kCollective            -> all-reduce of the bucket's gradients over the
+//                             collective's group with the plan's algorithm
+//                             (ring or tree over point-to-point, or MPI's);
+//   kOptimizer             -> the optimizer step.
+// A plan of P iterations is replayed: real iteration i runs the tasks of
+// plan iteration i % P (P = 1 for data parallelism, H for local SGD).
+//
+// Data: sample indices are a pure function of (iteration, replica,
+// micro-batch), so a replica sees the same samples however many replicas
+// there are: n workers x m samples see what one worker x n m samples sees.
+//
+// Local SGD (average_parameters): on averaging iterations each rank first
+// updates alone, then the bucket collectives average the parameters (sum,
+// then 1/N); with plain SGD and H = 1 that equals averaging gradients.
+//
+// Not executed for real (UserError): tensor parallelism, interleaved
+// virtual stages, parameter-server plans.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/backend.h"
+#include "exec/comm/communicator.h"
+#include "exec/data/dataset.h"
+#include "exec/runtime/optimizer.h"
+#include "models/graph.h"
+#include "plan/plan.h"
+
+namespace dtsim::exec {
+
+struct ExecOptions {
+  int iterations = 20;  // real iterations to run, >= 1
+  // Gradient buckets of data-parallel plans (plan::GradientBuckets); must be
+  // the value the plan was built with.
+  double bucket_bytes = 25.0 * 1024 * 1024;
+  int averaging_period = 1;  // H of local SGD; 1 = synchronous data parallelism
+  // Local SGD: collectives average parameters after each rank's own update
+  // (on averaging iterations) instead of gradients before it.
+  bool average_parameters = false;
+  // Use MPI's own all-reduce instead of the plan's ring or tree.
+  bool mpi_allreduce = false;
+  OptimizerOptions optimizer;
+  std::uint64_t seed = 1;
+  // Per plan rank, compute slowdown factor (>= 1): after each compute task
+  // the rank sleeps (factor - 1) x the task's duration. Empty = none.
+  std::vector<double> slowdown;
+  // Checkpoints: every `checkpoint_every` iterations (0 = never) into
+  // checkpoint_dir/rank-R/; `resume` starts from the latest one.
+  int checkpoint_every = 0;
+  std::string checkpoint_dir;
+  bool resume = false;
+  // Called on the rank that holds the loss (the lowest such rank) after
+  // every `log_every` iterations with the seeds' step line.
+  int log_every = 10;
+  std::function<void(const std::string&)> log;
+};
+
+// What one rank measured; Gather() combines ranks.
+struct IterationTimes {
+  double seconds = 0;  // first task start to last task end on this rank
+  double compute = 0;  // inside forward/backward/optimizer tasks
+  double comm = 0;     // inside collectives, receives and send waits
+};
+
+struct ExecResult {
+  // Per real iteration, per rank (ranks x iterations after Gather).
+  std::vector<std::vector<IterationTimes>> times;
+  std::vector<double> losses;   // per iteration (mean over replicas holding the loss)
+  std::int64_t samples_per_iteration = 0;
+  int first_iteration = 0;      // > 0 when resumed
+  std::vector<float> final_params;  // this rank's parameters at the end
+  std::uint64_t bytes_sent = 0;     // this rank, communication layer
+};
+
+// Runs `plan` on this process's rank (comm.rank()). REQUIRES: comm.size()
+// == plan.num_ranks(), every rank materialized. The result's `times` and
+// `losses` are complete on every rank (gathered with comm).
+ExecResult ExecutePlan(const plan::Plan& plan, const models::ModelGraph& graph,
+                       const Dataset& data, Communicator& comm, Backend& backend,
+                       const ExecOptions& options);
+
+}  // namespace dtsim::exec

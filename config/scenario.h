@@ -54,6 +54,11 @@ struct ClusterConfig {
   // name replaces the built-in entry).
   std::vector<hw::DeviceSpec> custom_devices;
   std::vector<hw::LinkSpec> custom_links;
+  // Path of the device profile (config/device_profile.h) the loader applied,
+  // resolved against the scenario file's folder; "" = none. Informational:
+  // its numbers are already in custom_devices, custom_links and workload
+  // (ApplyDeviceProfile); setting it in code applies nothing.
+  std::string device_profile;
 
   int num_devices() const { return nodes * devices_per_node; }
 };

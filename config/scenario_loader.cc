@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/yaml_reader.h"
+#include "config/device_profile.h"
 #include "config/scenario.h"
 #include "config/section_readers.h"
 #include "models/model_file.h"
@@ -147,9 +148,10 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
   return n;
 }
 
-ClusterConfig ReadCluster(const YamlValue& v) {
+// `base` is the scenario file; a relative device profile is found next to it.
+ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
   const YamlMap m = v.AsMap({"nodes", "devices_per_node", "device", "intra_node_link",
-                             "network", "devices", "links"});
+                             "network", "devices", "links", "device_profile"});
   ClusterConfig c;
   if (auto x = m.Get("nodes")) c.nodes = x->AsInt(1);
   if (auto x = m.Get("devices_per_node")) c.devices_per_node = x->AsInt(1);
@@ -181,6 +183,17 @@ ClusterConfig ReadCluster(const YamlValue& v) {
   if (auto x = m.Get("device")) c.device = ResolveDevice(*x, catalog);
   if (auto x = m.Get("intra_node_link")) c.intra_node_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("network")) c.network = ReadNetwork(*x, catalog);
+  if (auto x = m.Get("device_profile")) {
+    fs::path file = x->AsString();
+    if (file.is_relative()) file = fs::path(base).parent_path() / file;
+    c.device_profile = file.lexically_normal().string();
+    std::error_code ec;
+    if (!fs::is_regular_file(c.device_profile, ec)) {
+      x->Fail("device profile '" + c.device_profile + "' not found",
+              "a relative path is resolved against the scenario file's folder; write a "
+              "profile with `dtsim calibrate --out <file>`");
+    }
+  }
   return c;
 }
 
@@ -404,8 +417,12 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   if (auto x = m.Get("engine")) s.engine = kEngines[x->AsChoice(kEngines, "engine")];
   // Absent sections keep scenario.h's defaults (config_test checks that the
   // default device and links are in the built-in catalog).
-  if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x);
+  if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x, filename);
   if (auto x = m.Get("workload")) s.workload = ReadWorkload(*x, filename);
+  // After the workload: its own efficiencies and launch overhead win.
+  if (!s.cluster.device_profile.empty()) {
+    ApplyDeviceProfile(LoadDeviceProfile(s.cluster.device_profile), s.cluster.device_profile, &s);
+  }
   if (auto x = m.Get("parallelism")) {
     s.parallelism = ReadParallelism(*x);
     CheckHybridShape(s, *x);

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "config/device_profile.h"
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -248,6 +250,51 @@ TEST_F(Cli, HybridPlanListsItsPipelineSplit) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("chunk 7 on stage 7"), std::string::npos) << r.out;
   EXPECT_NE(Slurp(dir_ / "m.dot").find("digraph"), std::string::npos);
+}
+
+// `dtsim calibrate --quick` measures this machine in a few seconds and writes
+// a profile the strict reader accepts and a scenario can use.
+TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
+  const fs::path profile = dir_ / "calibration" / "profile.yaml";
+  Result r = Dtsim("calibrate --quick --out " + profile.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const dtsim::config::DeviceProfile p = dtsim::config::LoadDeviceProfile(profile.string());
+  EXPECT_GT(p.peak_fp32_flop_per_s, 0);
+  EXPECT_GT(p.memory_bw_bytes_per_s, 0);
+  EXPECT_GT(p.kernel_launch_s, 0);
+  // Every op kind with FLOPs: the 19 kinds of models/op.h but input, concat
+  // and reshape.
+  EXPECT_EQ(p.compute_efficiency.size(), 16u);
+  EXPECT_FALSE(p.link.has_value());  // one process: no link measured
+  EXPECT_TRUE(p.provenance.quick);
+  EXPECT_EQ(p.provenance.backend, "cpu");
+
+  // A scenario naming the profile (relative to the scenario file) runs.
+  std::ofstream(dir_ / "s.yaml") << "cluster: {device_profile: calibration/profile.yaml}\n"
+                                    "workload: {model: resnet50, batch_per_device: 8, "
+                                    "iterations: 2}\n";
+  Result run = Dtsim("run " + (dir_ / "s.yaml").string() + " --no-trace --json - --out " +
+                     (dir_ / "out").string());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_GT(nlohmann::json::parse(run.out).at("throughput_samples_per_s").get<double>(), 0);
+}
+
+// `--ranks 2` re-runs itself under mpirun and adds the link between ranks.
+TEST_F(Cli, CalibrateWithTwoRanksMeasuresTheLink) {
+  const fs::path profile = dir_ / "profile.yaml";
+  Result r = Dtsim("calibrate --quick --ranks 2 --out " + profile.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const dtsim::config::DeviceProfile p = dtsim::config::LoadDeviceProfile(profile.string());
+  ASSERT_TRUE(p.link.has_value());
+  EXPECT_EQ(p.link->ranks, 2);
+  EXPECT_GT(p.link->bw_bytes_per_s, 0);
+  EXPECT_GT(p.link->latency_s, 0);
+}
+
+TEST_F(Cli, CalibrateRejectsOneRank) {
+  Result r = Dtsim("calibrate --quick --ranks 1 --out " + (dir_ / "p.yaml").string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "p.yaml"));
 }
 
 }  // namespace

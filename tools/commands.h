@@ -5,6 +5,10 @@
 #include <iosfwd>
 #include <string>
 
+namespace dtsim::exec {
+class Communicator;
+}
+
 namespace dtsim::tools {
 
 struct RunOptions {
@@ -64,5 +68,23 @@ void ModelsCommand(std::ostream& out);
 // `name` is a zoo name or, if it ends in .yaml/.yml, a model file.
 void ModelCommand(const std::string& name, std::ostream& out);
 void DevicesCommand(bool local, std::ostream& out);
+
+struct CalibrateCommandOptions {
+  std::string out_path = "results/calibration/device_profile.yaml";  // the profile written
+  bool quick = false;  // fewer, smaller measurements (~5 s on one core; for tests)
+  // 0: measure in this process (and over MPI when started by mpirun with 2+
+  // ranks). >= 2: run `mpirun -np <ranks> dtsim calibrate ...` instead, with
+  // OpenMPI's run-as-root permission set in the child's environment.
+  int ranks = 0;
+};
+// Measures the CPU backend (exec/calibrate/) on rank 0, prints a progress
+// line per measurement to `err`, then, when `comm` has 2+ ranks, the
+// ping-pong latency and bandwidth between ranks 0 and 1; rank 0 prints the
+// table to `out` and writes the profile (docs/device_profile.md), all or
+// nothing. `comm` is null for a run without MPI; when non-null every rank
+// calls this. Throws UserError for bad options, std::runtime_error when the
+// relaunch under mpirun fails (tools/mpi_launch.h).
+void CalibrateCommand(const CalibrateCommandOptions& options, exec::Communicator* comm,
+                      std::ostream& out, std::ostream& err);
 
 }  // namespace dtsim::tools

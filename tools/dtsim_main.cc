@@ -5,9 +5,15 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "common/error.h"
+#include "exec/comm/mpi_communicator.h"
+#include "exec/comm/mpi_session.h"
 #include "tools/commands.h"
+#include "tools/exec_command.h"
+#include "tools/mpi_launch.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -71,13 +77,19 @@ int main(int argc, char** argv) {
       "column of the value at fault. See docs/scenario.md, section Sweeps.");
 
   dtsim::tools::ValidateOptions validate;
+  dtsim::tools::ExecCommandOptions validate_exec;
+  validate_exec.validate = true;
+  std::string validate_target;
   auto* validate_cmd = app.add_subcommand(
-      "validate", "Predict published measurements and report the errors: 'vtrain' predicts "
-                  "vTrain's Megatron-DeepSpeed iteration times on A100 clusters and writes "
-                  "predictions.csv, summary.json, summary.md and scatter.svg under results/vtrain/");
-  validate_cmd->add_option("dataset", validate.dataset, "Data set: vtrain")
-      ->required()
-      ->check(CLI::IsMember({"vtrain"}));
+      "validate",
+      "Compare predictions with measurements. 'vtrain' predicts vTrain's Megatron-DeepSpeed "
+      "iteration times on A100 clusters (writes predictions.csv, summary.json, summary.md and "
+      "scatter.svg under results/vtrain/). A scenario file runs the scenario for real on this "
+      "machine (one MPI process per device) and predicts it with the local device profile, "
+      "then prints predicted against measured step time, throughput, compute and "
+      "communication (writes validation.json and validation.md)");
+  validate_cmd->add_option("target", validate_target, "vtrain, or a scenario YAML file")
+      ->required();
   validate_cmd->add_option("--data", validate.data_dir,
                            "Folder of ground_truth_single.csv and ground_truth_multi.csv")
       ->capture_default_str();
@@ -96,11 +108,56 @@ int main(int argc, char** argv) {
                            "Overhead per op for every row (e.g. 30us for PyTorch eager's per-op "
                            "CPU cost); default: the simulator's 5 us CUDA launch latency");
   validate_cmd->add_flag("-q,--quiet", validate.quiet, "No progress bar and no summary");
+  validate_cmd->add_option("--ranks", validate_exec.ranks,
+                           "Scenario: processes to run (default: the scenario's devices)")
+      ->check(CLI::PositiveNumber);
+  validate_cmd->add_option("--iterations", validate_exec.iterations,
+                           "Scenario: iterations to run for real (default 20; the first is "
+                           "warm-up)")
+      ->check(CLI::PositiveNumber);
+  validate_cmd->add_option("--profile", validate_exec.profile,
+                           "Scenario: device profile for the prediction (default: the "
+                           "scenario's, else results/calibration/device_profile.yaml, measured "
+                           "first with a quick calibration when missing)");
+  validate_cmd->add_flag("--mpi-allreduce", validate_exec.mpi_allreduce,
+                         "Scenario: MPI's own all-reduce instead of the plan's ring or tree");
   validate_cmd->footer(
       "Every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB, 8 per\n"
       "node, 150 GB/s NVLink, 4 x HDR InfiniBand per node, fp16, 1F1B, recompute on, every\n"
       "efficiency at its default. A row whose simulation fails is reported as failed (with\n"
       "its message in predictions.csv and summary.md) and the others go on.");
+
+  dtsim::tools::ExecCommandOptions exec;
+  auto* exec_cmd = app.add_subcommand(
+      "exec", "Run a scenario's plan for real on this machine: one MPI process per device, "
+              "real kernels (CPU backend) and real communication (MPI); prints the seeds' step "
+              "log and writes exec.json (per-rank, per-iteration times and losses)");
+  exec_cmd->add_option("scenario", exec.scenario_path, "Scenario YAML file")->required();
+  exec_cmd->add_option("--ranks", exec.ranks,
+                       "Processes to start under mpirun (default: the scenario's devices); "
+                       "'mpirun -np N dtsim exec SCENARIO' works too")
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--iterations", exec.iterations, "Iterations (default 20)")
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--lr", exec.learning_rate,
+                       "Initial learning rate (default 0.01; 0.001 for adam)")
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--dataset", exec.dataset,
+                       "Train on this dtsim binary data set (docs/dataset_format.md) instead of "
+                       "a synthetic one shaped like the model's input");
+  exec_cmd->add_flag("--mpi-allreduce", exec.mpi_allreduce,
+                     "MPI's own all-reduce instead of the plan's ring or tree");
+  exec_cmd->add_option("--checkpoint-every", exec.checkpoint_every,
+                       "Save a checkpoint every N iterations (atomic; under <out>/checkpoints)")
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_flag("--resume", exec.resume, "Continue from the latest checkpoint");
+  exec_cmd->add_option("-o,--out", exec.out_dir, "Output folder (default: the scenario's outputs.dir)");
+  exec_cmd->add_flag("-q,--quiet", exec.quiet, "No step log");
+  exec_cmd->footer(
+      "Executed for real: data parallelism (ring or tree all-reduce over MPI point-to-point,\n"
+      "or MPI's), local SGD (parameter averaging every H steps), model and pipeline\n"
+      "parallelism (GPipe, 1F1B), fixed straggler slowdowns. Simulated only: tensor\n"
+      "parallelism, interleaved stages, parameter servers, asynchronous training.");
 
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(
@@ -123,6 +180,24 @@ int main(int argc, char** argv) {
   auto* devices_cmd = app.add_subcommand("devices", "List the hardware catalog (GPUs and links)");
   devices_cmd->add_flag("--local", local, "Describe this machine's CPU and GPUs instead");
 
+  dtsim::tools::CalibrateCommandOptions calibrate;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate", "Measure this machine's CPU backend (GEMM and convolution rates, memory "
+                   "bandwidth, per-op-kind efficiency, per-call overhead) and, over MPI, the "
+                   "link between ranks; write a device profile that scenarios name under "
+                   "cluster.device_profile (docs/device_profile.md)");
+  calibrate_cmd->add_option("-o,--out", calibrate.out_path, "Device profile to write")
+      ->capture_default_str();
+  calibrate_cmd->add_flag("--quick", calibrate.quick,
+                          "Fewer and smaller measurements (a few seconds; for tests)");
+  calibrate_cmd->add_option("--ranks", calibrate.ranks,
+                            "Re-run under 'mpirun -np N' to also measure point-to-point "
+                            "latency and bandwidth between ranks (N >= 2)");
+  calibrate_cmd->footer(
+      "Started by mpirun with 2 or more ranks (mpirun -np 2 dtsim calibrate), rank 0 measures\n"
+      "the device while the others wait, then ranks 0 and 1 play ping-pong; rank 0 writes\n"
+      "the profile. Without mpirun and without --ranks, MPI is not used at all.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -136,7 +211,23 @@ int main(int argc, char** argv) {
       sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
     }
-    if (*validate_cmd) {
+    // MPI only for the commands that run ranks, and only when a launcher
+    // started us: a plain command never needs mpirun. The communicator is
+    // declared after the session: destroyed first.
+    std::optional<dtsim::exec::MpiSession> mpi;
+    std::unique_ptr<dtsim::exec::MpiCommunicator> world;
+    const bool scenario_validation = *validate_cmd && validate_target != "vtrain";
+    if ((*exec_cmd || scenario_validation || (*calibrate_cmd && calibrate.ranks == 0)) &&
+        dtsim::tools::LaunchedByMpiLauncher()) {
+      mpi.emplace(nullptr, nullptr);
+      world = std::make_unique<dtsim::exec::MpiCommunicator>();
+    }
+    if (*exec_cmd) dtsim::tools::ExecCommand(exec, world.get(), std::cout, std::cerr);
+    if (scenario_validation) {
+      validate_exec.scenario_path = validate_target;
+      validate_exec.quiet = validate.quiet;
+      dtsim::tools::ExecCommand(validate_exec, world.get(), std::cout, std::cerr);
+    } else if (*validate_cmd) {
       validate.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       dtsim::tools::ValidateCommand(validate, std::cout, std::cerr);
     }
@@ -144,6 +235,7 @@ int main(int argc, char** argv) {
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
     if (*model_cmd) dtsim::tools::ModelCommand(model_name, std::cout);
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
+    if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world.get(), std::cout, std::cerr);
   } catch (const dtsim::UserError& e) {
     std::cerr << "dtsim: " << e.what() << "\n";
     return 2;

@@ -15,9 +15,9 @@
 namespace dtsim::exec {
 
 struct CalibrateOptions {
-  // Fewer shapes, smaller batches, 3 timed runs instead of 5: a few seconds
-  // in all on one core, for tests. The full run takes about a minute on one
-  // 2 GHz core.
+  // Fewer shapes, smaller batches, 3 timed runs instead of 5: about 2.5 s on
+  // one core of a 2-core Xeon VM, for tests. The full run takes about 30 s
+  // there.
   bool quick = false;
 };
 

@@ -1,0 +1,61 @@
+// Training throughput of the real-execution path on one core: examples/s
+// of a full step (forward, backward, SGD update) of zoo models on the CPU
+// backend, with the model's FLOPs (models::Op, what the simulator prices)
+// turned into an achieved FLOP/s rate.
+//
+//   TrainStep/cifar10-cnn/<batch>   the TensorFlow CIFAR-10 tutorial CNN
+//   TrainStep/mnist-mlp/<batch>     the 784-500-10 MLP
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "exec/data/synthetic_dataset.h"
+#include "exec/kernels/cpu_backend.h"
+#include "exec/runtime/model_runtime.h"
+#include "exec/runtime/optimizer.h"
+#include "models/zoo.h"
+
+namespace dtsim::exec {
+namespace {
+
+void TrainStep(benchmark::State& state, const std::string& model) {
+  const models::ModelGraph g = models::BuildZooModel(model);
+  const std::int64_t batch = state.range(0);
+  CpuBackend cpu;
+  ModelRuntime rt(g, cpu, {.micro_batch = batch, .seed = 1});
+  Optimizer opt(cpu, rt.num_params(), {});
+  const models::Shape& in = g.op(0).output_shape;
+  std::vector<float> x(static_cast<std::size_t>(batch * rt.input_elements()));
+  std::vector<float> y(static_cast<std::size_t>(batch));
+  if (in.size() == 3) {
+    ClassImageDataset data({.channels = in[0], .height = in[1], .width = in[2], .seed = 1});
+    data.Fill(0, batch, x.data(), y.data());
+  } else {
+    TeacherDataset data({.shape = in, .classes = 10, .seed = 1});
+    data.Fill(0, batch, x.data(), y.data());
+  }
+  rt.SetInput(0, x.data());
+  rt.SetLabels(0, y.data());
+  for (auto _ : state) {
+    rt.ZeroGrads();
+    rt.ForwardAll(0);
+    rt.BackwardAll(0);
+    opt.Step(rt.params(), rt.grads());
+  }
+  const double flops = rt.ForwardFlops() + rt.BackwardFlops();
+  state.counters["examples/s"] = benchmark::Counter(
+      static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK_CAPTURE(TrainStep, cifar10-cnn, std::string("cifar10-cnn"))
+    ->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(TrainStep, mnist-mlp, std::string("mnist-mlp"))
+    ->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace dtsim::exec
+
+BENCHMARK_MAIN();

@@ -1,0 +1,175 @@
+// `dtsim calibrate`: measures the CPU backend of this process (and, over MPI,
+// the link between ranks) and writes a device profile (exec/calibrate/,
+// docs/device_profile.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <ostream>
+
+#include "common/error.h"
+#include "common/units.h"
+#include "config/device_profile.h"
+#include "exec/calibrate/calibrate.h"
+#include "exec/kernels/cpu_backend.h"
+#include "hw/local_cpu.h"
+#include "tools/commands.h"
+#include "tools/mpi_launch.h"
+#include "tools/output_set.h"
+
+namespace dtsim::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "2025-01-31T12:00:00Z".
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
+  return buf;
+}
+
+// "cpu (Intel(R) Xeon(R) CPU @ 2.20GHz)": the backend and the CPU's model
+// name from /proc/cpuinfo when there is one.
+std::string DeviceDescription(const std::string& backend) {
+  const hw::CpuProbe probe = hw::ProbeLocalCpu();
+  if (!probe.cpuinfo) return backend;
+  const std::string& text = *probe.cpuinfo;
+  const std::size_t key = text.find("model name");
+  if (key == std::string::npos) return backend;
+  const std::size_t colon = text.find(':', key);
+  const std::size_t end = text.find('\n', key);
+  if (colon == std::string::npos || colon > end) return backend;
+  std::string model = text.substr(colon + 1, end - colon - 1);
+  model.erase(0, model.find_first_not_of(' '));
+  std::string s = backend;
+  s += " (";
+  s += model;
+  s += ")";
+  return s;
+}
+
+std::string Rate(const config::ProfileMeasurement& m) {
+  if (m.flops > 0) return FormatFlopRate(m.flops / m.seconds);
+  if (m.bytes > 0 && m.group != "ping_pong") return FormatBandwidth(m.bytes / m.seconds);
+  std::string s = FormatSeconds(m.seconds);
+  if (m.group == "ping_pong") {
+    s += " one way, ";
+    s += FormatBandwidth(m.bytes / m.seconds);
+  } else {
+    s += " per call";
+  }
+  return s;
+}
+
+void PrintProgress(std::ostream& err, const config::ProfileMeasurement& m, int index, int total) {
+  std::string what = m.name;
+  if (!m.shape.empty()) {
+    what += ' ';
+    what += m.shape;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "[%2d/%d] %-9s %-32s %s (median of %d, %s each)\n", index,
+                total, m.group.c_str(), what.c_str(), Rate(m).c_str(), m.repeats,
+                FormatSeconds(m.seconds).c_str());
+  err << line << std::flush;
+}
+
+void PrintTable(std::ostream& out, const config::DeviceProfile& p) {
+  char line[256];
+  out << "device profile of " << p.device << " on " << p.provenance.host << "\n";
+  std::snprintf(line, sizeof line, "  %-26s %s\n", "peak fp32 (best GEMM)",
+                FormatFlopRate(p.peak_fp32_flop_per_s).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "  %-26s %s\n", "memory bandwidth (best)",
+                FormatBandwidth(p.memory_bw_bytes_per_s).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "  %-26s %s\n", "kernel launch (tiny op)",
+                FormatSeconds(p.kernel_launch_s).c_str());
+  out << line;
+  if (p.link) {
+    std::snprintf(line, sizeof line, "  %-26s %s, latency %s (%d ranks)\n", "link between ranks",
+                  FormatBandwidth(p.link->bw_bytes_per_s).c_str(),
+                  FormatSeconds(p.link->latency_s).c_str(), p.link->ranks);
+  } else {
+    std::snprintf(line, sizeof line, "  %-26s not measured (one rank; use --ranks 2)\n",
+                  "link between ranks");
+  }
+  out << line;
+  std::snprintf(line, sizeof line, "%-13s %-30s %14s %10s\n", "op kind", "shape", "rate",
+                "efficiency");
+  out << line;
+  for (const config::ProfileMeasurement& m : p.provenance.measurements) {
+    if (m.group != "op") continue;
+    double efficiency = 0;
+    for (const auto& [kind, e] : p.compute_efficiency) {
+      if (m.name == models::OpKindName(kind)) efficiency = e;
+    }
+    std::snprintf(line, sizeof line, "%-13s %-30s %14s %10.4f\n", m.name.c_str(),
+                  m.shape.c_str(), FormatFlopRate(m.flops / m.seconds).c_str(), efficiency);
+    out << line;
+  }
+}
+
+}  // namespace
+
+void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm,
+                      std::ostream& out, std::ostream& err) {
+  if (o.ranks == 1 || o.ranks < 0) {
+    throw UserError("--ranks: expected 2 or more ranks, got " + std::to_string(o.ranks),
+                    "leave --ranks out to measure this process only");
+  }
+  if (o.ranks >= 2 && comm == nullptr) {
+    std::vector<std::string> args = {"calibrate", "--out", o.out_path};
+    if (o.quick) args.emplace_back("--quick");
+    RunUnderMpiLauncher(o.ranks, args, err);
+    return;
+  }
+  const bool leader = comm == nullptr || comm->rank() == 0;
+  const exec::CalibrateOptions options{.quick = o.quick};
+  const auto progress = [&](const config::ProfileMeasurement& m, int index, int total) {
+    if (leader) PrintProgress(err, m, index, total);
+  };
+
+  exec::CpuBackend cpu;
+  config::ProfileProvenance provenance;
+  provenance.date = UtcNow();
+  provenance.host = HostName();
+  provenance.dtsim_version = DTSIM_VERSION;
+  provenance.backend = cpu.Name();
+  provenance.quick = o.quick;
+  // Rank 0 measures the device alone while the other ranks wait, so that
+  // the numbers are one device's, not a share of a busy machine's.
+  if (leader) provenance.measurements = exec::MeasureDevice(cpu, options, progress);
+  if (comm != nullptr && comm->size() >= 2) {
+    comm->Barrier();
+    for (config::ProfileMeasurement& m : exec::MeasureLink(*comm, options, progress)) {
+      provenance.measurements.push_back(std::move(m));
+    }
+  }
+  if (!leader) return;
+  const config::DeviceProfile profile = exec::BuildDeviceProfile(
+      DeviceDescription(cpu.Name()), provenance, comm != nullptr ? comm->size() : 1);
+
+  const fs::path path(o.out_path);
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  OutputSet files(dir);
+  auto f = files.Open(path.filename().string());
+  f << config::DeviceProfileYaml(profile);
+  CloseOutput(f, o.out_path);
+  files.Commit();
+  PrintTable(out, profile);
+  out << "wrote " << o.out_path << "\n";
+}
+
+}  // namespace dtsim::tools

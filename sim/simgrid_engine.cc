@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
+#include <simgrid/kernel/ProfileBuilder.hpp>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <tuple>
@@ -20,6 +22,7 @@
 
 #include "common/error.h"
 #include "sim/collectives.h"
+#include "sim/stragglers.h"
 
 namespace dtsim::sim {
 namespace {
@@ -27,20 +30,29 @@ namespace {
 namespace sg4 = simgrid::s4u;
 using plan::TaskId;
 
-constexpr double kHostSpeed = 1e9;  // flop/s: a task of N ns executes N flops
+constexpr double kHostSpeed = 1e9;  // flop/s per core: a task of N ns executes N flops
 
 SimTime NowNs() { return std::llround(sg4::Engine::get_clock() * 1e9); }
 
-void RequireSupported(const plan::Plan& plan) {
+std::size_t StreamOf(const plan::Task& t) {
+  return static_cast<std::size_t>(t.rank) * plan::kNumStreams + static_cast<std::size_t>(t.stream);
+}
+
+void RequireSupported(const plan::Plan& plan, const NetworkSpec& spec,
+                      const StragglerModel* stragglers) {
+  const std::size_t endpoints = static_cast<std::size_t>(spec.nodes) *
+                                    static_cast<std::size_t>(spec.devices_per_node) +
+                                spec.extra_endpoint_nodes.size();
+  DTSIM_CHECK(static_cast<std::size_t>(plan.num_ranks()) == endpoints,
+              "the network needs one endpoint per plan rank (servers as extra endpoints)");
+  DTSIM_CHECK(stragglers == nullptr || stragglers->num_ranks() <= plan.num_ranks(),
+              "stragglers for more ranks than the plan has");
   for (plan::RankId r = 0; r < plan.num_ranks(); ++r) {
     if (!plan.IsMaterialized(r))
       throw UserError(
           "engine simgrid does not support symmetric plans (representative ranks) yet",
           "use engine: analytic, or raise outputs.trace_max_ranks to the number of workers "
           "(identical workers beyond it are represented by one)");
-    if (plan.IsServer(r))
-      throw UserError("engine simgrid does not support parameter-server ranks yet",
-                      "use engine: analytic for parameter-server plans");
   }
   for (const plan::Collective& c : plan.collectives())
     if (c.op != plan::CollectiveOp::kAllReduce)
@@ -54,13 +66,27 @@ void RequireSupported(const plan::Plan& plan) {
 // The cluster as a SimGrid platform (see the header for the layout).
 class Platform {
  public:
-  Platform(const Network& network, const std::set<std::pair<int, int>>& pairs) : net_(network) {
+  // `stragglers` (may be nullptr) sets the speed and speed profile of the
+  // first stragglers->num_ranks() hosts.
+  Platform(const Network& network, const std::set<std::pair<int, int>>& pairs,
+           const StragglerModel* stragglers)
+      : net_(network) {
     const NetworkSpec& s = network.spec();
     const int r = network.num_ranks(), n = network.num_nodes();
     const int leaves = s.fat_tree ? (n + s.nodes_per_leaf - 1) / s.nodes_per_leaf : 0;
     zone_ = sg4::create_full_zone("cluster");
-    for (int i = 0; i < r; ++i)
-      hosts_.push_back(zone_->create_host("rank" + std::to_string(i), kHostSpeed)->seal());
+    simgrid::kernel::profile::Profile* interference = InterferenceProfile(stragglers);
+    for (int i = 0; i < r; ++i) {
+      const bool slowed = stragglers != nullptr && i < stragglers->num_ranks();
+      double speed = kHostSpeed;
+      if (slowed) speed /= stragglers->FixedFactor(i);
+      const bool interfered = slowed && stragglers->Interfered(i);
+      if (interfered && interference == nullptr) speed /= stragglers->InterferenceSlowdown();
+      sg4::Host* host = zone_->create_host("rank" + std::to_string(i), speed);
+      host->set_core_count(plan::kNumStreams);
+      if (interfered && interference != nullptr) host->set_speed_profile(interference);
+      hosts_.push_back(host->seal());
+    }
     auto link = [&](const std::string& name, double bw, double latency) -> sg4::Link* {
       if (bw <= 0) return nullptr;  // never routed over (one device per node, one node)
       return zone_->create_link(name, bw)->set_latency(latency)->seal();
@@ -95,6 +121,28 @@ class Platform {
   }
 
   sg4::Host* host(int rank) const { return hosts_[static_cast<std::size_t>(rank)]; }
+
+  // The interference windows as a speed profile: the speed scale is 1/s
+  // from k P and 1 from k P + D (SimGrid repeats the list every `P`, the
+  // periodicity argument, counted from its first date 0):
+  //
+  //   scale 1   |   +-----------+   +-----------+
+  //   scale 1/s |---+           +---+           +---
+  //             0   D           P  P+D          2P
+  //
+  // nullptr when no rank has windows, or when D == P (the hosts then run at
+  // speed / s throughout, see the constructor).
+  static simgrid::kernel::profile::Profile* InterferenceProfile(const StragglerModel* stragglers) {
+    if (stragglers == nullptr || !stragglers->HasInterference()) return nullptr;
+    const SimTime period = stragglers->InterferencePeriodNs();
+    const SimTime window = stragglers->InterferenceWindowNs();
+    if (window >= period) return nullptr;
+    char events[128];
+    std::snprintf(events, sizeof events, "0 %.17g\n%.17g 1\n",
+                  1.0 / stragglers->InterferenceSlowdown(), NsToSeconds(window));
+    return simgrid::kernel::profile::ProfileBuilder::from_string("interference", events,
+                                                                 NsToSeconds(period));
+  }
 
   // Network::Route's links and latency.
   double PathLatency(int src, int dst) const {
@@ -167,17 +215,25 @@ class Run {
     }
     for (const plan::Task& t : plan.tasks())
       if (t.kind == plan::TaskKind::kSend && t.rank != t.peer) pairs.emplace(t.rank, t.peer);
-    platform_.emplace(network, pairs);
+    platform_.emplace(network, pairs, options.stragglers);
     collective_latency_s_ = network.spec().collective_latency_s;
+    stragglers_ = options.stragglers;
+    delayed_until_.assign(static_cast<std::size_t>(plan.num_ranks()), -1);
+    const std::size_t streams = static_cast<std::size_t>(plan.num_ranks()) * plan::kNumStreams;
+    unordered_.assign(streams, false);
+    for (std::size_t s = 0; s < streams; ++s)
+      unordered_[s] = plan.IsServer(static_cast<plan::RankId>(s / plan::kNumStreams));
   }
 
   EngineResult Execute() {
     const std::size_t n = plan_.num_tasks();
     ready_.reserve(n);
-    for (std::size_t t = 0; t < n; ++t) {
-      ready_.push_back(sg4::Semaphore::create(0));
-      if (remaining_[t] == 0) ready_.back()->release();
-    }
+    for (std::size_t t = 0; t < n; ++t) ready_.push_back(sg4::Semaphore::create(0));
+    ready_order_.resize(unordered_.size());
+    for (std::size_t s = 0; s < unordered_.size(); ++s)
+      stream_ready_.push_back(sg4::Semaphore::create(0));
+    for (std::size_t t = 0; t < n; ++t)
+      if (remaining_[t] == 0) MakeReady(static_cast<TaskId>(t));
     arrived_.assign(plan_.collectives().size(), 0);
     for (std::size_t c = 0; c < plan_.collectives().size(); ++c)
       collective_done_.push_back(sg4::Semaphore::create(0));
@@ -190,16 +246,19 @@ class Run {
         sg4::Actor::create("send" + std::to_string(t), platform_->host(task.rank),
                            [this, t] { RunSend(static_cast<TaskId>(t)); });
       } else {
-        queues[static_cast<std::size_t>(task.rank) * plan::kNumStreams +
-               static_cast<std::size_t>(task.stream)]
-            .push_back(static_cast<TaskId>(t));
+        queues[StreamOf(task)].push_back(static_cast<TaskId>(t));
       }
     }
     for (std::size_t s = 0; s < queues.size(); ++s) {
       if (queues[s].empty()) continue;
       const int rank = static_cast<int>(s / plan::kNumStreams);
-      sg4::Actor::create("stream" + std::to_string(s), platform_->host(rank),
-                         [this, q = std::move(queues[s])] { RunStream(q); });
+      if (unordered_[s]) {
+        sg4::Actor::create("server_stream" + std::to_string(s), platform_->host(rank),
+                           [this, s, count = queues[s].size()] { RunServerStream(s, count); });
+      } else {
+        sg4::Actor::create("stream" + std::to_string(s), platform_->host(rank),
+                           [this, q = std::move(queues[s])] { RunStream(q); });
+      }
     }
     sg4::Engine::get_instance()->run();
     for (std::size_t t = 0; t < n; ++t)
@@ -208,21 +267,66 @@ class Run {
   }
 
  private:
+  // An ordered stream: its tasks in program order, each once it is ready.
   void RunStream(const std::vector<TaskId>& queue) {
     for (TaskId id : queue) {
       ready_[static_cast<std::size_t>(id)]->acquire();
-      const plan::Task& task = plan_.task(id);
-      if (task.kind == plan::TaskKind::kCollective) {
-        RunCollectiveMember(id);
-        continue;
+      RunTask(id);
+    }
+  }
+
+  // A server stream: its `count` tasks in the order they become ready.
+  // Tasks that become ready at the same instant from different finishing
+  // tasks come in the order SimGrid runs those actors, which may differ from
+  // the analytic engine's event order.
+  void RunServerStream(std::size_t stream, std::size_t count) {
+    for (std::size_t k = 0; k < count; ++k) {
+      stream_ready_[stream]->acquire();
+      const TaskId id = ready_order_[stream].front();
+      ready_order_[stream].pop_front();
+      RunTask(id);
+    }
+  }
+
+  // Runs task `id` (not a send) on the calling stream actor.
+  void RunTask(TaskId id) {
+    const plan::Task& task = plan_.task(id);
+    if (task.kind == plan::TaskKind::kCollective) {
+      RunCollectiveMember(id);
+      return;
+    }
+    const auto t = static_cast<std::size_t>(id);
+    result_.timing[t].start = NowNs();
+    double flops = static_cast<double>(costs_.task_ns[t]);
+    if (stragglers_ != nullptr && task.rank < stragglers_->num_ranks()) {
+      // As the analytic engine's hooks: the rank-iteration's delay before its
+      // first compute task, then the lognormal part of the factor (the fixed
+      // part is the host's speed).
+      auto& seen = delayed_until_[static_cast<std::size_t>(task.rank)];
+      if (task.iteration > seen) {
+        seen = task.iteration;
+        const SimTime delay = stragglers_->ExtraDelayNs(task.rank, task.iteration);
+        if (delay > 0) sg4::this_actor::sleep_for(NsToSeconds(delay));
       }
-      const auto t = static_cast<std::size_t>(id);
-      result_.timing[t].start = NowNs();
-      if (costs_.task_ns[t] > 0) {
-        ++result_.events;
-        sg4::this_actor::execute(static_cast<double>(costs_.task_ns[t]));
-      }
-      Finish(id);
+      flops *= stragglers_->ComputeFactor(task.rank, task.iteration) /
+               stragglers_->FixedFactor(task.rank);
+    }
+    if (flops > 0) {
+      ++result_.events;
+      sg4::this_actor::execute(flops);
+    }
+    Finish(id);
+  }
+
+  // Task `id` has the dependencies it waits for: wake its stream actor (a
+  // server stream takes it in this order) or its send actor.
+  void MakeReady(TaskId id) {
+    const plan::Task& task = plan_.task(id);
+    if (task.kind != plan::TaskKind::kSend && unordered_[StreamOf(task)]) {
+      ready_order_[StreamOf(task)].push_back(id);
+      stream_ready_[StreamOf(task)]->release();
+    } else {
+      ready_[static_cast<std::size_t>(id)]->release();
     }
   }
 
@@ -289,7 +393,7 @@ class Run {
       const auto s = static_cast<std::size_t>(succ);
       if (--remaining_[s] == 0) {
         result_.timing[s].ready = now;
-        ready_[s]->release();
+        MakeReady(succ);
       }
     }
   }
@@ -305,9 +409,14 @@ class Run {
   std::vector<bool> done_;
   std::vector<std::int32_t> remaining_;
   std::vector<std::vector<TaskId>> succ_;
-  std::vector<sg4::SemaphorePtr> ready_;            // per task: released when its deps are met
+  std::vector<sg4::SemaphorePtr> ready_;            // per task (sends, ordered streams): deps met
   std::vector<std::int32_t> arrived_;               // per collective: members arrived
   std::vector<sg4::SemaphorePtr> collective_done_;  // per collective: wakes waiting members
+  std::vector<bool> unordered_;                     // per stream: a server's (ready order)
+  std::vector<std::deque<TaskId>> ready_order_;     // per server stream: ready tasks, in order
+  std::vector<sg4::SemaphorePtr> stream_ready_;     // per server stream: counts ready_order_
+  const StragglerModel* stragglers_ = nullptr;      // options.stragglers
+  std::vector<int> delayed_until_;  // per rank: last iteration whose delay was applied
 };
 
 // --- Running in a child process ------------------------------------------
@@ -379,7 +488,7 @@ std::string ReadAll(int fd) {
 
 EngineResult RunSimgridEngine(const plan::Plan& plan, const TaskCosts& costs,
                               const NetworkSpec& network, const SimgridOptions& options) {
-  RequireSupported(plan);
+  RequireSupported(plan, network, options.stragglers);
   int fds[2];
   std::fflush(nullptr);  // the child's SimGrid may flush stdio: write nothing twice
   if (pipe(fds) != 0) throw InternalError(std::string("pipe: ") + std::strerror(errno));

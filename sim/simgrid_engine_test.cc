@@ -17,6 +17,7 @@
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
+#include "sim/stragglers.h"
 
 namespace dtsim::sim {
 namespace {
@@ -279,6 +280,93 @@ TEST(SimgridEngine, ConfigurationReachesSimGrid) {
   const EngineResult tcp = RunSimgridEngine(p, costs, spec, lv08);
   // Bandwidth x 0.97 alone makes the 8 ms transfer about 3% longer.
   EXPECT_GT(tcp.makespan, cm02.makespan * 1.02);
+}
+
+// The simulator's straggler hooks (sim/simulator.cc) without the per-step
+// delays: compute tasks end when the model says.
+class StragglerHooks : public EngineHooks {
+ public:
+  explicit StragglerHooks(const StragglerModel& model) : model_(model) {}
+  SimTime ComputeEnd(const Task& task, SimTime start, SimTime ns) override {
+    return model_.TaskEnd(task.rank, task.iteration, start, ns);
+  }
+
+ private:
+  const StragglerModel& model_;
+};
+
+TEST(SimgridEngine, SlowDevicesAreHostSpeedAndInterferenceASpeedProfile) {
+  // Rank 0 has interference windows [k x 1 ms, k x 1 ms + 0.25 ms) at
+  // slowdown 4, rank 1 is a 2x slow device; every task needs 1 ms of
+  // undisturbed compute. Rank 0 (a window does 0.25 / 4 = 0.0625 ms of work):
+  //   task A from 0: 0.0625 in [0, 0.25), 0.75 in [0.25, 1), 0.0625 in
+  //     [1, 1.25), the last 0.125 by 1.375 ms;
+  //   task B from 1.375: 0.625 by 2, 0.0625 in [2, 2.25), the last 0.3125
+  //     by 2.5625 ms.
+  // Rank 1: its one task takes 2 x 1 ms = 2 ms.
+  Plan p;
+  p.ranks = {{0, 0}, {1, 0}};
+  p.AddTask(Compute(0));
+  p.AddTask(Compute(0));
+  p.AddTask(Compute(1));
+  const NetworkSpec spec = Cluster(2, 1);
+  const TaskCosts costs{{1'000'000, 1'000'000, 1'000'000}, {}};
+  config::StragglerConfig config;
+  config.slow_devices = {{{1}, 2.0}};
+  config.interference_period_s = 1e-3;
+  config.interference_duration_s = 0.25e-3;
+  config.interference_slowdown = 4;
+  config.interference_ranks = {0};
+  const StragglerModel model(config, /*seed=*/1, /*num_ranks=*/2);
+  StragglerHooks hooks(model);
+  const EngineResult analytic = RunEngine(p, costs, &hooks);
+  SimgridOptions options;
+  options.stragglers = &model;
+  const EngineResult simgrid = RunSimgridEngine(p, costs, spec, options);
+  const SimTime expected_end[] = {1'375'000, 2'562'500, 2'000'000};
+  for (std::size_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(analytic.timing[t].end, expected_end[t]) << "task " << t;
+    EXPECT_NEAR(simgrid.timing[t].end, expected_end[t], 100) << "task " << t;
+  }
+
+  // A window as long as the period slows rank 0 throughout (constant host
+  // speed / 4, no profile): A ends at 4 ms, B at 8 ms.
+  config.interference_duration_s = config.interference_period_s;
+  const StragglerModel always(config, 1, 2);
+  options.stragglers = &always;
+  const EngineResult slow = RunSimgridEngine(p, costs, spec, options);
+  EXPECT_NEAR(slow.timing[0].end, 4'000'000, 100);
+  EXPECT_NEAR(slow.timing[1].end, 8'000'000, 100);
+}
+
+TEST(SimgridEngine, ServersServeInArrivalOrderAndAggregateKOfN) {
+  // Workers 0 and 1 compute 300 us and 100 us; server rank 2 (its own node)
+  // has, in program order, S0 after worker 0, S1 after worker 1 and S2
+  // after the first of the two (min_deps 1), 50 us each. Served in the
+  // order they become ready: S1 and S2 at 100 us (S1 first: both become
+  // ready as worker 1 finishes, in task order), S0 at 300 us:
+  //   S1 [100, 150], S2 [150, 200], S0 [300, 350] us.
+  Plan p;
+  p.ranks = {{0, 0}, {1, 0}, {2, 0, plan::RankRole::kServer}};
+  const TaskId w0 = p.AddTask(Compute(0));
+  const TaskId w1 = p.AddTask(Compute(1));
+  const TaskId after0[] = {w0}, after1[] = {w1}, after_both[] = {w0, w1};
+  const TaskId s0 = p.AddTask(Compute(2), after0);
+  const TaskId s1 = p.AddTask(Compute(2), after1);
+  Task first_of_two = Compute(2);
+  first_of_two.min_deps = 1;
+  const TaskId s2 = p.AddTask(first_of_two, after_both);
+  NetworkSpec spec = Cluster(2, 1);
+  spec.extra_endpoint_nodes = {2};  // the server's node
+  const TaskCosts costs{{300'000, 100'000, 50'000, 50'000, 50'000}, {}};
+  const EngineResult analytic = RunEngine(p, costs);
+  const EngineResult simgrid = RunSimgridEngine(p, costs, spec);
+  for (const EngineResult* r : {&analytic, &simgrid}) {
+    EXPECT_EQ(r->timing[static_cast<std::size_t>(s1)].start, 100'000);
+    EXPECT_EQ(r->timing[static_cast<std::size_t>(s2)].start, 150'000);
+    EXPECT_EQ(r->timing[static_cast<std::size_t>(s0)].start, 300'000);
+    EXPECT_EQ(r->makespan, 350'000);
+  }
 }
 
 TEST(SimgridEngine, SymmetricPlansAreNotSupportedYet) {

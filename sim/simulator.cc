@@ -113,12 +113,11 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
   Run run;
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network);
   if (engine == "simgrid") {  // flows share links on SimGrid: no reservations needed
-    if (stragglers != nullptr)
-      throw UserError("engine simgrid does not support stragglers yet", "use engine: analytic");
     SimgridOptions options;
     options.config = simgrid.config;
     options.max_step_repeats = simgrid.max_step_repeats;
     options.log_threshold = simgrid.log_threshold;
+    options.stragglers = stragglers;  // host speeds, speed profiles and the same draws
     run.engine = RunSimgridEngine(plan, run.costs, spec, options);
     return run;
   }

@@ -89,6 +89,16 @@ double StragglerModel::ComputeFactor(int rank, int iteration) const {
   return fixed * std::exp(config_.sigma * z);
 }
 
+double StragglerModel::FixedFactor(int rank) const {
+  DTSIM_CHECK(rank >= 0 && rank < num_ranks_, "rank out of range");
+  return fixed_factor_[static_cast<std::size_t>(rank)];
+}
+
+bool StragglerModel::Interfered(int rank) const {
+  DTSIM_CHECK(rank >= 0 && rank < num_ranks_, "rank out of range");
+  return interfered_[static_cast<std::size_t>(rank)];
+}
+
 SimTime StragglerModel::ExtraDelayNs(int rank, int iteration) const {
   DTSIM_CHECK(rank >= 0 && rank < num_ranks_, "rank out of range");
   const std::uint64_t bits = CounterHash(seed_, Counter(rank), Counter(iteration), kDelayStream);

@@ -71,6 +71,23 @@ class StragglerModel {
 
   int num_ranks() const { return num_ranks_; }
 
+  // The model's parts, for engines that replay them their own way (the
+  // SimGrid engine: host speeds and speed profiles). REQUIRES for the
+  // per-rank ones: 0 <= rank < num_ranks.
+  //
+  // slow_devices' factor of `rank` (1 when not slow): ComputeFactor without
+  // the lognormal draw.
+  double FixedFactor(int rank) const;
+  // True when `rank` has interference windows (never when HasInterference()
+  // is false).
+  bool Interfered(int rank) const;
+  // The windows [k P, k P + D): P and D in ns (D == P means always slowed),
+  // and the slowdown s inside them. Meaningful only when HasInterference():
+  // then P >= 1, 0 < D <= P and s > 1.
+  SimTime InterferencePeriodNs() const { return period_ns_; }
+  SimTime InterferenceWindowNs() const { return window_ns_; }
+  double InterferenceSlowdown() const { return config_.interference_slowdown; }
+
  private:
   config::StragglerConfig config_;
   std::uint64_t seed_;

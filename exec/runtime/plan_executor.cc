@@ -10,6 +10,8 @@
 
 #include "common/error.h"
 #include "exec/runtime/model_runtime.h"
+#include "exec/runtime/ps_runner.h"
+#include "exec/runtime/result_gather.h"
 #include "exec/train/checkpoint.h"
 #include "plan/data_parallel.h"
 
@@ -35,6 +37,26 @@ int TransferTag(int iteration, int micro_batch, int direction) {
   return 1 + ((iteration % 64) * 512 + (micro_batch % 256) * 2 + direction) % 30000;
 }
 
+// User errors of running `plan` on `comm` with `options` (before any rank
+// starts talking).
+void CheckRunnable(const plan::Plan& plan, const Communicator& comm, const ExecOptions& options) {
+  if (comm.size() != plan.num_ranks())
+    throw UserError("the plan has " + std::to_string(plan.num_ranks()) + " ranks but " +
+                        std::to_string(comm.size()) + " processes run it",
+                    "start as many ranks as the scenario has devices (dtsim exec --ranks N)");
+  if (plan.num_materialized() != plan.num_ranks())
+    throw InternalError("real execution needs every rank materialized");
+  bool servers = false;
+  for (int r = 0; r < plan.num_ranks(); ++r) servers = servers || plan.IsServer(r);
+  if (!servers) return;
+  if (options.checkpoint_every > 0 || options.resume)
+    throw UserError("checkpoints of parameter-server runs are not supported yet",
+                    "run parameter-server scenarios without checkpoint_every / resume");
+  if (options.averaging_period > 1 && !options.average_parameters)
+    throw UserError("local SGD over parameter servers pushes parameters",
+                    "set average_parameters (push_parameters) with averaging_period > 1");
+}
+
 AllReduceAlgorithm AlgorithmFor(plan::CollectiveAlgorithm a, bool mpi) {
   if (mpi) return AllReduceAlgorithm::kMpi;
   // Hierarchical all-reduce needs nodes; on one machine a ring is what it is.
@@ -49,7 +71,6 @@ class RankRunner {
              Communicator& comm, Backend& backend, const ExecOptions& options)
       : plan_(plan), graph_(graph), data_(data), comm_(comm), backend_(backend),
         options_(options), me_(comm.rank()) {
-    Check();
     Layout();
     RuntimeOptions ro;
     ro.micro_batch = micro_batch_;
@@ -65,6 +86,8 @@ class RankRunner {
     host_x_.resize(static_cast<std::size_t>(micro_batch_ * SampleElements(data.sample_shape())));
     host_y_.resize(static_cast<std::size_t>(micro_batch_ * std::max<std::int64_t>(
                                                              1, SampleElements(data.label_shape()))));
+    for (int r = 0; r < plan.num_ranks(); ++r) ps_ = ps_ || plan.IsServer(r);
+    if (ps_) echoed_version_.assign(static_cast<std::size_t>(plan.num_ranks()), 0.0f);
     fwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), end_);
     bwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), begin_);
   }
@@ -72,7 +95,6 @@ class RankRunner {
   ExecResult Run();
 
  private:
-  void Check() const;
   void Layout();
   void RunTask(TaskId id, int iteration, IterationTimes& times);
   void ReceiveDeps(TaskId id, int iteration, IterationTimes& times);
@@ -81,8 +103,8 @@ class RankRunner {
   void LoadSlot(int slot, int iteration);
   void Collective(const Task& t, int iteration, IterationTimes& times);
   void OptimizerStep(IterationTimes& times);
-  void Gather(ExecResult& result, const std::vector<IterationTimes>& mine,
-              const std::vector<double>& losses);
+  void PullShard(plan::RankId server, IterationTimes& times);
+  void PushShard(plan::RankId server, IterationTimes& times);
   void SaveCheckpoint(int step);
   int Resume();
 
@@ -107,20 +129,13 @@ class RankRunner {
   std::vector<std::pair<std::vector<float>, SendRequest>> pending_sends_;
   std::vector<ParamRange> deferred_averages_;
   std::vector<bool> loaded_;  // per slot, this iteration
+  // Parameter-server plans (ps_runner.h): the version of each server's last
+  // pull (indexed by rank), echoed in pushes; whether this iteration's own
+  // optimizer step has run.
+  bool ps_ = false;
+  std::vector<float> echoed_version_;
+  bool stepped_ = false;
 };
-
-void RankRunner::Check() const {
-  if (comm_.size() != plan_.num_ranks())
-    throw UserError("the plan has " + std::to_string(plan_.num_ranks()) + " ranks but " +
-                        std::to_string(comm_.size()) + " processes run it",
-                    "start as many ranks as the scenario has devices (dtsim exec --ranks N)");
-  if (plan_.num_materialized() != plan_.num_ranks())
-    throw InternalError("real execution needs every rank materialized");
-  for (int r = 0; r < plan_.num_ranks(); ++r)
-    if (plan_.IsServer(r))
-      throw UserError("parameter-server plans are not executed for real yet",
-                      "validate data-parallel, local SGD or pipeline scenarios");
-}
 
 // This rank's op range, micro-batching, replica and tasks by iteration.
 void RankRunner::Layout() {
@@ -181,6 +196,10 @@ void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
     const Task& send = plan_.task(d);
     if (send.kind != TaskKind::kSend || send.rank == me_ || received_.count(d)) continue;
     received_.insert(d);
+    if (plan_.IsServer(send.rank)) {
+      PullShard(send.rank, times);
+      continue;
+    }
     const bool gradient = t.kind != TaskKind::kForward;
     const std::int64_t n = gradient ? runtime_->boundary_output_elements()
                                     : runtime_->boundary_input_elements();
@@ -224,6 +243,10 @@ void RankRunner::RunTask(TaskId id, int iteration, IterationTimes& times) {
       BackwardTo(slot, static_cast<models::OpId>(t.op));
       break;
     case TaskKind::kSend: {
+      if (plan_.IsServer(t.peer)) {
+        PushShard(t.peer, times);
+        return;
+      }
       // The payload depends on what the send follows on this rank.
       bool gradient = false;
       for (TaskId d : plan_.deps(id))
@@ -301,6 +324,7 @@ void RankRunner::Collective(const Task& t, int iteration, IterationTimes& times)
 }
 
 void RankRunner::OptimizerStep(IterationTimes& times) {
+  stepped_ = true;
   const auto start = Clock::now();
   optimizer_->Step(runtime_->params(), runtime_->grads());
   runtime_->ZeroGrads();
@@ -323,6 +347,34 @@ void RankRunner::OptimizerStep(IterationTimes& times) {
   }
   deferred_averages_.clear();
   times.comm += Seconds(comm_start, Clock::now());
+}
+
+// Receives `server`'s shard of the parameters (ps_runner.h) into this
+// replica.
+void RankRunner::PullShard(plan::RankId server, IterationTimes& times) {
+  const ParamRange shard = ServerShard(plan_, runtime_->num_params(), server);
+  staging_.resize(static_cast<std::size_t>(kPsHeader + shard.count));
+  const auto start = Clock::now();
+  comm_.Recv(server, kPsPullTag, staging_.data(), staging_.size());
+  echoed_version_[static_cast<std::size_t>(server)] = staging_[0];
+  backend_.Upload(runtime_->params() + shard.offset, staging_.data() + kPsHeader, shard.count);
+  times.comm += Seconds(start, Clock::now());
+}
+
+// Sends `server` this replica's gradients of its shard, or its parameters
+// after this iteration's own update (average_parameters; the update runs
+// here when the plan has no optimizer task on workers).
+void RankRunner::PushShard(plan::RankId server, IterationTimes& times) {
+  if (options_.average_parameters && !stepped_) OptimizerStep(times);
+  const ParamRange shard = ServerShard(plan_, runtime_->num_params(), server);
+  std::vector<float> payload(static_cast<std::size_t>(kPsHeader + shard.count));
+  payload[0] = echoed_version_[static_cast<std::size_t>(server)];
+  const float* from = options_.average_parameters ? runtime_->params() : runtime_->grads();
+  backend_.Download(payload.data() + kPsHeader, from + shard.offset, shard.count);
+  const auto start = Clock::now();
+  SendRequest request = comm_.Isend(server, kPsPushTag, payload.data(), payload.size());
+  times.comm += Seconds(start, Clock::now());
+  pending_sends_.emplace_back(std::move(payload), std::move(request));
 }
 
 void RankRunner::SaveCheckpoint(int step) {
@@ -382,6 +434,8 @@ ExecResult RankRunner::Run() {
     IterationTimes& times = mine[static_cast<std::size_t>(i)];
     const auto start = Clock::now();
     runtime_->SetStep(i);
+    if (ps_) runtime_->ZeroGrads();  // no optimizer task may have zeroed them
+    stepped_ = false;
     loaded_.assign(static_cast<std::size_t>(micro_batches_), false);
     received_.clear();
     // Plan iteration i % H: with local SGD only every H-th one averages.
@@ -411,43 +465,12 @@ ExecResult RankRunner::Run() {
       SaveCheckpoint(i + 1);
   }
   result.final_params = runtime_->DownloadParams();
+  for (models::OpId v = 0; v < begin_; ++v) result.params_offset += graph_.op(v).params;
   result.bytes_sent = static_cast<std::uint64_t>(comm_.stats().bytes_sent);
-  Gather(result, mine, losses);
+  RankReport report{mine, {}, {}};
+  if (runtime_->holds_loss()) report.losses = losses;
+  GatherResult(comm_, report, &result);
   return result;
-}
-
-// Every rank gets every rank's times (ranks x iterations) and the mean loss
-// over the replicas holding it.
-void RankRunner::Gather(ExecResult& result, const std::vector<IterationTimes>& mine,
-                        const std::vector<double>& losses) {
-  const int n = options_.iterations;
-  const int ranks = comm_.size();
-  std::vector<float> buf(static_cast<std::size_t>(ranks * n * 3 + n + 1), 0.0f);
-  for (int i = 0; i < n; ++i) {
-    const std::size_t at = static_cast<std::size_t>((me_ * n + i) * 3);
-    buf[at] = static_cast<float>(mine[static_cast<std::size_t>(i)].seconds);
-    buf[at + 1] = static_cast<float>(mine[static_cast<std::size_t>(i)].compute);
-    buf[at + 2] = static_cast<float>(mine[static_cast<std::size_t>(i)].comm);
-  }
-  const std::size_t loss_at = static_cast<std::size_t>(ranks * n * 3);
-  if (runtime_->holds_loss()) {
-    for (int i = 0; i < n; ++i)
-      buf[loss_at + static_cast<std::size_t>(i)] = static_cast<float>(losses[static_cast<std::size_t>(i)]);
-    buf.back() = 1.0f;  // replicas holding the loss
-  }
-  std::vector<int> world(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) world[static_cast<std::size_t>(r)] = r;
-  comm_.AllReduceSum(buf.data(), buf.size(), AllReduceAlgorithm::kMpi, world);
-  result.times.assign(static_cast<std::size_t>(ranks), std::vector<IterationTimes>(static_cast<std::size_t>(n)));
-  for (int r = 0; r < ranks; ++r)
-    for (int i = 0; i < n; ++i) {
-      const std::size_t at = static_cast<std::size_t>((r * n + i) * 3);
-      result.times[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = {buf[at], buf[at + 1],
-                                                                              buf[at + 2]};
-    }
-  result.losses.resize(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i)
-    result.losses[static_cast<std::size_t>(i)] = buf[loss_at + static_cast<std::size_t>(i)] / buf.back();
 }
 
 }  // namespace
@@ -456,6 +479,8 @@ ExecResult ExecutePlan(const plan::Plan& plan, const models::ModelGraph& graph,
                        const Dataset& data, Communicator& comm, Backend& backend,
                        const ExecOptions& options) {
   if (options.iterations < 1) throw UserError("iterations must be at least 1");
+  CheckRunnable(plan, comm, options);
+  if (plan.IsServer(comm.rank())) return RunParameterServer(plan, graph, comm, backend, options);
   RankRunner runner(plan, graph, data, comm, backend, options);
   return runner.Run();
 }

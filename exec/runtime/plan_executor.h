@@ -21,8 +21,12 @@
 // updates alone, then the bucket collectives average the parameters (sum,
 // then 1/N); with plain SGD and H = 1 that equals averaging gradients.
 //
+// Parameter-server plans (plan/parameter_server.h): workers run the tasks
+// above and pull / push shards at the plan's kSend tasks; server ranks run
+// exec/runtime/ps_runner.h (synchronous k-of-n or asynchronous updates).
+//
 // Not executed for real (UserError): tensor parallelism, interleaved
-// virtual stages, parameter-server plans.
+// virtual stages; checkpoints of parameter-server plans.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +51,9 @@ struct ExecOptions {
   int averaging_period = 1;  // H of local SGD; 1 = synchronous data parallelism
   // Local SGD: collectives average parameters after each rank's own update
   // (on averaging iterations) instead of gradients before it.
+  // Parameter-server plans: workers push parameters after their own update
+  // (the plan's push_parameters, or H > 1) and servers average them, instead
+  // of pushing gradients that servers average and apply.
   bool average_parameters = false;
   // Use MPI's own all-reduce instead of the plan's ring or tree.
   bool mpi_allreduce = false;
@@ -80,11 +87,28 @@ struct ExecResult {
   std::int64_t samples_per_iteration = 0;
   int first_iteration = 0;      // > 0 when resumed
   std::vector<float> final_params;  // this rank's parameters at the end
+  // Where final_params starts in the whole model's flat parameter buffer
+  // (a pipeline stage's first parameter, a server's shard; else 0).
+  std::int64_t params_offset = 0;
   std::uint64_t bytes_sent = 0;     // this rank, communication layer
+
+  // Parameter-server plans (0 otherwise), summed over the server ranks:
+  std::int64_t server_updates = 0;  // optimizer steps (or averages) applied
+  std::int64_t pushes_applied = 0;  // worker pushes that went into an update
+  std::int64_t pushes_dropped = 0;  // k-of-n: late pushes received and discarded
+  // Staleness of an applied push: updates its server applied between the
+  // worker's pull of the parameters it used and this push (0 in synchronous
+  // steps). Mean over applied pushes, and maximum.
+  double mean_staleness = 0;
+  std::int64_t max_staleness = 0;
+  // This rank only (servers): pushes averaged by each update, in order.
+  std::vector<std::int32_t> update_contributions;
 };
 
 // Runs `plan` on this process's rank (comm.rank()). REQUIRES: comm.size()
-// == plan.num_ranks(), every rank materialized. The result's `times` and
+// == plan.num_ranks(), every rank materialized. Worker final_params of a
+// parameter-server plan are the worker's replica (its last pull, plus its
+// own update when it pushes parameters); servers hold the trained shards. The result's `times` and
 // `losses` are complete on every rank (gathered with comm).
 ExecResult ExecutePlan(const plan::Plan& plan, const models::ModelGraph& graph,
                        const Dataset& data, Communicator& comm, Backend& backend,

@@ -1,0 +1,68 @@
+#include "exec/runtime/result_gather.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace dtsim::exec {
+
+void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result) {
+  const std::size_t n = mine.times.size();
+  DTSIM_CHECK(mine.losses.empty() || mine.losses.size() == n, "losses per iteration");
+  const std::size_t ranks = static_cast<std::size_t>(comm.size());
+  const std::size_t me = static_cast<std::size_t>(comm.rank());
+  constexpr std::size_t kCounters = 5;  // ServerCounters' fields
+  // Layout: times (ranks x n x 3), losses (n), loss holders (1), counters
+  // (ranks x kCounters); every rank fills only its own slots.
+  const std::size_t loss_at = ranks * n * 3;
+  const std::size_t holders_at = loss_at + n;
+  const std::size_t counters_at = holders_at + 1;
+  std::vector<float> buf(counters_at + ranks * kCounters, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t at = (me * n + i) * 3;
+    buf[at] = static_cast<float>(mine.times[i].seconds);
+    buf[at + 1] = static_cast<float>(mine.times[i].compute);
+    buf[at + 2] = static_cast<float>(mine.times[i].comm);
+  }
+  if (!mine.losses.empty()) {
+    for (std::size_t i = 0; i < n; ++i) buf[loss_at + i] = static_cast<float>(mine.losses[i]);
+    buf[holders_at] = 1.0f;
+  }
+  const ServerCounters& c = mine.server;
+  const std::size_t my_counters = counters_at + me * kCounters;
+  buf[my_counters] = static_cast<float>(c.updates);
+  buf[my_counters + 1] = static_cast<float>(c.pushes_applied);
+  buf[my_counters + 2] = static_cast<float>(c.pushes_dropped);
+  buf[my_counters + 3] = static_cast<float>(c.staleness_sum);
+  buf[my_counters + 4] = static_cast<float>(c.staleness_max);
+  if (ranks > 1) {
+    std::vector<int> world(ranks);
+    for (std::size_t r = 0; r < ranks; ++r) world[r] = static_cast<int>(r);
+    comm.AllReduceSum(buf.data(), buf.size(), AllReduceAlgorithm::kMpi, world);
+  }
+  result->times.assign(ranks, std::vector<IterationTimes>(n));
+  for (std::size_t r = 0; r < ranks; ++r)
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = (r * n + i) * 3;
+      result->times[r][i] = {buf[at], buf[at + 1], buf[at + 2]};
+    }
+  result->losses.assign(n, 0.0);
+  if (buf[holders_at] > 0)
+    for (std::size_t i = 0; i < n; ++i) result->losses[i] = buf[loss_at + i] / buf[holders_at];
+  std::int64_t staleness_sum = 0;
+  result->server_updates = result->pushes_applied = result->pushes_dropped = 0;
+  result->max_staleness = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const float* rc = buf.data() + counters_at + r * kCounters;
+    result->server_updates += static_cast<std::int64_t>(rc[0]);
+    result->pushes_applied += static_cast<std::int64_t>(rc[1]);
+    result->pushes_dropped += static_cast<std::int64_t>(rc[2]);
+    staleness_sum += static_cast<std::int64_t>(rc[3]);
+    result->max_staleness = std::max(result->max_staleness, static_cast<std::int64_t>(rc[4]));
+  }
+  result->mean_staleness = result->pushes_applied > 0 ? static_cast<double>(staleness_sum) /
+                                                            static_cast<double>(result->pushes_applied)
+                                                      : 0.0;
+}
+
+}  // namespace dtsim::exec

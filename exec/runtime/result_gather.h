@@ -1,0 +1,38 @@
+// Combines what each rank of a real run measured into the run-wide fields
+// of ExecResult. Workers (RankRunner) and parameter servers (ps_runner.h)
+// both end their run with it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/comm/communicator.h"
+#include "exec/runtime/plan_executor.h"
+
+namespace dtsim::exec {
+
+// What a parameter-server rank counted; all zero on other ranks.
+struct ServerCounters {
+  std::int64_t updates = 0;          // optimizer steps or averages applied
+  std::int64_t pushes_applied = 0;   // pushes that went into an update
+  std::int64_t pushes_dropped = 0;   // late pushes received and discarded
+  std::int64_t staleness_sum = 0;    // over applied pushes
+  std::int64_t staleness_max = 0;
+};
+
+// One rank's measurements.
+struct RankReport {
+  std::vector<IterationTimes> times;  // per real iteration (options.iterations)
+  // Per real iteration; empty when the rank holds no loss.
+  std::vector<double> losses;
+  ServerCounters server;
+};
+
+// Collective over every rank of `comm` (each calls it once, with reports of
+// the same number of iterations). Fills result->times (ranks x iterations),
+// result->losses (mean over the ranks holding the loss; 0 when none does)
+// and the parameter-server fields (sums over ranks; the maximum for
+// max_staleness). Counters travel as float: exact below 2^24.
+void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result);
+
+}  // namespace dtsim::exec

@@ -3,13 +3,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "config/device_profile.h"
 
@@ -295,6 +299,168 @@ TEST_F(Cli, CalibrateRejectsOneRank) {
   Result r = Dtsim("calibrate --quick --ranks 1 --out " + (dir_ / "p.yaml").string());
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "p.yaml"));
+}
+
+// `dtsim exec` trains for real with the seeds' step log and writes
+// exec.json; with 2 ranks it relaunches itself under mpirun.
+TEST_F(Cli, ExecTrainsAndWritesPerRankTimes) {
+  Result r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 3 --out " +
+                   dir_.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("step 3, loss = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("examples/sec; "), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(Slurp(dir_ / "exec.json"));
+  EXPECT_EQ(j.at("ranks").get<int>(), 2);
+  // 2 ranks x 32 samples (the scenario's batch_per_device).
+  EXPECT_EQ(j.at("samples_per_iteration").get<int>(), 64);
+  ASSERT_EQ(j.at("loss").size(), 3u);
+  for (const auto& l : j.at("loss")) EXPECT_GT(l.get<double>(), 0);
+  EXPECT_GT(j.at("measured").at("step_time_s").get<double>(), 0);
+}
+
+// One command validates a pipeline scenario: measured and predicted side by
+// side, with the errors, in validation.json and validation.md.
+TEST_F(Cli, ValidateComparesPredictionAndMeasurement) {
+  const fs::path profile = dir_ / "profile.yaml";
+  ASSERT_EQ(Dtsim("calibrate --quick --out " + profile.string()).status, 0);
+  // validate writes into the scenario's outputs.dir: use a copy that points
+  // into the test's folder.
+  std::string scenario = Slurp("scenarios/local/cifar10-pipeline-2cpu.yaml");
+  scenario += "outputs: {dir: " + (dir_ / "out").string() + "}\n";
+  std::ofstream(dir_ / "s.yaml") << scenario;
+  Result r = Dtsim("validate " + (dir_ / "s.yaml").string() + " --iterations 3 --profile " +
+                   profile.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("| step time (s) |"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(Slurp(dir_ / "out" / "validation.json"));
+  const double measured = j.at("measured").at("step_time_s").get<double>();
+  const double predicted = j.at("predicted").at("step_time_s").get<double>();
+  EXPECT_GT(measured, 0);
+  EXPECT_GT(predicted, 0);
+  EXPECT_NEAR(j.at("error_percent").at("step_time").get<double>(),
+              100 * (predicted - measured) / measured, 1e-9);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "validation.md"));
+}
+
+TEST_F(Cli, ExecRefusesWhatItCannotRunWithStatus2) {
+  // The plan's ranks must match the processes.
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "dp.yaml") << "cluster: {devices_per_node: 2}\n"
+                                     "workload: {model: mnist-mlp, iterations: 2}\n";
+  Result r = Dtsim("exec " + (dir_ / "dp.yaml").string() + " --ranks 1");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("plan has 2 ranks (2 devices) but 1 processes"), std::string::npos)
+      << r.err;
+  // Tensor parallelism is simulated only.
+  std::ofstream(dir_ / "tp.yaml")
+      << "cluster: {devices_per_node: 2}\n"
+         "workload: {model: gpt2, iterations: 2}\n"
+         "parallelism: {strategy: hybrid, tensor_parallel: 2, micro_batch_size: 1, "
+         "global_batch: 4}\n";
+  Result t = Dtsim("exec " + (dir_ / "tp.yaml").string());
+  EXPECT_EQ(t.status, 2) << t.err;
+  EXPECT_NE(t.err.find("tensor parallelism is simulated but not executed"), std::string::npos)
+      << t.err;
+}
+
+
+// --network and --latency are checked before anything runs.
+TEST_F(Cli, NetworkOptionsAreCheckedWithStatus2) {
+  Result r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --latency 50us");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--latency needs --network"), std::string::npos) << r.err;
+  Result u = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --network 1G");
+  EXPECT_EQ(u.status, 2) << u.err;
+  EXPECT_NE(u.err.find("--network"), std::string::npos) << u.err;
+}
+
+// Root with network namespaces and tc: what the emulated network needs.
+bool CanEmulateNetwork() {
+  if (::geteuid() != 0) return false;
+  const std::string ns = "dtsim-cli-probe-" + std::to_string(::getpid());
+  if (std::system(("ip netns add " + ns + " 2>/dev/null").c_str()) != 0) return false;
+  std::system(("ip netns del " + ns).c_str());
+  // A container may allow namespaces but not veth links or tbf: try both.
+  const std::string a = "dtca" + std::to_string(::getpid() % 100000);
+  const std::string b = "dtcb" + std::to_string(::getpid() % 100000);
+  if (std::system(("ip link add " + a + " type veth peer name " + b + " 2>/dev/null").c_str()) != 0)
+    return false;
+  const bool tbf = std::system(("tc qdisc add dev " + a +
+                                " root tbf rate 1mbit burst 32kbit latency 50ms 2>/dev/null")
+                                   .c_str()) == 0;
+  std::system(("ip link del " + a + " 2>/dev/null").c_str());
+  return tbf;
+}
+
+// "dtsim-<pid>-r" from the "emulated network: ... in namespaces dtsim-<pid>-r0..1" line.
+std::string NamespacePrefix(const std::string& err) {
+  std::smatch m;
+  const std::regex re("in namespaces (dtsim-[0-9]+-r)0");
+  return std::regex_search(err, m, re) ? m[1].str() : "";
+}
+
+// Namespaces and bridges named for that prefix's pid that still exist.
+std::string Leftovers(const std::string& prefix) {
+  const std::string pid = prefix.substr(6, prefix.size() - 8);  // dtsim-<pid>-r
+  const fs::path tmp = fs::temp_directory_path() / ("dtsim_cli_ns_" + std::to_string(::getpid()));
+  std::system(("(ip netns list; ip -o link show) >" + tmp.string() + " 2>&1").c_str());
+  std::istringstream lines(Slurp(tmp));
+  fs::remove(tmp);
+  std::string left;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(prefix) != std::string::npos || line.find("dts" + pid + "b") != std::string::npos ||
+        line.find("dts" + pid + "v") != std::string::npos)
+      left += line + "\n";
+  return left;
+}
+
+// Two ranks in their own namespaces at 100 Mb/s: exec.json records the
+// network, and nothing of it is left afterwards.
+TEST_F(Cli, ExecInEmulatedNetworkRecordsItAndRemovesIt) {
+  if (!CanEmulateNetwork()) GTEST_SKIP() << "needs root, network namespaces and tc";
+  Result r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --network 100Mbps --iterations 2 "
+                   "-q --out " + dir_.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(Slurp(dir_ / "exec.json"));
+  EXPECT_EQ(j.at("ranks").get<int>(), 2);
+  // 100 Mb/s = 100e6 / 8 = 12.5e6 bytes/s.
+  EXPECT_DOUBLE_EQ(j.at("network").at("rate_bytes_per_s").get<double>(), 12.5e6);
+  // The prediction's link: TCP goodput at MTU 1500, 1448 / 1514 of the rate
+  // (exec/netem/emulated_network.h, TcpGoodput).
+  EXPECT_DOUBLE_EQ(j.at("network").at("predicted_link_bw_bytes_per_s").get<double>(),
+                   12.5e6 * 1448 / 1514);
+  EXPECT_GT(j.at("measured").at("comm_s").get<double>(), 0);
+  const std::string prefix = NamespacePrefix(r.err);
+  ASSERT_FALSE(prefix.empty()) << r.err;
+  EXPECT_EQ(Leftovers(prefix), "");
+}
+
+// SIGTERM to dtsim while its ranks run: it stops them, removes the network
+// and exits with 128 + 15.
+TEST_F(Cli, InterruptedExecRemovesTheNetwork) {
+  if (!CanEmulateNetwork()) GTEST_SKIP() << "needs root, network namespaces and tc";
+  fs::create_directories(dir_);
+  const fs::path err = dir_ / "err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen(err.c_str(), "w", stderr);
+    ::execl(DTSIM_BIN, DTSIM_BIN, "exec", "scenarios/local/cifar10-dp-2cpu.yaml", "--network",
+            "100Mbps", "--iterations", "1000", "-q", "--out", dir_.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Wait until mpirun runs (its command line is echoed), then a little more.
+  for (int i = 0; i < 300 && Slurp(err).find("running:") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << Slurp(err);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << Slurp(err);
+  const std::string prefix = NamespacePrefix(Slurp(err));
+  ASSERT_FALSE(prefix.empty()) << Slurp(err);
+  EXPECT_EQ(Leftovers(prefix), "");
 }
 
 }  // namespace

@@ -13,7 +13,29 @@
 #include "exec/comm/mpi_session.h"
 #include "tools/commands.h"
 #include "tools/exec_command.h"
+#include "tools/interrupt_watcher.h"
 #include "tools/mpi_launch.h"
+
+namespace {
+
+// --network and --latency of exec and validate, and the options the process
+// that builds the network passes to the ranks it starts (hidden).
+void AddNetworkOptions(CLI::App* cmd, dtsim::tools::ExecCommandOptions* o, const char* prefix) {
+  cmd->add_option("--network", o->network,
+                  std::string(prefix) +
+                      "Run each rank in its own network namespace, linked to a bridge at this "
+                      "bandwidth per direction (e.g. 1Gbps, 10Gbps, 100Mbps; tc token bucket), "
+                      "like a cluster on one Ethernet switch; needs root. See "
+                      "docs/emulated_network.md");
+  cmd->add_option("--latency", o->latency,
+                  std::string(prefix) +
+                      "With --network: one-way latency added to every message (e.g. 50us; "
+                      "netem, else added by the ranks)");
+  cmd->add_flag("--in-emulated-network", o->in_emulated_network)->group("");
+  cmd->add_flag("--latency-in-transport", o->latency_in_transport)->group("");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -121,6 +143,7 @@ int main(int argc, char** argv) {
                            "first with a quick calibration when missing)");
   validate_cmd->add_flag("--mpi-allreduce", validate_exec.mpi_allreduce,
                          "Scenario: MPI's own all-reduce instead of the plan's ring or tree");
+  AddNetworkOptions(validate_cmd, &validate_exec, "Scenario: ");
   validate_cmd->footer(
       "Every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB, 8 per\n"
       "node, 150 GB/s NVLink, 4 x HDR InfiniBand per node, fp16, 1F1B, recompute on, every\n"
@@ -153,11 +176,13 @@ int main(int argc, char** argv) {
   exec_cmd->add_flag("--resume", exec.resume, "Continue from the latest checkpoint");
   exec_cmd->add_option("-o,--out", exec.out_dir, "Output folder (default: the scenario's outputs.dir)");
   exec_cmd->add_flag("-q,--quiet", exec.quiet, "No step log");
+  AddNetworkOptions(exec_cmd, &exec, "");
   exec_cmd->footer(
       "Executed for real: data parallelism (ring or tree all-reduce over MPI point-to-point,\n"
-      "or MPI's), local SGD (parameter averaging every H steps), model and pipeline\n"
-      "parallelism (GPipe, 1F1B), fixed straggler slowdowns. Simulated only: tensor\n"
-      "parallelism, interleaved stages, parameter servers, asynchronous training.");
+      "or MPI's), local SGD (parameter averaging every H steps, over all-reduce or servers),\n"
+      "parameter servers (synchronous k of n, or asynchronous with measured staleness),\n"
+      "model and pipeline parallelism (GPipe, 1F1B), fixed straggler slowdowns. Simulated\n"
+      "only: tensor parallelism, interleaved stages, straggler noise.");
 
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(
@@ -205,6 +230,26 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  // A run in an emulated network removes it when interrupted: the watcher
+  // stops mpirun, the command unwinds, and its destructors clean up.
+  // Started before any other thread (it blocks the signals for all).
+  const bool scenario_validate = *validate_cmd && validate_target != "vtrain";
+  std::optional<dtsim::tools::InterruptWatcher> interrupts;
+  if (((*exec_cmd && !exec.network.empty()) ||
+       (scenario_validate && !validate_exec.network.empty())) &&
+      !dtsim::tools::LaunchedByMpiLauncher()) {
+    interrupts.emplace();
+    auto forward = [&interrupts](pid_t pid) { interrupts->ForwardTo(pid); };
+    exec.on_launcher = forward;
+    validate_exec.on_launcher = forward;
+  }
+  auto interrupted = [&interrupts]() {
+    if (!interrupts || interrupts->signal() == 0) return 0;
+    std::cerr << "dtsim: interrupted (signal " << interrupts->signal()
+              << "); the emulated network was removed\n";
+    return 128 + interrupts->signal();
+  };
+
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
     if (*sweep_cmd) {
@@ -237,12 +282,15 @@ int main(int argc, char** argv) {
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
     if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world.get(), std::cout, std::cerr);
   } catch (const dtsim::UserError& e) {
+    if (const int status = interrupted()) return status;
     std::cerr << "dtsim: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
+    if (const int status = interrupted()) return status;
     std::cerr << "dtsim: " << e.what() << "\n";
     return 1;
   }
+  if (const int status = interrupted()) return status;
   std::cout.flush();
   return std::cout ? 0 : 1;
 }

@@ -1,14 +1,19 @@
 #include "tools/exec_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
+#include <thread>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "config/device_profile.h"
 #include "config/scenario.h"
 #include "exec/comm/communicator.h"
@@ -16,6 +21,8 @@
 #include "exec/data/binary_dataset.h"
 #include "exec/data/synthetic_dataset.h"
 #include "exec/kernels/cpu_backend.h"
+#include "exec/netem/emulated_network.h"
+#include "exec/netem/latency_communicator.h"
 #include "exec/runtime/plan_executor.h"
 #include "sim/simulator.h"
 #include "tools/commands.h"
@@ -74,27 +81,14 @@ exec::OptimizerOptions OptimizerFor(const config::Scenario& s, double lr) {
 }
 
 // Refuses what real execution does not do, before any work.
-void CheckExecutable(const config::Scenario& s, int ranks) {
+void CheckExecutable(const config::Scenario& s) {
   const std::string where = s.source_path;
-  if (s.cluster.num_devices() != ranks)
-    throw UserError(where + ": the scenario has " + std::to_string(s.cluster.num_devices()) +
-                        " devices but " + std::to_string(ranks) + " ranks run it",
-                    "run with --ranks " + std::to_string(s.cluster.num_devices()) +
-                        " (one process per device)");
-  const auto strategy = s.parallelism.strategy;
-  if (strategy == config::Strategy::kParameterServer ||
-      (strategy == config::Strategy::kLocalSgd &&
-       s.parallelism.averaging == config::AveragingTransport::kParameterServer))
-    throw UserError(where + ": parameter-server plans are simulated but not executed for real yet",
-                    "validate data, local_sgd (over all-reduce), model or hybrid scenarios");
   if (s.parallelism.hybrid.tensor_parallel > 1)
     throw UserError(where + ": tensor parallelism is simulated but not executed for real",
                     "set parallelism.hybrid.tensor_parallel: 1");
   if (s.parallelism.hybrid.virtual_stages > 1)
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");
-  if (s.parallelism.sync == config::SyncMode::kAsynchronous)
-    throw UserError(where + ": asynchronous training is not executed for real yet");
 }
 
 struct Summary {
@@ -133,8 +127,73 @@ double ErrorPercent(double predicted, double measured) {
   return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0;
 }
 
+// --network and --latency, parsed.
+struct NetworkSetting {
+  double rate_bytes_per_s = 0;  // tbf rate, each direction of each rank's link
+  double latency_s = 0;         // one-way, added to every message
+};
+
+// nullopt without --network. Throws UserError on a bad value, or on
+// --latency without --network.
+std::optional<NetworkSetting> ParseNetwork(const ExecCommandOptions& o) {
+  if (o.network.empty()) {
+    if (!o.latency.empty())
+      throw UserError("--latency needs --network", "add e.g. --network 1Gbps");
+    return std::nullopt;
+  }
+  NetworkSetting n;
+  const SourceLocation where{"--network"};
+  n.rate_bytes_per_s = ParseQuantity(o.network, Dimension::kBandwidth, where);
+  if (!(n.rate_bytes_per_s > 0))
+    throw UserError(where, "the emulated network needs a bandwidth above 0", "e.g. --network 1Gbps");
+  if (!o.latency.empty())
+    n.latency_s = ParseQuantity(o.latency, Dimension::kTime, SourceLocation{"--latency"});
+  return n;
+}
+
+// The link every rank has in the emulated network (its own port on one
+// switch, exec/netem/emulated_network.h): one TCP stream's goodput at the
+// shaped rate, and the added latency. MTU: the veths' default.
+hw::LinkSpec EmulatedLink(const NetworkSetting& n, const ExecCommandOptions& o) {
+  constexpr int kMtu = exec::netem::EmulatedNetworkOptions{}.mtu;
+  hw::LinkSpec link;
+  link.name = "emulated-network";
+  link.bw_bytes_per_s = exec::netem::TcpGoodput(n.rate_bytes_per_s, kMtu);
+  link.latency_s = n.latency_s;
+  link.source = "dtsim --network " + o.network;
+  link.source += ": TCP goodput of tbf at " + FormatBandwidth(n.rate_bytes_per_s);
+  return link;
+}
+
+// The prediction's links become the emulated one, between the devices of a
+// node and between nodes; the device profile's compute numbers stay.
+void UseEmulatedLink(const hw::LinkSpec& link, config::Scenario* s) {
+  auto& links = s->cluster.custom_links;
+  links.erase(std::remove_if(links.begin(), links.end(),
+                             [&](const hw::LinkSpec& l) { return l.name == link.name; }),
+              links.end());
+  links.push_back(link);
+  s->cluster.intra_node_link = link.name;
+  s->cluster.network.link = link.name;
+}
+
+// One engine's prediction of what was measured.
+struct EnginePrediction {
+  std::string engine;
+  std::string device;
+  double step_s = 0, throughput = 0, compute_s = 0, comm_s = 0;
+};
+
+EnginePrediction Predict(const config::Scenario& s, const std::string& engine) {
+  config::Scenario e = s;
+  e.engine = engine;
+  const sim::Prediction p = sim::Simulate(e);
+  return {engine, p.device.name, p.metrics.step_time_s, p.metrics.throughput_samples_per_s,
+          p.metrics.breakdown.compute_s, p.metrics.breakdown.comm_s};
+}
+
 void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::ExecResult& r,
-            std::ostream& out) {
+            const std::optional<NetworkSetting>& net, std::ostream& out) {
   const Summary m = Summarize(r);
   json j;
   j["scenario"] = s.name;
@@ -147,6 +206,13 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::
                    {"comm_s", m.comm_s},
                    {"iterations_measured", m.measured}};
   j["loss"] = r.losses;
+  if (r.server_updates > 0) {
+    j["parameter_server"] = {{"updates", r.server_updates},
+                             {"pushes_applied", r.pushes_applied},
+                             {"pushes_dropped", r.pushes_dropped},
+                             {"mean_staleness", r.mean_staleness},
+                             {"max_staleness", r.max_staleness}};
+  }
   json per_rank = json::array();
   for (const auto& rank : r.times) {
     json it = json::array();
@@ -161,46 +227,119 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::
   std::snprintf(line, sizeof line, "  step time %.4f s, %.1f samples/s, compute %.4f s, comm %.4f s\n",
                 m.step_s, m.throughput, m.compute_s, m.comm_s);
   out << line;
+  if (r.server_updates > 0) {
+    std::snprintf(line, sizeof line,
+                  "  parameter servers: %lld updates, %lld pushes applied, %lld dropped, "
+                  "staleness mean %.2f max %lld\n",
+                  static_cast<long long>(r.server_updates), static_cast<long long>(r.pushes_applied),
+                  static_cast<long long>(r.pushes_dropped), r.mean_staleness,
+                  static_cast<long long>(r.max_staleness));
+    out << line;
+  }
 
+  std::optional<hw::LinkSpec> link;
+  if (net) {
+    link = EmulatedLink(*net, o);
+    j["network"] = {{"rate_bytes_per_s", net->rate_bytes_per_s},
+                    {"latency_s", net->latency_s},
+                    {"latency_added_by", net->latency_s == 0        ? "none"
+                                         : o.latency_in_transport ? "transport"
+                                                                  : "netem"},
+                    {"predicted_link_bw_bytes_per_s", link->bw_bytes_per_s}};
+  }
   OutputSet files(o.out_dir.empty() ? fs::path(s.outputs.dir) : fs::path(o.out_dir));
   if (o.validate) {
     // The CPU backend runs a rank's compute and communication on one
     // thread, one after the other: predict without overlap.
     config::Scenario ps = s;
     ps.parallelism.overlap = false;
-    const sim::Prediction p = sim::Simulate(ps);
-    const double pred_step = p.metrics.step_time_s;
-    const double pred_compute = p.metrics.breakdown.compute_s;
-    const double pred_comm = p.metrics.breakdown.comm_s;
-    const double pred_tput = p.metrics.throughput_samples_per_s;
-    j["predicted"] = {{"step_time_s", pred_step},
-                      {"throughput_samples_per_s", pred_tput},
-                      {"compute_s", pred_compute},
-                      {"comm_s", pred_comm},
-                      {"device", p.device.name},
-                      {"overlap", false}};
-    j["error_percent"] = {{"step_time", ErrorPercent(pred_step, m.step_s)},
-                          {"throughput", ErrorPercent(pred_tput, m.throughput)},
-                          {"compute", ErrorPercent(pred_compute, m.compute_s)},
-                          {"comm", ErrorPercent(pred_comm, m.comm_s)}};
-    std::string table = "| quantity | predicted | measured | error |\n|---|---:|---:|---:|\n";
-    auto row = [&](const char* name, double pv, double mv, const char* fmt) {
-      char buf[200], a[40], b[40];
-      std::snprintf(a, sizeof a, fmt, pv);
-      std::snprintf(b, sizeof b, fmt, mv);
-      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %+.1f%% |\n", name, a, b,
-                    ErrorPercent(pv, mv));
-      table += buf;
+    if (link) UseEmulatedLink(*link, &ps);
+    // The scenario's engine; under an emulated network both engines.
+    std::vector<EnginePrediction> preds = {Predict(ps, ps.engine)};
+    if (net) preds.push_back(Predict(ps, ps.engine == "simgrid" ? "analytic" : "simgrid"));
+    auto predicted = [](const EnginePrediction& p) {
+      return json{{"step_time_s", p.step_s},
+                  {"throughput_samples_per_s", p.throughput},
+                  {"compute_s", p.compute_s},
+                  {"comm_s", p.comm_s},
+                  {"device", p.device},
+                  {"engine", p.engine},
+                  {"overlap", false}};
     };
-    row("step time (s)", pred_step, m.step_s, "%.4f");
-    row("throughput (samples/s)", pred_tput, m.throughput, "%.1f");
-    row("compute per rank (s)", pred_compute, m.compute_s, "%.4f");
-    row("communication per rank (s)", pred_comm, m.comm_s, "%.4f");
-    out << "\nprediction (" << p.device.name << ", no overlap) against measurement:\n" << table;
+    auto errors = [&m](const EnginePrediction& p) {
+      return json{{"step_time", ErrorPercent(p.step_s, m.step_s)},
+                  {"throughput", ErrorPercent(p.throughput, m.throughput)},
+                  {"compute", ErrorPercent(p.compute_s, m.compute_s)},
+                  {"comm", ErrorPercent(p.comm_s, m.comm_s)}};
+    };
+    j["predicted"] = predicted(preds[0]);
+    j["error_percent"] = errors(preds[0]);
+    if (preds.size() > 1) {
+      for (const EnginePrediction& p : preds) {
+        j["predicted_by_engine"][p.engine] = predicted(p);
+        j["error_percent_by_engine"][p.engine] = errors(p);
+      }
+    }
+    std::string table = "| quantity |";
+    std::string rule = "|---|";
+    for (const EnginePrediction& p : preds) {
+      table += " predicted (" + p.engine;
+      table += ") |";
+      rule += "---:|";
+    }
+    table += " measured |";
+    rule += "---:|";
+    for (const EnginePrediction& p : preds) {
+      table += " error (" + p.engine;
+      table += ") |";
+      rule += "---:|";
+    }
+    table += "\n" + rule;
+    table += "\n";
+    auto row = [&](const char* name, double EnginePrediction::*field, double mv, const char* fmt) {
+      char buf[64];
+      table += "| ";
+      table += name;
+      table += " |";
+      for (const EnginePrediction& p : preds) {
+        std::snprintf(buf, sizeof buf, fmt, p.*field);
+        table += " ";
+        table += buf;
+        table += " |";
+      }
+      std::snprintf(buf, sizeof buf, fmt, mv);
+      table += " ";
+      table += buf;
+      table += " |";
+      for (const EnginePrediction& p : preds) {
+        std::snprintf(buf, sizeof buf, " %+.1f%% |", ErrorPercent(p.*field, mv));
+        table += buf;
+      }
+      table += "\n";
+    };
+    row("step time (s)", &EnginePrediction::step_s, m.step_s, "%.4f");
+    row("throughput (samples/s)", &EnginePrediction::throughput, m.throughput, "%.1f");
+    row("compute per rank (s)", &EnginePrediction::compute_s, m.compute_s, "%.4f");
+    row("communication per rank (s)", &EnginePrediction::comm_s, m.comm_s, "%.4f");
+    std::string setting = preds[0].device;
+    if (link) {
+      setting += "; emulated network " + o.network;
+      setting += " per direction (links of " + FormatBandwidth(link->bw_bytes_per_s);
+      setting += " TCP goodput, latency " + FormatSeconds(link->latency_s);
+      setting += ")";
+    }
+    out << "\nprediction (" << setting << ", no overlap) against measurement:\n" << table;
+    // The profile measured one rank on one core; more ranks than cores
+    // share them, which the prediction does not know.
+    const unsigned cores = std::thread::hardware_concurrency();
+    j["cores"] = cores;
+    if (cores > 0 && r.times.size() > cores)
+      out << "note: " << r.times.size() << " ranks share " << cores
+          << " cores; the prediction gives each rank a core of its own\n";
     auto md = files.Open("validation.md");
     md << "# " << s.name << ": prediction against real execution\n\n"
        << r.times.size() << " ranks, " << m.measured << " measured iterations of "
-       << r.samples_per_iteration << " samples; device " << p.device.name << ".\n\n"
+       << r.samples_per_iteration << " samples; device " << setting << ".\n\n"
        << table;
     CloseOutput(md, "validation.md");
   }
@@ -248,36 +387,110 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   return a;
 }
 
+// Builds the emulated network, runs the ranks in it under mpirun, removes
+// it (also when the run fails: EmulatedNetwork's destructor).
+void RunInEmulatedNetwork(const ExecCommandOptions& o, const NetworkSetting& n, int ranks,
+                          std::ostream& err) {
+  if (::geteuid() != 0)
+    throw UserError("--network needs root: it puts each rank in its own network namespace",
+                    "run as root (or with CAP_NET_ADMIN and CAP_SYS_ADMIN), or leave out "
+                    "--network");
+  exec::netem::SystemCommandRunner runner;
+  for (const std::string& name : exec::netem::RemoveStaleNetworks(runner))
+    err << "removed " << name << ", left by a dtsim run that no longer exists\n";
+  exec::netem::EmulatedNetworkOptions no;
+  no.ranks = ranks;
+  no.rate_bytes_per_s = n.rate_bytes_per_s;
+  no.latency_s = n.latency_s;
+  exec::netem::EmulatedNetwork net(no, runner);
+  const std::string subnet = net.subnet().Cidr();
+  err << "emulated network: " << ranks << " ranks in namespaces "
+      << net.names().namespace_prefix << "0.." << ranks - 1 << " on bridge " << net.names().bridge
+      << " (" << subnet << "), " << o.network << " per direction per rank";
+  if (n.latency_s > 0)
+    err << ", latency " << FormatSeconds(n.latency_s)
+        << (net.kernel_latency() ? " (netem)" : " (added by the ranks: this kernel lacks netem)");
+  err << "\n";
+
+  LaunchOptions lo;
+  lo.ranks = ranks;
+  // Only TCP, only over the emulated links: OpenMPI's shared-memory
+  // transport would bypass them.
+  lo.launcher_args = {"--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet};
+  // The ranks reach mpirun's PMIx server from their namespaces: by default
+  // it listens on the loopback of the root namespace only.
+  lo.environment = {{"PMIX_MCA_ptl_tcp_remote_connections", "1"},
+                    {"PMIX_MCA_ptl_tcp_if_include", subnet}};
+  // Each rank enters its namespace: sh -c '...' <prefix> <dtsim> <args...>.
+  lo.rank_wrapper = {"/bin/sh", "-c",
+                     "exec ip netns exec \"$0${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" \"$@\"",
+                     net.names().namespace_prefix};
+  lo.on_launcher = o.on_launcher;
+  std::vector<std::string> args = RelaunchArgs(o);
+  args.insert(args.end(), {"--network", o.network, "--in-emulated-network"});
+  if (!o.latency.empty()) args.insert(args.end(), {"--latency", o.latency});
+  if (n.latency_s > 0 && !net.kernel_latency()) args.emplace_back("--latency-in-transport");
+  RunUnderMpiLauncher(lo, args, err);
+  for (const std::string& problem : net.Remove())
+    err << "warning: could not remove part of the emulated network: " << problem << "\n";
+}
+
 }  // namespace
 
 void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ostream& out,
                  std::ostream& err) {
   config::Scenario s = config::LoadScenario(o.scenario_path);
-  if (comm == nullptr) {
-    const int ranks = o.ranks > 0 ? o.ranks : s.cluster.num_devices();
-    if (ranks > 1) {
-      RunUnderMpiLauncher(ranks, RelaunchArgs(o), err);
-      return;
-    }
-  }
-  exec::SoloCommunicator solo;
-  exec::Communicator& world = comm ? *comm : solo;
-  const bool root = world.rank() == 0;
-  CheckExecutable(s, world.size());
-  if (o.validate) UseProfile(o, comm, &s, out, err);
+  CheckExecutable(s);
   const models::ModelGraph graph = config::BuildWorkloadModel(s);
-
   config::Scenario plan_scenario = s;
   const bool local_sgd = s.parallelism.strategy == config::Strategy::kLocalSgd;
   // One plan iteration (H with local SGD) is replayed for every real one.
   plan_scenario.workload.iterations = local_sgd ? s.parallelism.averaging_period + 1 : 1;
   const plan::Plan plan = sim::MakePlan(plan_scenario, graph, 0);
+  // One process per plan rank: the devices, and parameter servers.
+  const int needed = plan.num_ranks();
+  const std::optional<NetworkSetting> net = ParseNetwork(o);
+  if (comm == nullptr) {
+    const int ranks = o.ranks > 0 ? o.ranks : needed;
+    if (net) {
+      RunInEmulatedNetwork(o, *net, ranks, err);
+      return;
+    }
+    if (ranks > 1) {
+      RunUnderMpiLauncher(ranks, RelaunchArgs(o), err);
+      return;
+    }
+  }
+  if (net && !o.in_emulated_network)
+    throw UserError("--network: dtsim builds the emulated network and starts the ranks in it "
+                    "itself",
+                    "run 'dtsim " + std::string(o.validate ? "validate" : "exec") +
+                        " --network ...' without mpirun (--ranks N for another rank count)");
+  exec::SoloCommunicator solo;
+  // Under an emulated network without netem, the ranks add the latency.
+  std::optional<exec::netem::LatencyCommunicator> delayed;
+  if (comm != nullptr && net && o.latency_in_transport) delayed.emplace(*comm, net->latency_s);
+  exec::Communicator& world = delayed ? static_cast<exec::Communicator&>(*delayed)
+                              : comm  ? *comm
+                                      : solo;
+  const bool root = world.rank() == 0;
+  if (world.size() != needed)
+    throw UserError(s.source_path + ": the scenario's plan has " + std::to_string(needed) +
+                        " ranks (" + std::to_string(s.cluster.num_devices()) + " devices" +
+                        (needed > s.cluster.num_devices() ? " and parameter servers" : "") +
+                        ") but " + std::to_string(world.size()) + " processes run it",
+                    "run with --ranks " + std::to_string(needed) + " (one process per rank)");
+  if (o.validate) UseProfile(o, comm, &s, out, err);
 
   exec::ExecOptions eo;
   eo.iterations = o.iterations > 0 ? o.iterations : 20;
   eo.bucket_bytes = s.parallelism.bucket_bytes;
   eo.averaging_period = local_sgd ? s.parallelism.averaging_period : 1;
-  eo.average_parameters = local_sgd;
+  // Local SGD averages parameters (over all-reduce or servers), and so do
+  // parameter servers told to take parameters as their payload.
+  eo.average_parameters =
+      local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
+                    s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
   eo.mpi_allreduce = o.mpi_allreduce;
   eo.optimizer = OptimizerFor(s, o.learning_rate);
   eo.seed = s.seed;
@@ -301,7 +514,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
         << " samples per iteration, " << eo.iterations << " iterations\n"
         << std::flush;
   const exec::ExecResult result = ExecutePlan(plan, graph, *data, world, backend, eo);
-  if (root) Report(o, s, result, out);
+  if (root) Report(o, s, result, net, out);
 }
 
 }  // namespace dtsim::tools

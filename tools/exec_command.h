@@ -3,6 +3,9 @@
 // with the simulator's prediction.
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -30,6 +33,23 @@ struct ExecCommandOptions {
   // cluster.device_profile, else kDefaultProfile, measured first (quick
   // calibration, all ranks) when that file does not exist.
   std::string profile;
+  // Emulated cluster network (exec/netem/emulated_network.h; needs root):
+  // each rank in its own network namespace on a bridge, its link shaped to
+  // this bandwidth per direction ("1Gbps", "100Mbps", ...); "" = none, the
+  // ranks talk through shared memory. validate then predicts with this
+  // link between the ranks instead of the profile's.
+  std::string network;
+  // With `network`: one-way latency added to every message ("50us"; "" =
+  // 0), by netem where the kernel has it, else by the ranks' transport.
+  std::string latency;
+  // Set by the process that built the network on the ranks it starts (not
+  // for users): the ranks are inside it, and (latency_in_transport) add
+  // the latency to their sends themselves.
+  bool in_emulated_network = false;
+  bool latency_in_transport = false;
+  // Called with mpirun's pid when this process starts it, and with 0 when
+  // it has exited (tools/mpi_launch.h), e.g. to pass on an interrupt.
+  std::function<void(pid_t)> on_launcher;
 };
 
 inline constexpr const char* kDefaultProfile = "results/calibration/device_profile.yaml";

@@ -2,8 +2,12 @@
 // --ranks N (exec, validate, calibrate).
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtsim::tools {
@@ -12,11 +16,32 @@ namespace dtsim::tools {
 // PMI_SIZE is set): main() then starts MPI.
 bool LaunchedByMpiLauncher();
 
-// Runs `mpirun -np <ranks> [--oversubscribe] <this program> <args...>` and
-// waits for it, with OpenMPI's run-as-root permission in the child's
-// environment only (containers and CI run as root). The command line is
-// echoed to `err`. Throws std::runtime_error when it cannot start or exits
-// non-zero (the ranks have printed their own errors).
+struct LaunchOptions {
+  int ranks = 1;  // processes (-np), >= 1
+  // Arguments for mpirun itself, before the program (e.g. {"--mca", "btl",
+  // "tcp,self"}). Default: none.
+  std::vector<std::string> launcher_args;
+  // Variables set in mpirun's environment (and so in every rank's), as
+  // name, value. Default: none besides OpenMPI's run-as-root permission.
+  std::vector<std::pair<std::string, std::string>> environment;
+  // Words each rank runs the program under: mpirun starts
+  // `<rank_wrapper...> <program> <args...>` (e.g. a shell that enters the
+  // rank's network namespace). Default: none, the program itself.
+  std::vector<std::string> rank_wrapper;
+  // Called with mpirun's pid once it runs (on the calling thread), and with
+  // 0 once it has exited: e.g. to pass on an interrupt. Default: none.
+  std::function<void(pid_t)> on_launcher;
+};
+
+// Runs `mpirun -np <ranks> [--oversubscribe] <launcher args> <wrapper>
+// <this program> <args...>` and waits for it, with OpenMPI's run-as-root
+// permission in the child's environment only (containers and CI run as
+// root). The command line is echoed to `err`. mpirun starts with no signal
+// blocked, whatever this thread blocks. Throws std::runtime_error when it
+// cannot start or exits non-zero (the ranks have printed their own errors).
+void RunUnderMpiLauncher(const LaunchOptions& options, const std::vector<std::string>& args,
+                         std::ostream& err);
+// The same with only `ranks` set.
 void RunUnderMpiLauncher(int ranks, const std::vector<std::string>& args, std::ostream& err);
 
 }  // namespace dtsim::tools

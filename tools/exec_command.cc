@@ -312,15 +312,20 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::
       table += buf;
       table += " |";
       for (const EnginePrediction& p : preds) {
+        // Under a millisecond measured, a percentage says nothing.
+        const bool tiny = field != &EnginePrediction::throughput && mv < 1e-3;
         std::snprintf(buf, sizeof buf, " %+.1f%% |", ErrorPercent(p.*field, mv));
-        table += buf;
+        table += tiny ? std::string(" n/a |") : std::string(buf);
       }
       table += "\n";
     };
     row("step time (s)", &EnginePrediction::step_s, m.step_s, "%.4f");
     row("throughput (samples/s)", &EnginePrediction::throughput, m.throughput, "%.1f");
     row("compute per rank (s)", &EnginePrediction::compute_s, m.compute_s, "%.4f");
-    row("communication per rank (s)", &EnginePrediction::comm_s, m.comm_s, "%.4f");
+    // Measured communication includes waiting for the other ranks (their
+    // skew, the pipeline's bubble); the simulator's is transfer time only.
+    row("communication per rank (s; measured with waiting)", &EnginePrediction::comm_s, m.comm_s,
+        "%.4f");
     std::string setting = preds[0].device;
     if (link) {
       setting += "; emulated network " + o.network;
@@ -329,13 +334,12 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::
       setting += ")";
     }
     out << "\nprediction (" << setting << ", no overlap) against measurement:\n" << table;
-    // The profile measured one rank on one core; more ranks than cores
-    // share them, which the prediction does not know.
     const unsigned cores = std::thread::hardware_concurrency();
     j["cores"] = cores;
     if (cores > 0 && r.times.size() > cores)
       out << "note: " << r.times.size() << " ranks share " << cores
-          << " cores; the prediction gives each rank a core of its own\n";
+          << " cores: the prediction gives each rank " << cores << "/" << r.times.size()
+          << " of the profiled core's compute rate and memory bandwidth\n";
     auto md = files.Open("validation.md");
     md << "# " << s.name << ": prediction against real execution\n\n"
        << r.times.size() << " ranks, " << m.measured << " measured iterations of "
@@ -370,6 +374,22 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
   }
   config::ApplyDeviceProfile(config::LoadDeviceProfile(path), path, s);
   s->cluster.device_profile = path;
+}
+
+// The profile measured one process on one core. When more processes than
+// cores run (each MPI rank busy-polls while it waits, so all of them
+// compete), a rank gets cores/processes of a core: the prediction's device
+// runs at that share of the profiled compute rate and memory bandwidth.
+void ShareCores(int processes, config::Scenario* s) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores == 0 || static_cast<unsigned>(processes) <= cores) return;
+  const double share = static_cast<double>(cores) / processes;
+  for (hw::DeviceSpec& d : s->cluster.custom_devices) {
+    if (d.name != s->cluster.device) continue;
+    for (double* rate : {&d.fp32_flop_per_s, &d.tf32_flop_per_s, &d.fp16_flop_per_s,
+                         &d.bf16_flop_per_s, &d.memory_bw_bytes_per_s})
+      *rate *= share;
+  }
 }
 
 std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
@@ -480,7 +500,10 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
                         (needed > s.cluster.num_devices() ? " and parameter servers" : "") +
                         ") but " + std::to_string(world.size()) + " processes run it",
                     "run with --ranks " + std::to_string(needed) + " (one process per rank)");
-  if (o.validate) UseProfile(o, comm, &s, out, err);
+  if (o.validate) {
+    UseProfile(o, comm, &s, out, err);
+    ShareCores(world.size(), &s);
+  }
 
   exec::ExecOptions eo;
   eo.iterations = o.iterations > 0 ? o.iterations : 20;

@@ -165,6 +165,14 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("--lr", exec.learning_rate,
                        "Initial learning rate (default 0.01; 0.001 for adam)")
       ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--lr-decay-rate", exec.lr_decay_rate,
+                       "Exponential decay: multiply the learning rate by this every "
+                       "--lr-decay-steps steps (TensorFlow's exponential_decay; default: none)")
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--lr-decay-steps", exec.lr_decay_steps, "Steps per decay factor")
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_flag("--lr-smooth", exec.lr_smooth,
+                     "Decay continuously instead of in steps (staircase is the default)");
   exec_cmd->add_option("--dataset", exec.dataset,
                        "Train on this dtsim binary data set (docs/dataset_format.md) instead of "
                        "a synthetic one shaped like the model's input");

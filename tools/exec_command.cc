@@ -397,6 +397,10 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   if (o.iterations > 0) a.insert(a.end(), {"--iterations", std::to_string(o.iterations)});
   if (o.mpi_allreduce) a.emplace_back("--mpi-allreduce");
   if (o.learning_rate > 0) a.insert(a.end(), {"--lr", std::to_string(o.learning_rate)});
+  if (o.lr_decay_rate > 0)
+    a.insert(a.end(), {"--lr-decay-rate", std::to_string(o.lr_decay_rate), "--lr-decay-steps",
+                       std::to_string(o.lr_decay_steps)});
+  if (o.lr_smooth) a.emplace_back("--lr-smooth");
   if (!o.dataset.empty()) a.insert(a.end(), {"--dataset", o.dataset});
   if (o.checkpoint_every > 0)
     a.insert(a.end(), {"--checkpoint-every", std::to_string(o.checkpoint_every)});
@@ -516,6 +520,15 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
                     s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
   eo.mpi_allreduce = o.mpi_allreduce;
   eo.optimizer = OptimizerFor(s, o.learning_rate);
+  if (o.lr_decay_rate > 0) {
+    if (o.lr_decay_steps < 1)
+      throw UserError("--lr-decay-rate needs --lr-decay-steps (steps per factor)",
+                      "e.g. --lr-decay-rate 0.1 --lr-decay-steps 1000");
+    eo.optimizer.lr.kind = exec::LrScheduleKind::kExponential;
+    eo.optimizer.lr.decay_rate = o.lr_decay_rate;
+    eo.optimizer.lr.decay_steps = o.lr_decay_steps;
+    eo.optimizer.lr.staircase = !o.lr_smooth;
+  }
   eo.seed = s.seed;
   eo.slowdown.assign(static_cast<std::size_t>(world.size()), 1.0);
   for (const auto& slow : s.stragglers.slow_devices)

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 
@@ -23,6 +24,11 @@ struct ExecCommandOptions {
   int iterations = 0;            // 0 = 20 (the first is warm-up, not measured)
   bool mpi_allreduce = false;    // MPI_Allreduce instead of the plan's ring/tree
   double learning_rate = 0;      // 0 = the optimizer's default (sgd/momentum 0.01, adam 1e-3)
+  // Exponential decay (TensorFlow's exponential_decay): lr x rate^(step /
+  // decay_steps), the exponent floored unless lr_smooth. 0 = constant.
+  double lr_decay_rate = 0;
+  std::int64_t lr_decay_steps = 0;
+  bool lr_smooth = false;
   std::string dataset;           // a dtsim binary data set (docs/dataset_format.md); "" = synthetic
   int checkpoint_every = 0;      // iterations between checkpoints; 0 = none
   bool resume = false;           // continue from the latest checkpoint

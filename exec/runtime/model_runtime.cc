@@ -1,4 +1,5 @@
 #include "exec/runtime/model_runtime.h"
+#include "exec/runtime/runtime_util.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,13 +18,8 @@ using models::ViewKind;
 
 namespace {
 
-std::int64_t Prod(const Shape& s, std::size_t from, std::size_t to) {
-  std::int64_t p = 1;
-  for (std::size_t i = from; i < to && i < s.size(); ++i) p *= s[i];
-  return p;
-}
-
-std::int64_t Elements(const Shape& s) { return Prod(s, 0, s.size()); }
+using runtime_util::Elements;
+constexpr auto Prod = runtime_util::Product;
 
 // Seeds of the parameter stream and the dropout stream.
 constexpr std::uint64_t kParamStream = 0x7061'7261'6d73ULL;    // "params"

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "exec/runtime/model_runtime.h"
+#include "exec/runtime/runtime_util.h"
 
 namespace dtsim::exec {
 
@@ -17,13 +18,8 @@ using models::ViewKind;
 
 namespace {
 
-std::int64_t Prod(const Shape& s, std::size_t from, std::size_t to) {
-  std::int64_t p = 1;
-  for (std::size_t i = from; i < to && i < s.size(); ++i) p *= s[i];
-  return p;
-}
-
-std::int64_t Elements(const Shape& s) { return Prod(s, 0, s.size()); }
+using runtime_util::Elements;
+constexpr auto Prod = runtime_util::Product;
 
 Conv2dArgs ConvArgs(const Op& op, std::int64_t b) {
   const Shape& in = op.input_shapes[0];

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "exec/runtime/model_runtime.h"
+#include "exec/runtime/runtime_util.h"
 #include "exec/runtime/ps_runner.h"
 #include "exec/runtime/result_gather.h"
 #include "exec/train/checkpoint.h"
@@ -18,14 +19,11 @@
 namespace dtsim::exec {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using runtime_util::Clock;
+using runtime_util::Seconds;
 using plan::Task;
 using plan::TaskId;
 using plan::TaskKind;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 bool IsCompute(TaskKind k) {
   return k == TaskKind::kForward || k == TaskKind::kBackwardInput ||

@@ -8,18 +8,16 @@
 #include "common/error.h"
 #include "exec/runtime/optimizer.h"
 #include "exec/runtime/result_gather.h"
+#include "exec/runtime/runtime_util.h"
 
 namespace dtsim::exec {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using runtime_util::Clock;
+using runtime_util::Seconds;
 using plan::Task;
 using plan::TaskId;
 using plan::TaskKind;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // The whole model's initial parameters, as every worker initialises them
 // (a runtime of one sample, dropped once the values are read).

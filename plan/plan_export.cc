@@ -140,4 +140,35 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph
   out << "\n]}\n";
 }
 
+namespace {
+
+// "layer3.attn.ln" or, for fused tasks, "layer3.attn.ln .. layer3.attn.proj".
+std::string OpRange(const models::ModelGraph& graph, const Task& t) {
+  std::string s = graph.op(static_cast<models::OpId>(t.op)).name;
+  if (t.op_count > 1) s += " .. " + graph.op(static_cast<models::OpId>(t.op + t.op_count - 1)).name;
+  if (t.micro_batch > 0 || t.op_count > 1) s += " (mb " + std::to_string(t.micro_batch) + ")";
+  return s;
+}
+
+}  // namespace
+
+std::string TaskLabel(const Plan& plan, const models::ModelGraph& graph, const Task& t) {
+  switch (t.kind) {
+    case TaskKind::kForward: return "fwd " + OpRange(graph, t);
+    case TaskKind::kBackwardInput:
+      return "bwd_in " + graph.op(static_cast<models::OpId>(t.op)).name;
+    case TaskKind::kBackwardWeight:
+      return "bwd_w " + graph.op(static_cast<models::OpId>(t.op)).name;
+    case TaskKind::kBackward: return "bwd " + OpRange(graph, t);
+    case TaskKind::kOptimizer: return "optimizer";
+    case TaskKind::kCollective: {
+      const auto& c = plan.collectives()[static_cast<std::size_t>(t.collective)];
+      return std::string(CollectiveOpName(c.op)) + " bucket " + std::to_string(c.bucket);
+    }
+    case TaskKind::kSend: return "send to " + std::to_string(t.peer);
+    case TaskKind::kRecv: return "recv from " + std::to_string(t.peer);
+  }
+  return "?";
+}
+
 }  // namespace dtsim::plan

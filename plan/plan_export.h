@@ -25,4 +25,8 @@ void WriteDot(std::ostream& out, const Plan& plan, const models::ModelGraph& gra
 // task with its dependencies.
 void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph& graph);
 
+// A task's name in timelines: "fwd layer3.attn.ln", "bwd conv1 .. pool1 (mb 2)",
+// "all_reduce bucket 4", "send to 3", "optimizer".
+std::string TaskLabel(const Plan& plan, const models::ModelGraph& graph, const Task& task);
+
 }  // namespace dtsim::plan

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "plan/plan_export.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {
@@ -23,35 +24,10 @@ int BucketsPerIteration(const Prediction& p) {
   return n;
 }
 
-// "layer3.attn.ln" or, for fused tasks, "layer3.attn.ln .. layer3.attn.proj".
-std::string OpRange(const Prediction& p, const plan::Task& t) {
-  std::string s = p.graph.op(static_cast<models::OpId>(t.op)).name;
-  if (t.op_count > 1) s += " .. " + p.graph.op(static_cast<models::OpId>(t.op + t.op_count - 1)).name;
-  if (t.micro_batch > 0 || t.op_count > 1) s += " (mb " + std::to_string(t.micro_batch) + ")";
-  return s;
-}
-
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string TaskLabel(const Prediction& p, const plan::Task& t) {
-  switch (t.kind) {
-    case plan::TaskKind::kForward:
-      return "fwd " + OpRange(p, t);
-    case plan::TaskKind::kBackwardInput:
-      return "bwd_in " + p.graph.op(static_cast<models::OpId>(t.op)).name;
-    case plan::TaskKind::kBackwardWeight:
-      return "bwd_w " + p.graph.op(static_cast<models::OpId>(t.op)).name;
-    case plan::TaskKind::kBackward:
-      return "bwd " + OpRange(p, t);
-    case plan::TaskKind::kOptimizer: return "optimizer";
-    case plan::TaskKind::kCollective: {
-      const auto& c = p.plan.collectives()[static_cast<std::size_t>(t.collective)];
-      return std::string(plan::CollectiveOpName(c.op)) + " bucket " + std::to_string(c.bucket);
-    }
-    case plan::TaskKind::kSend: return "send to " + std::to_string(t.peer);
-    case plan::TaskKind::kRecv: return "recv from " + std::to_string(t.peer);
-  }
-  return "?";
+  return plan::TaskLabel(p.plan, p.graph, t);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@
 #include "exec/netem/emulated_network.h"
 #include "exec/netem/latency_communicator.h"
 #include "exec/runtime/plan_executor.h"
+#include "exec/runtime/timeline_trace.h"
+#include "sim/report.h"
 #include "sim/simulator.h"
 #include "tools/commands.h"
 #include "tools/mpi_launch.h"
@@ -184,15 +186,19 @@ struct EnginePrediction {
   double step_s = 0, throughput = 0, compute_s = 0, comm_s = 0;
 };
 
-EnginePrediction Predict(const config::Scenario& s, const std::string& engine) {
+// `trace` (optional) gets the prediction's timeline (sim's trace.json).
+EnginePrediction Predict(const config::Scenario& s, const std::string& engine,
+                         std::ofstream* trace = nullptr) {
   config::Scenario e = s;
   e.engine = engine;
   const sim::Prediction p = sim::Simulate(e);
+  if (trace) sim::WriteChromeTrace(*trace, p, s.outputs.trace_max_ranks);
   return {engine, p.device.name, p.metrics.step_time_s, p.metrics.throughput_samples_per_s,
           p.metrics.breakdown.compute_s, p.metrics.breakdown.comm_s};
 }
 
-void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::ExecResult& r,
+void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::Plan& plan,
+            const models::ModelGraph& graph, const exec::ExecResult& r,
             const std::optional<NetworkSetting>& net, std::ostream& out) {
   const Summary m = Summarize(r);
   json j;
@@ -255,7 +261,9 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::
     ps.parallelism.overlap = false;
     if (link) UseEmulatedLink(*link, &ps);
     // The scenario's engine; under an emulated network both engines.
-    std::vector<EnginePrediction> preds = {Predict(ps, ps.engine)};
+    auto predicted_trace = files.Open("predicted_trace.json");
+    std::vector<EnginePrediction> preds = {Predict(ps, ps.engine, &predicted_trace)};
+    CloseOutput(predicted_trace, "predicted_trace.json");
     if (net) preds.push_back(Predict(ps, ps.engine == "simgrid" ? "analytic" : "simgrid"));
     auto predicted = [](const EnginePrediction& p) {
       return json{{"step_time_s", p.step_s},
@@ -346,6 +354,12 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const exec::
        << r.samples_per_iteration << " samples; device " << setting << ".\n\n"
        << table;
     CloseOutput(md, "validation.md");
+  }
+  if (!r.timeline.empty()) {
+    // The measured timeline, laid out like the simulator's trace.json.
+    auto trace = files.Open("exec_trace.json");
+    exec::WriteTimelineTrace(trace, plan, graph, r.timeline);
+    CloseOutput(trace, "exec_trace.json");
   }
   auto f = files.Open(o.validate ? "validation.json" : "exec.json");
   f << j.dump(2) << "\n";
@@ -540,6 +554,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   eo.checkpoint_dir =
       (fs::path(o.out_dir.empty() ? s.outputs.dir : o.out_dir) / "checkpoints").string();
   eo.resume = o.resume;
+  eo.record_timeline = true;
   if (!o.quiet) eo.log = [&out](const std::string& line) { out << line << "\n" << std::flush; };
 
   const auto data = MakeDataset(graph, o.dataset, s.seed);
@@ -550,7 +565,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
         << " samples per iteration, " << eo.iterations << " iterations\n"
         << std::flush;
   const exec::ExecResult result = ExecutePlan(plan, graph, *data, world, backend, eo);
-  if (root) Report(o, s, result, net, out);
+  if (root) Report(o, s, plan, graph, result, net, out);
 }
 
 }  // namespace dtsim::tools

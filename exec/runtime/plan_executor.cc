@@ -95,6 +95,7 @@ class RankRunner {
  private:
   void Layout();
   void RunTask(TaskId id, int iteration, IterationTimes& times);
+  void RunTaskBody(TaskId id, int iteration, IterationTimes& times);
   void ReceiveDeps(TaskId id, int iteration, IterationTimes& times);
   void ForwardTo(int slot, models::OpId end);
   void BackwardTo(int slot, models::OpId begin);
@@ -126,6 +127,14 @@ class RankRunner {
   std::set<TaskId> received_;
   std::vector<std::pair<std::vector<float>, SendRequest>> pending_sends_;
   std::vector<ParamRange> deferred_averages_;
+  Clock::time_point run_start_;
+  std::vector<TimelineEvent> events_;
+  void Record(TaskId task, int iteration, Clock::time_point a, Clock::time_point b, bool receive) {
+    if (!options_.record_timeline) return;
+    events_.push_back({me_, task, iteration, receive,
+                       std::chrono::duration<double, std::micro>(a - run_start_).count(),
+                       std::chrono::duration<double, std::micro>(b - run_start_).count()});
+  }
   std::vector<bool> loaded_;  // per slot, this iteration
   // Parameter-server plans (ps_runner.h): the version of each server's last
   // pull (indexed by rank), echoed in pushes; whether this iteration's own
@@ -195,7 +204,9 @@ void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
     if (send.kind != TaskKind::kSend || send.rank == me_ || received_.count(d)) continue;
     received_.insert(d);
     if (plan_.IsServer(send.rank)) {
+      const auto start = Clock::now();
       PullShard(send.rank, times);
+      Record(d, iteration, start, Clock::now(), true);
       continue;
     }
     const bool gradient = t.kind != TaskKind::kForward;
@@ -205,7 +216,9 @@ void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
     const auto start = Clock::now();
     comm_.Recv(send.rank, TransferTag(iteration, send.micro_batch, gradient ? 1 : 0),
                staging_.data(), static_cast<std::size_t>(n));
-    times.comm += Seconds(start, Clock::now());
+    const auto end = Clock::now();
+    times.comm += Seconds(start, end);
+    Record(d, iteration, start, end, true);
     if (gradient)
       runtime_->SetBoundaryOutputGrads(send.micro_batch, staging_.data());
     else
@@ -214,8 +227,14 @@ void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
 }
 
 void RankRunner::RunTask(TaskId id, int iteration, IterationTimes& times) {
-  const Task& t = plan_.task(id);
   ReceiveDeps(id, iteration, times);
+  const auto start = Clock::now();
+  RunTaskBody(id, iteration, times);
+  Record(id, iteration, start, Clock::now(), false);
+}
+
+void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
+  const Task& t = plan_.task(id);
   const int slot = t.micro_batch;
   const auto start = Clock::now();
   switch (t.kind) {
@@ -428,6 +447,7 @@ ExecResult RankRunner::Run() {
   std::vector<double> losses(static_cast<std::size_t>(n), 0.0);
   // The rank that logs: the lowest one holding the loss.
   comm_.Barrier();
+  run_start_ = Clock::now();
   for (int i = first; i < n; ++i) {
     IterationTimes& times = mine[static_cast<std::size_t>(i)];
     const auto start = Clock::now();
@@ -468,6 +488,7 @@ ExecResult RankRunner::Run() {
   RankReport report{mine, {}, {}};
   if (runtime_->holds_loss()) report.losses = losses;
   GatherResult(comm_, report, &result);
+  if (options_.record_timeline) GatherTimeline(comm_, events_, &result);
   return result;
 }
 

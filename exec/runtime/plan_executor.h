@@ -67,10 +67,24 @@ struct ExecOptions {
   int checkpoint_every = 0;
   std::string checkpoint_dir;
   bool resume = false;
+  // Record every task's interval (ExecResult::timeline).
+  bool record_timeline = false;
   // Called on the rank that holds the loss (the lowest such rank) after
   // every `log_every` iterations with the seeds' step line.
   int log_every = 10;
   std::function<void(const std::string&)> log;
+};
+
+// One task of one rank as it ran (record_timeline), in microseconds since
+// the run's start barrier. Ranks on one machine share the monotonic clock,
+// so their timelines line up.
+struct TimelineEvent {
+  std::int32_t rank = 0;
+  std::int32_t task = 0;        // plan task id (a receive: the other rank's kSend)
+  std::int32_t iteration = 0;   // real iteration
+  bool receive = false;         // waiting for and taking in another rank's send
+  double start_us = 0;
+  double end_us = 0;
 };
 
 // What one rank measured; Gather() combines ranks.
@@ -101,6 +115,8 @@ struct ExecResult {
   // steps). Mean over applied pushes, and maximum.
   double mean_staleness = 0;
   std::int64_t max_staleness = 0;
+  // record_timeline: every worker rank's tasks (complete on rank 0 only).
+  std::vector<TimelineEvent> timeline;
   // This rank only (servers): pushes averaged by each update, in order.
   std::vector<std::int32_t> update_contributions;
 };

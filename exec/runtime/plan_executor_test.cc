@@ -178,5 +178,34 @@ TEST_F(PlanExecutor, ResumedRunIsBitIdentical) {
   if (world_.rank() == 0) std::filesystem::remove_all(dir);
 }
 
+TEST_F(PlanExecutor, TimelineHoldsEveryTaskOfEveryRank) {
+  // Every rank runs each of its plan tasks once per iteration: rank 0's
+  // gathered timeline has (its tasks) x iterations events per rank, each
+  // with a non-negative duration, in order on the rank's compute stream.
+  const plan::Plan p = DataPlan(world_.size(), 4, 1);
+  ExecOptions eo = Options();
+  eo.iterations = 2;
+  eo.record_timeline = true;
+  const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+  if (world_.rank() != 0) {
+    EXPECT_TRUE(r.timeline.empty());
+    return;
+  }
+  for (int rank = 0; rank < world_.size(); ++rank) {
+    std::size_t tasks = 0;
+    for (const plan::Task& t : p.tasks()) tasks += t.rank == rank;
+    std::size_t events = 0;
+    double last_end = 0;
+    for (const TimelineEvent& e : r.timeline) {
+      if (e.rank != rank) continue;
+      ++events;
+      EXPECT_GE(e.end_us, e.start_us);
+      EXPECT_GE(e.start_us + 1.0, last_end);  // float rounding: 1 us
+      last_end = e.end_us;
+    }
+    EXPECT_EQ(events, tasks * 2) << "rank " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::exec

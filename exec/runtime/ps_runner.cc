@@ -62,7 +62,8 @@ class PsServer {
   Backend& backend_;
   const int me_;
   const int iterations_;  // real iterations
-  const int period_;      // plan iteration = real iteration % period_
+  const int period_;                // plan iteration = real iteration % period_
+  const bool record_timeline_;      // take part in the timeline gather
   int workers_ = 0;       // ranks [0, workers_) (plan/parameter_server.h)
   bool async_ = false;
   // Per worker over the whole run (the same for every worker).
@@ -89,7 +90,8 @@ class PsServer {
 PsServer::PsServer(const plan::Plan& plan, const models::ModelGraph& graph, Communicator& comm,
                    Backend& backend, const ExecOptions& options)
     : plan_(plan), comm_(comm), backend_(backend), me_(comm.rank()),
-      iterations_(options.iterations), period_(options.averaging_period) {
+      iterations_(options.iterations), period_(options.averaging_period),
+      record_timeline_(options.record_timeline) {
   DTSIM_CHECK(plan.IsServer(me_), "PsServer on a worker rank");
   DTSIM_CHECK(period_ >= 1 && period_ <= plan.iterations, "averaging period");
   for (int r = 0; r < plan.num_ranks(); ++r)
@@ -292,6 +294,8 @@ ExecResult PsServer::Run() {
   result.update_contributions = contributions_;
   result.bytes_sent = static_cast<std::uint64_t>(comm_.stats().bytes_sent);
   GatherResult(comm_, {times, {}, counters_}, &result);
+  // Servers record no tasks but take part in the collective gather.
+  if (record_timeline_) GatherTimeline(comm_, {}, &result);
   return result;
 }
 

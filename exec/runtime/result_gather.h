@@ -35,4 +35,9 @@ struct RankReport {
 // max_staleness). Counters travel as float: exact below 2^24.
 void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result);
 
+// Collective over every rank of `comm`: rank 0's result->timeline gets every
+// rank's events (ranks without any pass an empty list), in rank order.
+void GatherTimeline(Communicator& comm, const std::vector<TimelineEvent>& mine,
+                    ExecResult* result);
+
 }  // namespace dtsim::exec

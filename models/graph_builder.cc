@@ -127,6 +127,22 @@ Tensor GraphBuilder::Input(const std::string& name, Shape shape) {
   return Emit(MakeOp(name, OpKind::kInput, std::move(shape)), {}, {});
 }
 
+namespace {
+
+// A conv's or pool's window in the op's attributes (ConvSpec and PoolSpec
+// name their fields alike).
+template <typename Spec>
+void SetWindow(const Spec& spec, OpAttrs* attrs) {
+  attrs->kernel_h = spec.kernel_h;
+  attrs->kernel_w = spec.kernel_w;
+  attrs->stride_h = spec.stride_h;
+  attrs->stride_w = spec.stride_w;
+  attrs->pad_h = spec.pad_h;
+  attrs->pad_w = spec.pad_w;
+}
+
+}  // namespace
+
 // Convolution, x = (C, H, W), output (K, OH, OW), groups g:
 //   MACs          = K * OH * OW * (C / g) * kh * kw
 //   fwd           = 2 * MACs (+ K * OH * OW bias adds)
@@ -155,12 +171,7 @@ Tensor GraphBuilder::Conv2d(const std::string& name, const Tensor& x, const Conv
   op.bwd_input_flops = 2 * macs;
   op.bwd_weight_flops = 2 * macs + bias_adds;
   op.params = k * (c / spec.groups) * spec.kernel_h * spec.kernel_w + (spec.bias ? k : 0);
-  op.attrs.kernel_h = spec.kernel_h;
-  op.attrs.kernel_w = spec.kernel_w;
-  op.attrs.stride_h = spec.stride_h;
-  op.attrs.stride_w = spec.stride_w;
-  op.attrs.pad_h = spec.pad_h;
-  op.attrs.pad_w = spec.pad_w;
+  SetWindow(spec, &op.attrs);
   op.attrs.groups = spec.groups;
   op.attrs.bias = spec.bias;
   op.read_elements_per_sample = Elements(x.shape);
@@ -258,12 +269,7 @@ Tensor GraphBuilder::Pool(const std::string& name, OpKind kind, const Tensor& x,
   const double out_elems = Elements(out);
   const double window = static_cast<double>(spec.kernel_h) * spec.kernel_w;
   Op op = MakeOp(name, kind, out);
-  op.attrs.kernel_h = spec.kernel_h;
-  op.attrs.kernel_w = spec.kernel_w;
-  op.attrs.stride_h = spec.stride_h;
-  op.attrs.stride_w = spec.stride_w;
-  op.attrs.pad_h = spec.pad_h;
-  op.attrs.pad_w = spec.pad_w;
+  SetWindow(spec, &op.attrs);
   op.attrs.ceil_mode = spec.ceil_mode;
   op.fwd_flops = window * out_elems;
   op.read_elements_per_sample = Elements(x.shape);

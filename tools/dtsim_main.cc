@@ -178,6 +178,11 @@ int main(int argc, char** argv) {
                        "a synthetic one shaped like the model's input");
   exec_cmd->add_flag("--mpi-allreduce", exec.mpi_allreduce,
                      "MPI's own all-reduce instead of the plan's ring or tree");
+  exec_cmd->add_option("--backend", exec.backend,
+                       "cpu (Eigen, one core per rank) or cuda (one GPU per rank, cuBLAS and own "
+                       "kernels, NCCL for all-reduces over every rank)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   exec_cmd->add_option("--checkpoint-every", exec.checkpoint_every,
                        "Save a checkpoint every N iterations (atomic; under <out>/checkpoints)")
       ->check(CLI::PositiveNumber);

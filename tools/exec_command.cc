@@ -20,6 +20,7 @@
 #include "exec/comm/solo_communicator.h"
 #include "exec/data/binary_dataset.h"
 #include "exec/data/synthetic_dataset.h"
+#include "exec/device_runtime.h"
 #include "exec/kernels/cpu_backend.h"
 #include "exec/netem/emulated_network.h"
 #include "exec/netem/latency_communicator.h"
@@ -410,6 +411,7 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   std::vector<std::string> a = {o.validate ? "validate" : "exec", o.scenario_path};
   if (o.iterations > 0) a.insert(a.end(), {"--iterations", std::to_string(o.iterations)});
   if (o.mpi_allreduce) a.emplace_back("--mpi-allreduce");
+  if (o.backend != "cpu") a.insert(a.end(), {"--backend", o.backend});
   if (o.learning_rate > 0) a.insert(a.end(), {"--lr", std::to_string(o.learning_rate)});
   if (o.lr_decay_rate > 0)
     a.insert(a.end(), {"--lr-decay-rate", std::to_string(o.lr_decay_rate), "--lr-decay-steps",
@@ -558,7 +560,22 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   if (!o.quiet) eo.log = [&out](const std::string& line) { out << line << "\n" << std::flush; };
 
   const auto data = MakeDataset(graph, o.dataset, s.seed);
-  exec::CpuBackend backend;
+  exec::CpuBackend cpu;
+  exec::DeviceRuntime device;
+  if (o.backend == "cuda") {
+    if (o.validate)
+      throw UserError("validate runs on the CPU backend: its device profile measures the CPU",
+                      "use dtsim exec --backend cuda to run on GPUs");
+    device = exec::MakeCudaRuntime(world);
+    // NCCL carries all-reduces over every rank; other groups go through MPI.
+    eo.device_all_reduce = [&device, &world](float* buffer, std::int64_t count,
+                                             const std::vector<int>& group) {
+      if (!device.all_reduce || static_cast<int>(group.size()) != world.size()) return false;
+      device.all_reduce->Sum(buffer, count);
+      return true;
+    };
+  }
+  exec::Backend& backend = device.backend ? *device.backend : static_cast<exec::Backend&>(cpu);
   if (root)
     out << s.name << ": " << graph.name() << ", " << plan.strategy << ", " << world.size()
         << " rank(s) on " << backend.Name() << ", " << plan.samples_per_iteration

@@ -23,6 +23,8 @@ struct ExecCommandOptions {
   int ranks = 0;
   int iterations = 0;            // 0 = 20 (the first is warm-up, not measured)
   bool mpi_allreduce = false;    // MPI_Allreduce instead of the plan's ring/tree
+  // "cpu" (Eigen) or "cuda" (a GPU per rank, NCCL all-reduce; exec only).
+  std::string backend = "cpu";
   double learning_rate = 0;      // 0 = the optimizer's default (sgd/momentum 0.01, adam 1e-3)
   // Exponential decay (TensorFlow's exponential_decay): lr x rate^(step /
   // decay_steps), the exponent floored unless lr_smooth. 0 = constant.

@@ -21,43 +21,34 @@ namespace {
 using runtime_util::Elements;
 constexpr auto Prod = runtime_util::Product;
 
-Conv2dArgs ConvArgs(const Op& op, std::int64_t b) {
+// The window fields Conv2dArgs and Pool2dArgs share, from the op.
+template <typename Args>
+Args WindowArgs(const Op& op, std::int64_t b) {
   const Shape& in = op.input_shapes[0];
-  Conv2dArgs a;
+  Args a;
   a.n = b;
   a.c = in[0];
   a.h = in[1];
   a.w = in[2];
-  a.k = op.output_shape[0];
   a.r = op.attrs.kernel_h;
   a.s = op.attrs.kernel_w;
   a.stride_h = op.attrs.stride_h;
   a.stride_w = op.attrs.stride_w;
   a.pad_h = op.attrs.pad_h;
   a.pad_w = op.attrs.pad_w;
-  a.groups = op.attrs.groups;
   a.oh = op.output_shape[1];
   a.ow = op.output_shape[2];
   return a;
 }
 
-Pool2dArgs PoolArgs(const Op& op, std::int64_t b) {
-  const Shape& in = op.input_shapes[0];
-  Pool2dArgs a;
-  a.n = b;
-  a.c = in[0];
-  a.h = in[1];
-  a.w = in[2];
-  a.r = op.attrs.kernel_h;
-  a.s = op.attrs.kernel_w;
-  a.stride_h = op.attrs.stride_h;
-  a.stride_w = op.attrs.stride_w;
-  a.pad_h = op.attrs.pad_h;
-  a.pad_w = op.attrs.pad_w;
-  a.oh = op.output_shape[1];
-  a.ow = op.output_shape[2];
+Conv2dArgs ConvArgs(const Op& op, std::int64_t b) {
+  Conv2dArgs a = WindowArgs<Conv2dArgs>(op, b);
+  a.k = op.output_shape[0];
+  a.groups = op.attrs.groups;
   return a;
 }
+
+Pool2dArgs PoolArgs(const Op& op, std::int64_t b) { return WindowArgs<Pool2dArgs>(op, b); }
 
 LrnArgs MakeLrnArgs(const Op& op, std::int64_t b) {
   const Shape& in = op.input_shapes[0];

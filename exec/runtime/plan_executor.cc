@@ -324,6 +324,13 @@ void RankRunner::Collective(const Task& t, int iteration, IterationTimes& times)
   float* data = runtime_->grads() + range.offset;
   const auto start = Clock::now();
   const bool host = backend_.Name() == "cpu";
+  if (!host && !options_.mpi_allreduce && options_.device_all_reduce &&
+      options_.device_all_reduce(data, range.count, group)) {
+    backend_.Scale(range.count, 1.0f / static_cast<float>(group.size()), data);
+    backend_.Synchronize();
+    times.comm += Seconds(start, Clock::now());
+    return;
+  }
   float* buffer = data;
   if (!host) {
     staging_.resize(static_cast<std::size_t>(range.count));

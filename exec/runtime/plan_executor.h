@@ -57,6 +57,11 @@ struct ExecOptions {
   bool average_parameters = false;
   // Use MPI's own all-reduce instead of the plan's ring or tree.
   bool mpi_allreduce = false;
+  // Device backends: sums `count` floats of a device buffer over `group`
+  // (NCCL) and returns true, or returns false when it cannot (then the
+  // executor stages through host memory and MPI). Empty = always MPI.
+  std::function<bool(float* device_buffer, std::int64_t count, const std::vector<int>& group)>
+      device_all_reduce;
   OptimizerOptions optimizer;
   std::uint64_t seed = 1;
   // Per plan rank, compute slowdown factor (>= 1): after each compute task

@@ -26,6 +26,7 @@
 #include "exec/netem/latency_communicator.h"
 #include "exec/runtime/plan_executor.h"
 #include "exec/runtime/timeline_trace.h"
+#include "report/svg_plot.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "tools/commands.h"
@@ -198,6 +199,34 @@ EnginePrediction Predict(const config::Scenario& s, const std::string& engine,
           p.metrics.breakdown.compute_s, p.metrics.breakdown.comm_s};
 }
 
+// Measured step time per iteration (the slowest rank) and mean compute per
+// rank, against each engine's predicted step time (flat lines).
+std::string StepTimeChart(const config::Scenario& s, const exec::ExecResult& r,
+                          const std::vector<EnginePrediction>& preds) {
+  report::LineChart chart;
+  chart.title = s.name + ": measured and predicted step time";
+  chart.x.label = "iteration";
+  chart.y.label = "seconds";
+  report::Series step{"measured step (slowest rank)", {}};
+  report::Series compute{"measured compute (mean over ranks)", {}};
+  const int n = static_cast<int>(r.losses.size());
+  for (int i = r.first_iteration; i < n; ++i) {
+    double slowest = 0, busy = 0;
+    for (const auto& rank : r.times) {
+      slowest = std::max(slowest, rank[static_cast<std::size_t>(i)].seconds);
+      busy += rank[static_cast<std::size_t>(i)].compute / static_cast<double>(r.times.size());
+    }
+    step.points.push_back({static_cast<double>(i + 1), slowest});
+    compute.points.push_back({static_cast<double>(i + 1), busy});
+  }
+  chart.series = {step, compute};
+  for (const EnginePrediction& p : preds)
+    chart.series.push_back({"predicted step (" + p.engine + ")",
+                            {{static_cast<double>(r.first_iteration + 1), p.step_s},
+                             {static_cast<double>(n), p.step_s}}});
+  return report::RenderLineChart(chart);
+}
+
 void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::Plan& plan,
             const models::ModelGraph& graph, const exec::ExecResult& r,
             const std::optional<NetworkSetting>& net, std::ostream& out) {
@@ -353,8 +382,11 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     md << "# " << s.name << ": prediction against real execution\n\n"
        << r.times.size() << " ranks, " << m.measured << " measured iterations of "
        << r.samples_per_iteration << " samples; device " << setting << ".\n\n"
-       << table;
+       << table << "\n![step time per iteration](validation.svg)\n";
     CloseOutput(md, "validation.md");
+    auto svg = files.Open("validation.svg");
+    svg << StepTimeChart(s, r, preds);
+    CloseOutput(svg, "validation.svg");
   }
   if (!r.timeline.empty()) {
     // The measured timeline, laid out like the simulator's trace.json.

@@ -340,6 +340,12 @@ TEST_F(Cli, ValidateComparesPredictionAndMeasurement) {
   EXPECT_NEAR(j.at("error_percent").at("step_time").get<double>(),
               100 * (predicted - measured) / measured, 1e-9);
   EXPECT_TRUE(fs::exists(dir_ / "out" / "validation.md"));
+  EXPECT_NE(Slurp(dir_ / "out" / "validation.svg").find("<svg"), std::string::npos);
+  // Both timelines, measured and predicted, as Chrome/Perfetto traces.
+  for (const char* trace : {"exec_trace.json", "predicted_trace.json"}) {
+    const auto t = nlohmann::json::parse(Slurp(dir_ / "out" / trace));
+    EXPECT_FALSE(t.at("traceEvents").empty()) << trace;
+  }
 }
 
 TEST_F(Cli, ExecRefusesWhatItCannotRunWithStatus2) {

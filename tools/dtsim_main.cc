@@ -113,9 +113,10 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("target", validate_target, "vtrain, or a scenario YAML file")
       ->required();
   validate_cmd->add_option("--data", validate.data_dir,
-                           "Folder of ground_truth_single.csv and ground_truth_multi.csv")
+                           "vtrain: folder of ground_truth_single.csv and ground_truth_multi.csv")
       ->capture_default_str();
-  validate_cmd->add_option("-o,--out", validate.out_dir, "Output folder")->capture_default_str();
+  validate_cmd->add_option("-o,--out", validate.out_dir, "vtrain: output folder")
+      ->capture_default_str();
   validate_cmd->add_option("-j,--jobs", validate.jobs,
                            "Rows simulated at once (default: one per core); results do not "
                            "depend on it")
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
                            "CPU cost); default: the simulator's 5 us CUDA launch latency");
   validate_cmd->add_flag("-q,--quiet", validate.quiet, "No progress bar and no summary");
   validate_cmd->add_option("--ranks", validate_exec.ranks,
-                           "Scenario: processes to run (default: the scenario's devices)")
+                           "Scenario: processes to run (default: the plan's ranks, devices plus "
+                           "parameter servers)")
       ->check(CLI::PositiveNumber);
   validate_cmd->add_option("--iterations", validate_exec.iterations,
                            "Scenario: iterations to run for real (default 20; the first is "
@@ -145,20 +147,30 @@ int main(int argc, char** argv) {
                          "Scenario: MPI's own all-reduce instead of the plan's ring or tree");
   AddNetworkOptions(validate_cmd, &validate_exec, "Scenario: ");
   validate_cmd->footer(
-      "Every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB, 8 per\n"
-      "node, 150 GB/s NVLink, 4 x HDR InfiniBand per node, fp16, 1F1B, recompute on, every\n"
-      "efficiency at its default. A row whose simulation fails is reported as failed (with\n"
-      "its message in predictions.csv and summary.md) and the others go on.");
+      "vtrain: every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB,\n"
+      "8 per node, 150 GB/s NVLink, 4 x HDR InfiniBand per node, fp16, 1F1B, recompute on,\n"
+      "every efficiency at its default. A row whose simulation fails is reported as failed\n"
+      "(with its message in predictions.csv and summary.md) and the others go on.\n"
+      "\n"
+      "A scenario: it runs for real (as dtsim exec does, on the CPU backend) and is predicted\n"
+      "with the device profile and overlap off (a CPU rank computes and communicates on one\n"
+      "thread). Results go to the scenario's outputs.dir: validation.json, validation.md,\n"
+      "validation.svg, exec_trace.json and predicted_trace.json. For example:\n"
+      "\n"
+      "  dtsim validate scenarios/local/cifar10-dp-2cpu.yaml\n"
+      "  dtsim validate scenarios/local/wide-mlp-dp-2cpu-1gbps.yaml --network 1Gbps   # as root");
 
   dtsim::tools::ExecCommandOptions exec;
   auto* exec_cmd = app.add_subcommand(
-      "exec", "Run a scenario's plan for real on this machine: one MPI process per device, "
-              "real kernels (CPU backend) and real communication (MPI); prints the seeds' step "
-              "log and writes exec.json (per-rank, per-iteration times and losses)");
+      "exec", "Run a scenario's plan for real on this machine: one MPI process per plan rank "
+              "(each device, each parameter server), real kernels and real communication "
+              "(MPI); prints the seeds' step log and writes exec.json (per-rank, per-iteration "
+              "times and losses) and exec_trace.json (the measured timeline, Perfetto)");
   exec_cmd->add_option("scenario", exec.scenario_path, "Scenario YAML file")->required();
   exec_cmd->add_option("--ranks", exec.ranks,
-                       "Processes to start under mpirun (default: the scenario's devices); "
-                       "'mpirun -np N dtsim exec SCENARIO' works too")
+                       "Processes to start under mpirun (default: the plan's ranks, i.e. the "
+                       "devices plus any parameter servers); 'mpirun -np N dtsim exec SCENARIO' "
+                       "works too")
       ->check(CLI::PositiveNumber);
   exec_cmd->add_option("--iterations", exec.iterations, "Iterations (default 20)")
       ->check(CLI::PositiveNumber);

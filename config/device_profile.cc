@@ -3,6 +3,7 @@
 #include "config/device_profile.h"
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -139,6 +140,10 @@ std::string DeviceProfileProblem(const DeviceProfile& p) {
              " must be in (0, 1]";
     }
   }
+  for (const auto& [rows, e] : p.dense_efficiency_by_rows) {
+    if (rows < 1 || !(e > 0 && e <= 1))
+      return "device profile: dense_efficiency_by_rows needs rows >= 1 and efficiency in (0, 1]";
+  }
   if (p.link) {
     if (!(p.link->bw_bytes_per_s > 0) || !std::isfinite(p.link->bw_bytes_per_s))
       return "device profile: link bandwidth must be > 0";
@@ -179,6 +184,11 @@ std::string DeviceProfileYaml(const DeviceProfile& p) {
       o << "  " << models::OpKindName(kind) << ": " << Number(e) << "\n";
     }
   }
+  if (!p.dense_efficiency_by_rows.empty()) {
+    o << "dense_efficiency_by_rows:  # dense layers by the rows of their GEMM (batch x positions)\n";
+    for (const auto& [rows, e] : p.dense_efficiency_by_rows)
+      o << "  - {rows: " << rows << ", efficiency: " << Number(e) << "}\n";
+  }
   if (p.link) {
     o << "link:  # between MPI ranks on this machine\n"
       << "  bandwidth: " << WithUnit(p.link->bw_bytes_per_s, kGiga, "GB/s") << "\n"
@@ -211,7 +221,8 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     root.Fail("the device profile is empty", "write one with `dtsim calibrate`");
   }
   const YamlMap m = root.AsMap({"format", "device", "peak_fp32", "memory_bandwidth",
-                                "kernel_launch", "compute_efficiency", "link", "provenance"});
+                                "kernel_launch", "compute_efficiency", "dense_efficiency_by_rows",
+                                "link", "provenance"});
   const YamlValue format = m.Require("format", "the format version, 1");
   if (format.AsInt(1) != kDeviceProfileFormat) {
     format.Fail("unsupported device profile format " + format.Describe(),
@@ -232,6 +243,14 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
       for (models::OpKind k : models::AllOpKinds()) {
         if (e.key == models::OpKindName(k)) p.compute_efficiency[k] = ReadEfficiency(e.value);
       }
+    }
+  }
+  if (auto x = m.Get("dense_efficiency_by_rows")) {
+    for (const YamlValue& item : x->AsSequence()) {
+      const YamlMap row = item.AsMap({"rows", "efficiency"});
+      const std::int64_t rows =
+          row.Require("rows").AsInt64(1, std::numeric_limits<std::int64_t>::max());
+      p.dense_efficiency_by_rows[rows] = ReadEfficiency(row.Require("efficiency"));
     }
   }
   if (auto x = m.Get("link")) p.link = ReadLink(*x);
@@ -284,6 +303,8 @@ void ApplyDeviceProfile(const DeviceProfile& profile, const std::string& source,
   WorkloadConfig& w = s->workload;
   for (const auto& [kind, e] : profile.compute_efficiency) w.compute_efficiency.emplace(kind, e);
   if (!w.kernel_launch_s) w.kernel_launch_s = profile.kernel_launch_s;
+  if (w.dense_efficiency_by_rows.empty())
+    w.dense_efficiency_by_rows = profile.dense_efficiency_by_rows;
   if (!w.memory_efficiency) w.memory_efficiency = 1.0;
 }
 

@@ -62,6 +62,10 @@ struct DeviceProfile {
   double kernel_launch_s = 0;          // time of a tiny op (dispatch cost), >= 0
   // Achieved rate of one forward+backward of the kind / peak, in (0, 1].
   std::map<models::OpKind, double> compute_efficiency;
+  // Dense layers by the rows of their GEMM (batch x positions): achieved
+  // rate / peak, in (0, 1]; the cost model interpolates in log2(rows).
+  // Empty = compute_efficiency's dense value at every size.
+  std::map<std::int64_t, double> dense_efficiency_by_rows;
   std::optional<ProfileLink> link;     // absent when measured with one rank
   ProfileProvenance provenance;
 };

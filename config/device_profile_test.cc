@@ -27,6 +27,7 @@ DeviceProfile Sample() {
   p.kernel_launch_s = 0.25e-6;       // 0.25 us
   p.compute_efficiency = {{OpKind::kDense, 0.9}, {OpKind::kConv2d, 0.5},
                           {OpKind::kRelu, 0.0125}};
+  p.dense_efficiency_by_rows = {{8, 0.25}, {512, 0.75}};
   p.link = ProfileLink{5e9, 1.5e-6, 2};
   p.provenance.date = "2025-01-31T12:00:00Z";
   p.provenance.host = "testhost";
@@ -52,6 +53,7 @@ void ExpectSame(const DeviceProfile& a, const DeviceProfile& b) {
   for (const auto& [kind, e] : a.compute_efficiency) {
     EXPECT_DOUBLE_EQ(b.compute_efficiency.at(kind), e) << models::OpKindName(kind);
   }
+  EXPECT_EQ(a.dense_efficiency_by_rows, b.dense_efficiency_by_rows);
   ASSERT_EQ(a.link.has_value(), b.link.has_value());
   if (a.link) {
     EXPECT_DOUBLE_EQ(a.link->bw_bytes_per_s, b.link->bw_bytes_per_s);

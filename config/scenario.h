@@ -80,6 +80,9 @@ struct WorkloadConfig {
   // Fraction of peak flop/s reached per op kind (0 < e <= 1). Unlisted kinds
   // take sim's defaults (sim/cost_model.h).
   std::map<models::OpKind, double> compute_efficiency;
+  // Dense layers' efficiency by the rows of their GEMM (a device profile's
+  // dense_efficiency_by_rows); empty = compute_efficiency's dense value.
+  std::map<std::int64_t, double> dense_efficiency_by_rows;
   std::optional<double> memory_efficiency;  // fraction of peak memory bandwidth
   std::optional<double> kernel_launch_s;    // fixed overhead per kernel
   std::optional<double> optimizer_bytes_per_param;  // optimizer memory traffic per

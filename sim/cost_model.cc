@@ -1,6 +1,8 @@
 #include "sim/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include "common/error.h"
 
@@ -20,6 +22,18 @@ CostModel::CostModel(hw::DeviceSpec device, hw::Precision precision, CostModelOp
   peak_ = device_.PeakFlopRate(precision_);
   DTSIM_CHECK(peak_ > 0, "device '" + device_.name + "' has no peak flop rate");
   DTSIM_CHECK(device_.memory_bw_bytes_per_s > 0, "device has no memory bandwidth");
+}
+
+double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double rows) {
+  DTSIM_CHECK(!points.empty(), "no efficiency points");
+  if (rows <= static_cast<double>(points.begin()->first)) return points.begin()->second;
+  if (rows >= static_cast<double>(points.rbegin()->first)) return points.rbegin()->second;
+  auto hi = points.upper_bound(static_cast<std::int64_t>(rows));
+  auto lo = std::prev(hi);
+  const double x0 = std::log2(static_cast<double>(lo->first));
+  const double x1 = std::log2(static_cast<double>(hi->first));
+  const double f = (std::log2(rows) - x0) / (x1 - x0);
+  return lo->second + f * (hi->second - lo->second);
 }
 
 double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const {
@@ -42,8 +56,15 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
   }
   if (flops == 0 && bytes == 0) return 0;
   auto it = options_.compute_efficiency.find(op.kind);
-  const double eff =
+  double eff =
       it != options_.compute_efficiency.end() ? it->second : DefaultComputeEfficiency(op.kind);
+  if (op.kind == models::OpKind::kDense && !options_.dense_efficiency_by_rows.empty() &&
+      !op.input_shapes.empty() && !op.input_shapes[0].empty()) {
+    const models::Shape& in = op.input_shapes[0];
+    const double rows = static_cast<double>(batch) *
+                        static_cast<double>(models::NumElements(in) / in.back());
+    eff = EfficiencyAtRows(options_.dense_efficiency_by_rows, rows);
+  }
   const double t_compute = flops / (peak_ * eff);
   const double t_memory = bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency);
   return std::max(t_compute, t_memory) + options_.kernel_launch_s;

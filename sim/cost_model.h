@@ -15,6 +15,11 @@ struct CostModelOptions {
   // Fraction of peak flop/s reached, per op kind. Kinds not listed use
   // DefaultComputeEfficiency(kind).
   std::map<models::OpKind, double> compute_efficiency;
+  // Dense ops: efficiency by GEMM rows (batch x rows per sample),
+  // interpolated linearly in log2(rows) between the points and held flat
+  // beyond them; empty = compute_efficiency. A measured device profile
+  // fills it: small-row GEMMs run well below the large-GEMM rate.
+  std::map<std::int64_t, double> dense_efficiency_by_rows;
   // Fraction of peak memory bandwidth reached by streaming kernels. 0.7 is
   // what STREAM-like kernels reach on HBM2 GPUs (V100: ~800 of 900 GB/s,
   // framework kernels less).
@@ -33,6 +38,10 @@ struct CostModelOptions {
 // batched attention matmuls 0.6; the rest are memory-bound and 0.5 only
 // matters if they were not.
 double DefaultComputeEfficiency(models::OpKind kind);
+
+// Efficiency at `rows` from (rows, efficiency) points: linear in log2(rows)
+// between neighbours, the end values beyond them. REQUIRES: points non-empty.
+double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double rows);
 
 class CostModel {
  public:

@@ -28,6 +28,26 @@ TEST(CostModel, ComputeBoundOpIsFlopsOverEfficientPeak) {
   EXPECT_NEAR(cm.ComputeSeconds(op, plan::TaskKind::kForward, 32), 6.4e-3 + 1e-6, 1e-12);
 }
 
+TEST(CostModel, DenseEfficiencyFollowsTheRowsOfItsGemm) {
+  // Points (8, 0.2) and (512, 0.8): log2 rows 3 and 9, so 64 rows (log2 6)
+  // sit halfway: 0.5; below 8 and above 512 the end values hold.
+  const std::map<std::int64_t, double> points = {{8, 0.2}, {512, 0.8}};
+  EXPECT_DOUBLE_EQ(EfficiencyAtRows(points, 64), 0.5);
+  EXPECT_DOUBLE_EQ(EfficiencyAtRows(points, 2), 0.2);
+  EXPECT_DOUBLE_EQ(EfficiencyAtRows(points, 4096), 0.8);
+  CostModelOptions o;
+  o.kernel_launch_s = 0;
+  o.compute_efficiency[models::OpKind::kDense] = 0.9;  // replaced for dense
+  o.dense_efficiency_by_rows = points;
+  CostModel cm(Device(), hw::Precision::kFp32, o);
+  models::Op op;
+  op.kind = models::OpKind::kDense;
+  op.input_shapes = {{16, 1024}};  // 16 rows per sample
+  op.fwd_flops = 1e9;
+  // 4 samples x 16 rows = 64 rows: efficiency 0.5; 4 GFLOP at 5 TFLOP/s = 0.8 ms.
+  EXPECT_NEAR(cm.ComputeSeconds(op, plan::TaskKind::kForward, 4), 0.8e-3, 1e-12);
+}
+
 TEST(CostModel, MemoryBoundOpIsBytesOverBandwidth) {
   CostModelOptions o;
   o.kernel_launch_s = 0;

@@ -23,6 +23,7 @@ using config::Strategy;
 CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   CostModelOptions o;
   o.compute_efficiency = w.compute_efficiency;
+  o.dense_efficiency_by_rows = w.dense_efficiency_by_rows;
   if (w.memory_efficiency) o.memory_efficiency = *w.memory_efficiency;
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;

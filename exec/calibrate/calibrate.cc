@@ -55,7 +55,12 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
     convs.push_back(Conv(n, 128, 28, 128, 3, 1, 1));
   }
   const std::vector<models::OpKind>& kinds = CalibratedOpKinds();
-  const int total = static_cast<int>(gemms.size() + convs.size() + 2 + 1 + kinds.size());
+  // Rows of the dense layers' GEMMs, from a small batch of vectors to
+  // transformer-sized batches of positions.
+  const std::vector<std::int64_t> dense_rows =
+      quick ? std::vector<std::int64_t>{8, 64} : std::vector<std::int64_t>{8, 32, 128, 512, 2048};
+  const int total = static_cast<int>(gemms.size() + convs.size() + 2 + 1 + kinds.size() +
+                                     dense_rows.size());
 
   std::vector<ProfileMeasurement> out;
   const auto add = [&](ProfileMeasurement m) {
@@ -68,6 +73,7 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
   add(MeasureMemory(backend, StreamKernel::kAxpy, 64 * kMiB, timing));
   add(MeasureLaunch(backend, quick ? 2000 : 10000, timing));
   for (models::OpKind kind : kinds) add(MeasureOpKind(backend, kind, quick, timing));
+  for (std::int64_t rows : dense_rows) add(MeasureDenseRows(backend, rows, timing));
   return out;
 }
 
@@ -118,6 +124,12 @@ config::DeviceProfile BuildDeviceProfile(const std::string& device,
   }
   p.kernel_launch_s = launch->seconds;
   for (const ProfileMeasurement& m : provenance.measurements) {
+    if (m.group == "dense_rows" && m.flops > 0) {
+      const std::int64_t rows = std::stoll(m.name.substr(m.name.find(' ') + 1));
+      p.dense_efficiency_by_rows[rows] =
+          std::min(1.0, m.flops / m.seconds / p.peak_fp32_flop_per_s);
+      continue;
+    }
     if (m.group != "op" || m.flops <= 0) continue;
     for (models::OpKind kind : models::AllOpKinds()) {
       if (m.name == models::OpKindName(kind)) {

@@ -66,4 +66,11 @@ const std::vector<models::OpKind>& CalibratedOpKinds();
 config::ProfileMeasurement MeasureOpKind(Backend& backend, models::OpKind kind, bool quick,
                                          const TimingOptions& timing);
 
+// Dense 1024 -> 1024 forward and backward on `rows` rows (batch x positions):
+// small-row GEMMs stream the weights and run below the large-GEMM rate.
+// Group "dense_rows", name "rows <rows>" (the profile's
+// dense_efficiency_by_rows).
+config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,
+                                            const TimingOptions& timing);
+
 }  // namespace dtsim::exec

@@ -335,6 +335,35 @@ const std::vector<OpKind>& CalibratedOpKinds() {
   return kinds;
 }
 
+namespace {
+
+config::ProfileMeasurement TimeRun(Backend& backend, const OpRun& op,
+                                   const TimingOptions& timing) {
+  const Timing t = TimeMedian(
+      [&] {
+        op.run();
+        backend.Synchronize();
+      },
+      timing);
+  config::ProfileMeasurement m;
+  m.shape = op.shape;
+  m.flops = op.flops;
+  m.seconds = t.median_s;
+  m.repeats = t.repeats;
+  return m;
+}
+
+}  // namespace
+
+config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,
+                                            const TimingOptions& timing) {
+  DeviceBuffers buffers(backend);
+  config::ProfileMeasurement m = TimeRun(backend, Dense(backend, buffers, rows), timing);
+  m.group = "dense_rows";
+  m.name = "rows " + std::to_string(rows);
+  return m;
+}
+
 config::ProfileMeasurement MeasureOpKind(Backend& backend, OpKind kind, bool quick,
                                          const TimingOptions& timing) {
   DeviceBuffers buffers(backend);

@@ -367,20 +367,9 @@ config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,
 config::ProfileMeasurement MeasureOpKind(Backend& backend, OpKind kind, bool quick,
                                          const TimingOptions& timing) {
   DeviceBuffers buffers(backend);
-  const OpRun op = MakeRun(backend, buffers, kind, quick);
-  const Timing t = TimeMedian(
-      [&] {
-        op.run();
-        backend.Synchronize();
-      },
-      timing);
-  config::ProfileMeasurement m;
+  config::ProfileMeasurement m = TimeRun(backend, MakeRun(backend, buffers, kind, quick), timing);
   m.group = "op";
   m.name = models::OpKindName(kind);
-  m.shape = op.shape;
-  m.flops = op.flops;
-  m.seconds = t.median_s;
-  m.repeats = t.repeats;
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include "bench/resnet50_scenario.h"
 #include "config/scenario.h"
 #include "sim/plan_costs.h"
 #include "sim/simgrid_engine.h"
@@ -18,20 +19,7 @@
 namespace dtsim::sim {
 namespace {
 
-// As sim_bench: 8 V100s per node on 100 GbE, fp16, batch 64 per GPU.
-config::Scenario ResNet50(int gpus) {
-  config::Scenario s;
-  s.cluster.devices_per_node = 8;
-  s.cluster.nodes = gpus / 8;
-  s.cluster.device = "V100-SXM2-32GB";
-  s.cluster.intra_node_link = "nvlink2";
-  s.cluster.network.link = "100GbE";
-  s.workload.model.zoo_name = "resnet50";
-  s.workload.batch_per_device = 64;
-  s.workload.precision = hw::Precision::kFp16;
-  s.workload.iterations = 2;
-  return s;
-}
+config::Scenario ResNet50(int gpus) { return bench::ResNet50Scenario(gpus, 2); }
 
 struct PricedPlan {
   plan::Plan plan;

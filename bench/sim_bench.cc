@@ -4,6 +4,7 @@
 // iteration in under 1 second on one core.
 #include <benchmark/benchmark.h>
 
+#include "bench/resnet50_scenario.h"
 #include "config/scenario.h"
 #include "sim/metrics.h"
 #include "sim/plan_costs.h"
@@ -12,19 +13,7 @@
 namespace dtsim::sim {
 namespace {
 
-config::Scenario ResNet50(int gpus) {
-  config::Scenario s;
-  s.cluster.devices_per_node = 8;
-  s.cluster.nodes = gpus / 8;
-  s.cluster.device = "V100-SXM2-32GB";
-  s.cluster.intra_node_link = "nvlink2";
-  s.cluster.network.link = "100GbE";
-  s.workload.model.zoo_name = "resnet50";
-  s.workload.batch_per_device = 64;
-  s.workload.precision = hw::Precision::kFp16;
-  s.workload.iterations = 1;
-  return s;
-}
+config::Scenario ResNet50(int gpus) { return bench::ResNet50Scenario(gpus, 1); }
 
 void BM_ResNet50DataParallelIteration(benchmark::State& state) {
   const config::Scenario s = ResNet50(static_cast<int>(state.range(0)));

@@ -97,6 +97,7 @@ ModelRuntime::~ModelRuntime() {
       for (float* p : *list) backend_.Free(p);
   }
   for (float* p : labels_) backend_.Free(p);
+  backend_.Free(boundary_scratch_);
   backend_.Free(params_);
   backend_.Free(grads_);
 }
@@ -290,15 +291,15 @@ void ModelRuntime::GetBoundaryOutputs(int slot, float* host) {
 
 void ModelRuntime::SetBoundaryOutputGrads(int slot, const float* host) {
   // Added to what the stage's own consumers contribute (an output read both
-  // inside and after the stage).
-  std::vector<float> tmp;
+  // inside and after the stage), through one upload of the whole message.
+  if (boundary_outputs_.empty()) return;
+  if (!boundary_scratch_) boundary_scratch_ = backend_.Allocate(boundary_output_elements());
+  backend_.Upload(boundary_scratch_, host, boundary_output_elements());
+  const float* from = boundary_scratch_;
   for (OpId v : boundary_outputs_) {
     const std::int64_t n = ops_[v]->out * options_.micro_batch;
-    float* scratch = backend_.Allocate(n);
-    backend_.Upload(scratch, host, n);
-    backend_.Axpy(n, 1.0f, scratch, Grad(v, slot));
-    backend_.Free(scratch);
-    host += n;
+    backend_.Axpy(n, 1.0f, from, Grad(v, slot));
+    from += n;
   }
 }
 

@@ -164,6 +164,7 @@ class ModelRuntime {
   std::vector<models::OpId> boundary_outputs_;
   std::vector<models::OpId> data_inputs_;
   std::vector<float*> labels_;  // per slot, when the stage holds the loss
+  float* boundary_scratch_ = nullptr;  // received output gradients, allocated on first use
   models::OpId loss_op_ = 0;
   bool has_loss_ = false;
   std::int64_t step_ = 0;

@@ -68,7 +68,8 @@ class RankRunner {
   RankRunner(const plan::Plan& plan, const models::ModelGraph& graph, const Dataset& data,
              Communicator& comm, Backend& backend, const ExecOptions& options)
       : plan_(plan), graph_(graph), data_(data), comm_(comm), backend_(backend),
-        options_(options), me_(comm.rank()) {
+        options_(options), me_(comm.rank()),
+        host_memory_(backend.Name() == "cpu") {
     Layout();
     RuntimeOptions ro;
     ro.micro_batch = micro_batch_;
@@ -100,7 +101,7 @@ class RankRunner {
   void ForwardTo(int slot, models::OpId end);
   void BackwardTo(int slot, models::OpId begin);
   void LoadSlot(int slot, int iteration);
-  void Collective(const Task& t, int iteration, IterationTimes& times);
+  void Collective(const Task& t, IterationTimes& times);
   void OptimizerStep(IterationTimes& times);
   void PullShard(plan::RankId server, IterationTimes& times);
   void PushShard(plan::RankId server, IterationTimes& times);
@@ -114,6 +115,7 @@ class RankRunner {
   Backend& backend_;
   const ExecOptions& options_;
   const int me_;
+  const bool host_memory_;  // the backend's buffers are host memory (MPI reads them directly)
   models::OpId begin_ = 0, end_ = 0;
   int micro_batch_ = 1, micro_batches_ = 1;
   int replica_ = 0, replicas_ = 1;
@@ -286,7 +288,7 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
       return;
     }
     case TaskKind::kRecv: return;  // receives happen where the data is used
-    case TaskKind::kCollective: Collective(t, iteration, times); return;
+    case TaskKind::kCollective: Collective(t, times); return;
     case TaskKind::kOptimizer: OptimizerStep(times); return;
   }
   backend_.Synchronize();
@@ -302,7 +304,7 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
 // All-reduces the collective's share of this rank's buffer: a data-parallel
 // bucket (a contiguous range: its ops' parameters are adjacent), or every
 // gradient of the stage (pipeline replicas).
-void RankRunner::Collective(const Task& t, int iteration, IterationTimes& times) {
+void RankRunner::Collective(const Task& t, IterationTimes& times) {
   const plan::Collective& c = plan_.collectives()[static_cast<std::size_t>(t.collective)];
   const auto& group = plan_.groups()[static_cast<std::size_t>(c.group)];
   ParamRange range{0, runtime_->num_params()};
@@ -316,14 +318,13 @@ void RankRunner::Collective(const Task& t, int iteration, IterationTimes& times)
     }
     range = lo < hi ? ParamRange{lo, hi - lo} : ParamRange{0, 0};
   }
-  (void)iteration;
   if (options_.average_parameters) {
     deferred_averages_.push_back(range);  // parameters, after the local update
     return;
   }
   float* data = runtime_->grads() + range.offset;
   const auto start = Clock::now();
-  const bool host = backend_.Name() == "cpu";
+  const bool host = host_memory_;
   if (!host && !options_.mpi_allreduce && options_.device_all_reduce &&
       options_.device_all_reduce(data, range.count, group)) {
     backend_.Scale(range.count, 1.0f / static_cast<float>(group.size()), data);

@@ -1,7 +1,12 @@
-// Two kinds of failure, kept apart from day one:
+// Kinds of failure, kept apart from day one:
 //  - UserError: the user's input is wrong (scenario file, model file, command
 //    line). It carries where (file:line:column when known), what was expected
 //    and a hint. main() turns it into exit status 2.
+//  - InfeasiblePlan (a UserError): the input is well formed but asks for a
+//    plan that cannot run: it does not fit in memory, or a split does not
+//    divide (tensor_parallel of 5 over 12 heads, 5 pipeline stages over 8
+//    devices). `run` exits 3 for it; a sweep keeps going and reports the
+//    point as an infeasible row with the message.
 //  - DTSIM_CHECK: an internal invariant is broken (a bug in dtsim). It throws
 //    InternalError in every build type; it never vanishes like assert().
 #pragma once
@@ -38,6 +43,11 @@ class UserError : public std::runtime_error {
   SourceLocation where_;
   std::string message_;
   std::string hint_;
+};
+
+class InfeasiblePlan : public UserError {
+ public:
+  using UserError::UserError;
 };
 
 class InternalError : public std::logic_error {

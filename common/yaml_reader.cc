@@ -138,6 +138,10 @@ void YamlValue::Fail(const std::string& message, const std::string& hint) const 
   throw UserError(where_, path_.empty() ? message : path_ + ": " + message, hint);
 }
 
+void YamlValue::FailInfeasible(const std::string& message, const std::string& hint) const {
+  throw InfeasiblePlan(where_, path_.empty() ? message : path_ + ": " + message, hint);
+}
+
 std::string YamlValue::Describe() const {
   if (!node_.IsDefined() || node_.IsNull()) return "nothing";
   if (node_.IsMap()) return "a mapping";

@@ -54,6 +54,9 @@ class YamlValue {
 
   // Throws UserError at this value: "<path>: <message>".
   [[noreturn]] void Fail(const std::string& message, const std::string& hint = "") const;
+  // Same, as InfeasiblePlan: the value is well formed but the plan it asks
+  // for cannot be built (a split that does not divide, ...).
+  [[noreturn]] void FailInfeasible(const std::string& message, const std::string& hint = "") const;
 
   // Typed reads. Each throws UserError at this value saying what was expected
   // and what was found.

@@ -1,6 +1,8 @@
 // dtsim: predicts how fast a deep-learning model trains on a GPU cluster.
 // main() is the only place that decides the exit status:
-//   0 success, 2 bad input (scenario, model file, arguments), 1 anything else.
+//   0 success, 2 bad input (scenario, model file, arguments), 3 valid input
+//   but an infeasible plan (does not fit in memory, a split that does not
+//   divide; InfeasiblePlan), 1 anything else.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -306,6 +308,10 @@ int main(int argc, char** argv) {
     if (*model_cmd) dtsim::tools::ModelCommand(model_name, std::cout);
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
     if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world.get(), std::cout, std::cerr);
+  } catch (const dtsim::InfeasiblePlan& e) {
+    if (const int status = interrupted()) return status;
+    std::cerr << "dtsim: " << e.what() << "\n";
+    return 3;
   } catch (const dtsim::UserError& e) {
     if (const int status = interrupted()) return status;
     std::cerr << "dtsim: " << e.what() << "\n";

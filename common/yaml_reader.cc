@@ -102,24 +102,6 @@ std::string UnknownNameHint(std::string_view name, const std::vector<std::string
   return hint + std::string(what) + ": " + Join(known);
 }
 
-YAML::Node ParseYamlDocument(const std::string& text, const std::string& filename) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    throw UserError(ToLocation(e.mark, filename, SourceLocation{filename}),
-                    "malformed YAML: " + e.msg,
-                    "check the indentation and the ':' after each key near this position");
-  }
-  if (docs.empty()) return YAML::Node();  // null: the caller reports what it expected
-  if (docs.size() > 1) {
-    throw UserError(ToLocation(docs[1].Mark(), filename, SourceLocation{filename}),
-                    "a second YAML document ('---') is not allowed: the file must hold one "
-                    "document");
-  }
-  return docs[0];
-}
-
 YamlValue::YamlValue(YAML::Node node, std::string file, std::string path, SourceLocation fallback)
     : node_(std::move(node)),
       file_(std::move(file)),

@@ -23,13 +23,9 @@
 
 #include "common/error.h"
 #include "common/units.h"
+#include "common/yaml_document.h"  // ParseYamlDocument
 
 namespace dtsim {
-
-// Parses `text` as one YAML document. Malformed YAML and a second document
-// throw UserError at file:line:column; an empty input gives a null node (the
-// caller reports what it expected).
-YAML::Node ParseYamlDocument(const std::string& text, const std::string& filename);
 
 class YamlMap;
 

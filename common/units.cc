@@ -173,8 +173,25 @@ std::string FormatSeconds(double seconds) {
 }
 
 SimTime SecondsToNs(double seconds) {
-  DTSIM_CHECK(seconds >= 0 && std::isfinite(seconds), "time must be finite and non-negative");
+  DTSIM_CHECK(seconds >= 0 && !std::isnan(seconds), "time must be non-negative");
+  if (!(seconds * 1e9 <= static_cast<double>(kMaxSimTime))) {
+    throw UserError("a simulated duration of " + FormatSeconds(seconds) +
+                        " is longer than dtsim's clock holds (2^62 ns, about 146 years)",
+                    "check the latencies, launch costs, delays and rates of the scenario: one "
+                    "of them is far out of range");
+  }
   return static_cast<SimTime>(std::llround(seconds * 1e9));
+}
+
+SimTime AddSimTime(SimTime a, SimTime b) {
+  DTSIM_CHECK(a >= 0 && b >= 0, "simulated times are non-negative");
+  if (a > kMaxSimTime - b) {
+    throw UserError("the simulated run lasts more than dtsim's clock holds (2^62 ns, about 146 "
+                    "years)",
+                    "check the latencies, launch costs, delays and rates of the scenario: one "
+                    "of them is far out of range");
+  }
+  return a + b;
 }
 
 }  // namespace dtsim

@@ -45,7 +45,16 @@ std::string FormatCount(double count);
 using SimTime = std::int64_t;
 constexpr SimTime kNsPerSecond = 1'000'000'000;
 inline double NsToSeconds(SimTime ns) { return static_cast<double>(ns) * 1e-9; }
-// Rounds to the nearest nanosecond; REQUIRES: seconds >= 0.
+// The longest simulated time dtsim represents: 2^62 ns, about 146 years,
+// half the int64 range so that a sum of two times never wraps.
+constexpr SimTime kMaxSimTime = SimTime{1} << 62;
+// Rounds to the nearest nanosecond; REQUIRES: seconds >= 0. Throws UserError
+// when the duration exceeds kMaxSimTime (a latency, launch cost or delay so
+// large that the simulation's integer clock cannot hold it).
 SimTime SecondsToNs(double seconds);
+// a + b for simulated times, or UserError when the sum exceeds kMaxSimTime
+// (the simulated run would last more than about 146 years).
+// REQUIRES: a, b >= 0.
+SimTime AddSimTime(SimTime a, SimTime b);
 
 }  // namespace dtsim

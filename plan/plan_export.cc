@@ -43,21 +43,30 @@ std::string FormatPlacement(const Plan& plan, const models::ModelGraph& graph, i
     o << "  " << op.name << " (" << models::OpKindName(op.kind) << "): "
       << DeviceList(plan, holders[v], 4) << "\n";
   }
-  // Task counts per rank and kind.
-  std::vector<std::array<int, 7>> counts(static_cast<std::size_t>(plan.num_ranks()));
+  // Task counts per rank and kind, indexed by TaskKind (every kind has a
+  // slot: an array one short of the enum once mislabelled every count after
+  // kBackward and wrote past its end for kRecv).
+  constexpr std::size_t kKinds = static_cast<std::size_t>(TaskKind::kRecv) + 1;
+  std::vector<std::array<int, kKinds>> counts(static_cast<std::size_t>(plan.num_ranks()));
   for (auto& c : counts) c.fill(0);
   for (const Task& t : plan.tasks())
-    ++counts[static_cast<std::size_t>(t.rank)][static_cast<std::size_t>(t.kind)];
+    ++counts[static_cast<std::size_t>(t.rank)].at(static_cast<std::size_t>(t.kind));
+  auto count = [&](RankId r, TaskKind k) {
+    return counts[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)];
+  };
   o << "tasks per rank:\n";
   for (RankId r = 0; r < plan.num_ranks(); ++r) {
     if (r == max_ranks) {
       o << "  ... " << (plan.num_ranks() - max_ranks) << " more ranks\n";
       break;
     }
-    const auto& c = counts[static_cast<std::size_t>(r)];
-    o << "  rank " << r << " " << DeviceName(plan, r) << ": " << c[0] << " forward, " << c[1]
-      << " backward-input, " << c[2] << " backward-weight, " << c[3] << " optimizer, " << c[4]
-      << " collective, " << c[5] + c[6] << " send/recv\n";
+    o << "  rank " << r << " " << DeviceName(plan, r) << ": " << count(r, TaskKind::kForward)
+      << " forward, " << count(r, TaskKind::kBackward) << " backward, "
+      << count(r, TaskKind::kBackwardInput) << " backward-input, "
+      << count(r, TaskKind::kBackwardWeight) << " backward-weight, "
+      << count(r, TaskKind::kOptimizer) << " optimizer, " << count(r, TaskKind::kCollective)
+      << " collective, " << count(r, TaskKind::kSend) + count(r, TaskKind::kRecv)
+      << " send/recv\n";
   }
   return o.str();
 }

@@ -48,6 +48,8 @@ LineChart SweepLineChart(const sim::Sweep& sweep, const std::vector<sim::PointRe
   chart.x.include_zero = false;
   std::map<std::vector<std::size_t>, std::size_t> series_of;
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    // An infeasible point has no figures to draw (sweep.csv says why).
+    if (!results[i].feasible) continue;
     const sim::SweepPoint& point = sweep.points[i];
     std::vector<std::size_t> key;
     for (std::size_t a : axes.series_axes) key.push_back(point.choice[a]);
@@ -98,6 +100,7 @@ StackedBarChart BreakdownChart(const sim::Sweep& sweep,
     }
     if (label.empty()) label = sweep.points[i].name;
     const sim::PointResult& r = results[i];
+    if (!r.feasible) label += " (infeasible)";
     chart.bars.push_back({label,
                           {r.compute_s * unit.per_second, r.exposed_comm_s * unit.per_second,
                            r.idle_s * unit.per_second}});

@@ -21,31 +21,54 @@ std::vector<CollectiveStep> RingAllReduce(const std::vector<int>& ranks, double 
 }
 
 std::vector<CollectiveStep> TreeAllReduce(const std::vector<int>& ranks, double bytes,
-                                          double chunk_bytes) {
+                                          double chunk_bytes, const std::vector<int>& node_of_rank) {
   const int n = static_cast<int>(ranks.size());
   if (n <= 1 || bytes <= 0) return {};
   DTSIM_CHECK(chunk_bytes > 0, "chunk size must be positive");
-  // Tree A is heap-shaped over positions 0..n-1 (parent of i is (i-1)/2);
-  // tree B is the same shape over the reversed order, so A's leaves (the
-  // upper half of positions) are B's inner nodes.
+  // The ranks grouped by node, in order of first appearance, keeping their
+  // order inside a node. Without node information every rank is a node.
+  std::vector<std::vector<int>> nodes;
+  {
+    std::map<int, std::size_t> index_of_node;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      const int r = ranks[i];
+      const int node = node_of_rank.empty() ? static_cast<int>(i)
+                                            : node_of_rank[static_cast<std::size_t>(r)];
+      auto [it, added] = index_of_node.emplace(node, nodes.size());
+      if (added) nodes.emplace_back();
+      nodes[it->second].push_back(r);
+    }
+  }
+  const int k = static_cast<int>(nodes.size());
   const double per_tree = bytes / 2;
   const int chunks = std::max(1, static_cast<int>(std::ceil(per_tree / chunk_bytes)));
   const double chunk = per_tree / chunks;
-  int depth = 0;  // edges on the longest leaf-to-root path
-  while ((1 << (depth + 1)) <= n) ++depth;
+  // Tree A is heap-shaped over node positions 0..k-1 (parent of i is
+  // (i-1)/2) and enters each node at its first rank; tree B is the same
+  // shape over the reversed node order and enters each node at its last
+  // rank, so A's leaves (the upper half of positions) are B's inner nodes.
+  int depth = 0;  // edges on the longest leaf-to-root path across nodes
+  while ((1 << (depth + 1)) <= k) ++depth;
+  std::size_t longest_chain = 0;
   CollectiveStep up, down;
-  for (int i = 1; i < n; ++i) {
-    const int parent = (i - 1) / 2;
-    const int a_child = ranks[static_cast<std::size_t>(i)];
-    const int a_parent = ranks[static_cast<std::size_t>(parent)];
-    const int b_child = ranks[static_cast<std::size_t>(n - 1 - i)];
-    const int b_parent = ranks[static_cast<std::size_t>(n - 1 - parent)];
-    up.transfers.push_back({a_child, a_parent, chunk});
-    up.transfers.push_back({b_child, b_parent, chunk});
-    down.transfers.push_back({a_parent, a_child, chunk});
-    down.transfers.push_back({b_parent, b_child, chunk});
+  auto edge = [&](int child, int parent) {
+    up.transfers.push_back({child, parent, chunk});
+    down.transfers.push_back({parent, child, chunk});
+  };
+  for (const std::vector<int>& members : nodes) {
+    longest_chain = std::max(longest_chain, members.size() - 1);
+    for (std::size_t j = 1; j < members.size(); ++j) {
+      edge(members[j], members[j - 1]);                                     // tree A's chain
+      edge(members[members.size() - 1 - j], members[members.size() - j]);  // tree B's chain
+    }
   }
-  up.repeat = down.repeat = depth + chunks - 1;
+  for (int i = 1; i < k; ++i) {
+    const int parent = (i - 1) / 2;
+    edge(nodes[static_cast<std::size_t>(i)].front(), nodes[static_cast<std::size_t>(parent)].front());
+    edge(nodes[static_cast<std::size_t>(k - 1 - i)].back(),
+         nodes[static_cast<std::size_t>(k - 1 - parent)].back());
+  }
+  up.repeat = down.repeat = static_cast<int>(longest_chain) + depth + chunks - 1;
   return {up, down};
 }
 
@@ -92,6 +115,17 @@ std::vector<CollectiveStep> HierarchicalAllReduce(const std::vector<int>& ranks,
   return steps;
 }
 
+namespace {
+
+// The node of every rank of `network`, indexed by rank id.
+std::vector<int> NodeOfRank(const Network& network) {
+  std::vector<int> node_of(static_cast<std::size_t>(network.num_ranks()));
+  for (int r = 0; r < network.num_ranks(); ++r) node_of[static_cast<std::size_t>(r)] = network.NodeOf(r);
+  return node_of;
+}
+
+}  // namespace
+
 double ScheduleSeconds(Network& network, const std::vector<CollectiveStep>& steps) {
   double total = 0;
   for (const CollectiveStep& s : steps) total += s.repeat * network.StepSeconds(s.transfers);
@@ -103,13 +137,10 @@ std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
                                               const std::vector<int>& ranks, double bytes) {
   switch (algorithm) {
     case plan::CollectiveAlgorithm::kRing: return RingAllReduce(ranks, bytes);
-    case plan::CollectiveAlgorithm::kTree: return TreeAllReduce(ranks, bytes);
-    case plan::CollectiveAlgorithm::kHierarchical: {
-      std::vector<int> node_of(static_cast<std::size_t>(network.num_ranks()));
-      for (int r = 0; r < network.num_ranks(); ++r)
-        node_of[static_cast<std::size_t>(r)] = network.NodeOf(r);
-      return HierarchicalAllReduce(ranks, node_of, bytes);
-    }
+    case plan::CollectiveAlgorithm::kTree:
+      return TreeAllReduce(ranks, bytes, 1 << 20, NodeOfRank(network));
+    case plan::CollectiveAlgorithm::kHierarchical:
+      return HierarchicalAllReduce(ranks, NodeOfRank(network), bytes);
   }
   return {};
 }

@@ -27,8 +27,23 @@ std::vector<CollectiveStep> RingAllReduce(const std::vector<int>& ranks, double 
 // mirror of the first so that leaves of one are inner nodes of the other;
 // each carries half the data, pipelined in chunks of `chunk_bytes`. Reduce
 // up both trees, then broadcast down: 2 x (depth + chunks - 1) steps.
+//
+// With `node_of_rank` (indexed by rank id; empty = every rank on its own
+// node), the trees are built as NCCL builds them (Sanders et al. 2009's
+// double binary tree; NCCL 2.4 release notes / blog "Massively scale your
+// deep learning training with NCCL 2.4"): across nodes only, one rank per
+// node in each tree, and a chain through the ranks of each node (tree A
+// enters a node at its first rank, tree B at its last, so the chains run in
+// opposite directions). Depth is then (ranks per node - 1) + the depth of
+// the tree over nodes, and a NIC carries at most 2 chunks per direction and
+// step (an inner node's two children), so for large messages the time is
+// close to 2 x bytes / NIC bandwidth, like ring all-reduce. A binary tree
+// over all ranks in node-major order would instead route up to 2 x (ranks
+// per node) chunks through one NIC per step (the 5-10x slowdown of
+// issue 10, item 8).
 std::vector<CollectiveStep> TreeAllReduce(const std::vector<int>& ranks, double bytes,
-                                          double chunk_bytes = 1 << 20);
+                                          double chunk_bytes = 1 << 20,
+                                          const std::vector<int>& node_of_rank = {});
 
 // Hierarchical all-reduce: ring reduce-scatter inside each node, one ring
 // all-reduce across nodes per local device index (all of them at once, sharing

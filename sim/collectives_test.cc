@@ -85,6 +85,41 @@ TEST(TreeAllReduce, FourRanksClosedForm) {
               1e-9 * expected);
 }
 
+// Issue 10, item 8: on 4 nodes x 8 GPUs a binary tree over all 32 ranks in
+// node-major order routed up to 16 chunks per step through one NIC, and was
+// 5-10x slower than ring. NCCL's trees span nodes (one rank per node, a
+// chain inside each node): a NIC then carries at most 2 chunks per direction
+// and step. Closed form: up and down phases of (7 chain + 2 tree depth + C
+// chunks - 1) steps each, a step bound by an inner node's NIC receiving (up)
+// or sending (down) 2 chunks of c = M / (2C):
+//   T = 2 (7 + 2 + C - 1) (alpha_net + 2c / B_nic)  ~= 2 M / B_nic,
+// against ring's 2 (N - 1) / N x M / B_nic (one NIC crossing per ring step).
+TEST(TreeAllReduce, AcrossNodesIsCloseToRingForLargeMessages) {
+  NetworkSpec s;
+  s.nodes = 4;
+  s.devices_per_node = 8;
+  s.intra_bw_bytes_per_s = 300e9;  // NVSwitch (A100)
+  s.intra_latency_s = 1e-6;
+  s.nic_bw_bytes_per_s = 25e9;     // 200 Gb/s
+  s.net_latency_s = 5e-6;
+  Network net(s);
+  const double m = 1e9;
+  const double tree = AllReduceSeconds(net, plan::CollectiveAlgorithm::kTree, Iota(32), m);
+  const double ring = AllReduceSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(32), m);
+  const int chunks = static_cast<int>(std::ceil(m / 2 / (1 << 20)));
+  const double c = m / 2 / chunks;
+  const double closed = 2.0 * (7 + 2 + chunks - 1) * (s.net_latency_s + 2 * c / s.nic_bw_bytes_per_s);
+  EXPECT_NEAR(tree, closed, 1e-9 * closed);
+  EXPECT_NEAR(tree, 2 * m / s.nic_bw_bytes_per_s, 0.1 * tree);
+  EXPECT_NEAR(ring, 2.0 * 31 / 32 * m / s.nic_bw_bytes_per_s, 0.05 * ring);
+  EXPECT_LT(tree / ring, 1.15);
+  // Small messages: the tree's log-depth latency beats the ring's 2 (N - 1)
+  // steps: 62 ring steps against 2 x (7 chain + 2 tree + 1 chunk - 1) = 18.
+  const double small = 8e3;
+  EXPECT_LT(AllReduceSeconds(net, plan::CollectiveAlgorithm::kTree, Iota(32), small),
+            AllReduceSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(32), small));
+}
+
 TEST(HierarchicalAllReduce, MatchesPhaseClosedForm) {
   // G = 4 devices per node, K = 4 nodes. Intra phases: 2 (G-1) steps of
   // alpha_i + (M/G)/B_i. Inter phase: 2 (K-1) steps in which G rings share a

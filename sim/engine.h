@@ -33,13 +33,13 @@ class EngineHooks {
   // (stragglers: interference windows, per-step noise).
   virtual SimTime ComputeEnd(const plan::Task& task, SimTime start, SimTime ns) {
     (void)task;
-    return start + ns;
+    return AddSimTime(start, ns);
   }
   // When a kSend task that starts at `start` ends (a network model that
   // reserves links); the default is its static cost.
   virtual SimTime TransferEnd(const plan::Task& task, SimTime start, SimTime ns) {
     (void)task;
-    return start + ns;
+    return AddSimTime(start, ns);
   }
 };
 

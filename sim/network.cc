@@ -81,9 +81,9 @@ SimTime Network::ReserveTransfer(int src, int dst, double bytes, SimTime now_ns)
     bw = std::min(bw, bw_[l]);
     start = std::max(start, busy_until_[l]);
   }
-  const SimTime end = start + SecondsToNs(bytes / bw);
+  const SimTime end = AddSimTime(start, SecondsToNs(bytes / bw));
   for (int i = 0; i < p.num_links; ++i) busy_until_[static_cast<std::size_t>(p.links[i])] = end;
-  return end + SecondsToNs(p.latency_s);
+  return AddSimTime(end, SecondsToNs(p.latency_s));
 }
 
 double Network::StepSeconds(std::span<const Transfer> transfers) {

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "plan/plan_export.h"
 #include "sim/statistics.h"
+#include "sim/sweep.h"
 
 namespace dtsim::sim {
 namespace {
@@ -25,6 +26,14 @@ int BucketsPerIteration(const Prediction& p) {
 }
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The largest footprint of one device over the stages (0 when unknown).
+double PeakDeviceBytes(const Prediction& p) {
+  double peak = 0;
+  for (const MemoryBreakdown& mb : p.stage_memory) peak = std::max(peak, mb.Total());
+  return peak;
+}
+
 
 std::string TaskLabel(const Prediction& p, const plan::Task& t) {
   return plan::TaskLabel(p.plan, p.graph, t);
@@ -51,14 +60,23 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["global_batch"] = p.plan.samples_per_iteration;
   j["iterations"] = p.plan.iterations;
   j["measured_iterations"] = m.measured_iterations;
-  j["throughput_samples_per_s"] = m.throughput_samples_per_s;
-  j["step_time_s"] = m.step_time_s;
-  j["scaling_efficiency"] = p.scaling_efficiency;
+  // A plan that does not fit gets no timing figures: null, and the reason.
+  const bool fits = p.does_not_fit.empty();
+  const nlohmann::ordered_json none = nullptr;
+  j["throughput_samples_per_s"] = fits ? nlohmann::ordered_json(m.throughput_samples_per_s) : none;
+  j["step_time_s"] = fits ? nlohmann::ordered_json(m.step_time_s) : none;
+  j["scaling_efficiency"] = fits ? nlohmann::ordered_json(p.scaling_efficiency) : none;
+  if (!fits) j["does_not_fit"] = p.does_not_fit;
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
-  j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
-                    {"exposed_comm_s", m.breakdown.exposed_comm_s},
-                    {"idle_s", m.breakdown.idle_s},
-                    {"comm_total_s", m.breakdown.comm_s}};
+  j["scaling_reference"] = p.scaling_reference;
+  if (fits) {
+    j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
+                      {"exposed_comm_s", m.breakdown.exposed_comm_s},
+                      {"idle_s", m.breakdown.idle_s},
+                      {"comm_total_s", m.breakdown.comm_s}};
+  } else {
+    j["breakdown"] = none;
+  }
   const models::GraphTotals& totals = p.model_totals;
   j["model_totals"] = {{"params", totals.params},
                        {"fwd_flops_per_sample", totals.fwd_flops},
@@ -92,7 +110,8 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   if (p.failures) {
     const GoodputResult& f = *p.failures;
     j["failures"] = {{"goodput", f.goodput},
-                     {"effective_throughput_samples_per_s", f.goodput * m.throughput_samples_per_s},
+                     {"effective_throughput_samples_per_s",
+                      fits ? nlohmann::ordered_json(f.goodput * m.throughput_samples_per_s) : none},
                      {"time_lost_s", f.time_lost_s},
                      {"checkpoint_time_s", f.checkpoint_time_s},
                      {"failures", f.failures},
@@ -112,20 +131,21 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                       {"activations_bytes", mb.activations_bytes}});
   }
   j["memory"] = {{"capacity_bytes", p.memory_capacity_bytes},
+                 {"per_device_bytes", PeakDeviceBytes(p)},
                  {"fits", p.does_not_fit.empty()},
                  {"message", p.does_not_fit},
                  {"per_stage", memory}};
   j["materialized_workers"] = p.materialized_workers;
   nlohmann::ordered_json iters = nlohmann::ordered_json::array();
   double prev = 0;
-  for (std::size_t i = 0; i < m.iteration_end_s.size(); ++i) {
+  for (std::size_t i = 0; fits && i < m.iteration_end_s.size(); ++i) {
     iters.push_back({{"iteration", i}, {"end_s", m.iteration_end_s[i]},
                      {"duration_s", m.iteration_end_s[i] - prev}});
     prev = m.iteration_end_s[i];
   }
   j["iteration_times"] = iters;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (std::size_t r = 0; r < m.per_rank.size(); ++r) {
+  for (std::size_t r = 0; fits && r < m.per_rank.size(); ++r) {
     const Breakdown& b = m.per_rank[r];
     const auto id = static_cast<std::size_t>(m.ranks[r]);
     ranks.push_back({{"rank", m.ranks[r]},
@@ -148,23 +168,37 @@ std::string CsvHeader() {
   return "scenario,model,device,nodes,devices_per_node,devices,algorithm,precision,"
          "batch_per_device,global_batch,throughput_samples_per_s,step_time_s,"
          "scaling_efficiency,compute_s,exposed_comm_s,idle_s,strategy,sync,averaging_period,"
-         "network_bytes_per_sample,goodput";
+         "network_bytes_per_sample,goodput,memory_per_device_bytes,fits,infeasible";
 }
 
 std::string CsvRow(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;
+  const bool fits = p.does_not_fit.empty();
   std::ostringstream o;
   o.precision(10);
+  // Timing columns of a plan that does not fit stay empty: no number that
+  // could be read as a prediction.
+  auto timed = [&](double v) {
+    if (fits) o << v;
+    o << ',';
+  };
   o << s.name << ',' << p.graph.name() << ',' << p.device.name << ',' << s.cluster.nodes << ','
     << s.cluster.devices_per_node << ',' << s.cluster.num_devices() << ','
     << config::CollectiveAlgorithmName(s.parallelism.algorithm) << ','
     << hw::PrecisionName(s.workload.precision) << ',' << s.workload.batch_per_device << ','
-    << p.plan.samples_per_iteration << ',' << m.throughput_samples_per_s << ',' << m.step_time_s
-    << ',' << p.scaling_efficiency << ',' << m.breakdown.compute_s << ','
-    << m.breakdown.exposed_comm_s << ',' << m.breakdown.idle_s << ','
-    << config::StrategyName(s.parallelism.strategy) << ','
+    << p.plan.samples_per_iteration << ',';
+  timed(m.throughput_samples_per_s);
+  timed(m.step_time_s);
+  timed(p.scaling_efficiency);
+  timed(m.breakdown.compute_s);
+  timed(m.breakdown.exposed_comm_s);
+  timed(m.breakdown.idle_s);
+  o << config::StrategyName(s.parallelism.strategy) << ','
     << config::SyncModeName(s.parallelism.sync) << ',' << p.averaging_period << ','
-    << p.network_bytes_per_sample << ',' << (p.failures ? p.failures->goodput : 1.0);
+    << p.network_bytes_per_sample << ',';
+  timed(p.failures ? p.failures->goodput : 1.0);
+  o << PeakDeviceBytes(p) << ',' << (fits ? "true" : "false") << ','
+    << CsvField(p.does_not_fit);
   return o.str();
 }
 
@@ -273,8 +307,11 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     o << line;
   }
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
-    std::snprintf(line, sizeof line, "local SGD: averaging every %d steps, %s per averaging round\n",
-                  p.averaging_period, FormatSeconds(p.averaging_round_s).c_str());
+    std::snprintf(line, sizeof line,
+                  "local SGD: averaging every %d steps; an averaging round (%d steps = %d x the "
+                  "mean step time, averaging included) takes %s\n",
+                  p.averaging_period, p.averaging_period, p.averaging_period,
+                  FormatSeconds(p.averaging_round_s).c_str());
     o << line;
   }
   std::snprintf(line, sizeof line, "network: %s per sample\n",

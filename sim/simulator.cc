@@ -46,12 +46,24 @@ int AveragingPeriod(const config::Scenario& s) {
 
 // Local SGD needs whole averaging rounds in the measured window: one warm-up
 // iteration, then enough rounds of H to cover the iterations asked for.
+// Computed in 64 bits: with H near INT_MAX, 1 + rounds x H does not fit an
+// int (issue 10, item 7); such a count is refused rather than wrapped.
 int IterationsToSimulate(const config::Scenario& s) {
-  const int h = AveragingPeriod(s);
-  const int asked = s.workload.iterations;
-  if (h == 1) return asked;
-  const int rounds = std::max(1, (std::max(1, asked - 1) + h - 1) / h);
-  return 1 + rounds * h;
+  const std::int64_t h = AveragingPeriod(s);
+  const std::int64_t asked = s.workload.iterations;
+  if (h == 1) return static_cast<int>(asked);
+  const std::int64_t rounds = std::max<std::int64_t>(1, (std::max<std::int64_t>(1, asked - 1) + h - 1) / h);
+  const std::int64_t total = 1 + rounds * h;
+  // Plan task ids and iteration numbers are 32-bit.
+  constexpr std::int64_t kMaxIterations = 1'000'000;
+  if (total > kMaxIterations)
+    throw UserError("local SGD with averaging_period " + std::to_string(h) + " needs " +
+                        std::to_string(total) + " simulated iterations (one warm-up, then whole "
+                        "averaging rounds), more than the " + std::to_string(kMaxIterations) +
+                        " dtsim simulates",
+                    "use a smaller parallelism.averaging_period; throughput for large H tends to "
+                    "that of no averaging at all");
+  return static_cast<int>(total);
 }
 
 plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s, int iterations,
@@ -78,19 +90,19 @@ class SimHooks : public EngineHooks {
   SimTime ComputeEnd(const plan::Task& t, SimTime start, SimTime ns) override {
     if (stragglers_ == nullptr || t.rank >= stragglers_->num_ranks() ||
         t.kind == plan::TaskKind::kCollective)
-      return start + ns;
+      return AddSimTime(start, ns);
     // The per-step delay (exponential noise, stalls) comes once per worker
     // iteration, before its first compute task.
     auto& seen = delayed_until_[static_cast<std::size_t>(t.rank)];
     if (t.iteration > seen) {
       seen = t.iteration;
-      start += stragglers_->ExtraDelayNs(t.rank, t.iteration);
+      start = AddSimTime(start, stragglers_->ExtraDelayNs(t.rank, t.iteration));
     }
     return stragglers_->TaskEnd(t.rank, t.iteration, start, ns);
   }
 
   SimTime TransferEnd(const plan::Task& t, SimTime start, SimTime ns) override {
-    if (reservations_ == nullptr) return start + ns;
+    if (reservations_ == nullptr) return AddSimTime(start, ns);
     return reservations_->ReserveTransfer(t.rank, t.peer, t.bytes, start);
   }
 
@@ -343,17 +355,41 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   }
   p.averaging_round_s = p.metrics.step_time_s * p.averaging_period;
 
-  // Baseline: the same per-device work on a single device, no stragglers.
+  // Baseline: the same per-device work on a single device, alone (see
+  // Prediction::single_device_throughput_samples_per_s).
   config::Scenario one = s;
   one.cluster.nodes = 1;
   one.cluster.devices_per_node = 1;
-  one.parallelism.strategy = Strategy::kData;
+  one.stragglers = {};
+  one.failures = {};
   one.workload.iterations = 1;
-  NetworkSpec one_net = MakeNetworkSpec(one, catalog);
-  const plan::Plan one_plan = MakePlan(one, full);
-  const Run one_run = Execute(one_plan, full, cost_models, {0}, one_net, nullptr, false);
-  p.single_device_throughput_samples_per_s =
-      ComputeMetrics(one_plan, one_run.engine).throughput_samples_per_s;
+  if (pipelined) {
+    // One replica's micro-batches on one device: t = p = d = 1.
+    config::HybridConfig& h = one.parallelism.hybrid;
+    h.tensor_parallel = 1;
+    h.pipeline_parallel = 1;
+    h.virtual_stages = 1;
+    h.schedule = config::PipelineSchedule::kOneFOneB;
+    h.stage_layers.clear();
+    h.global_batch = hybrid.micro_batch * hybrid.micro_batches;
+    h.micro_batch_size = hybrid.micro_batch;
+    one.parallelism.zero_stage = 0;
+    p.scaling_reference = "one device, whole model, " + std::to_string(hybrid.micro_batches) +
+                          " micro-batch(es) of " + std::to_string(hybrid.micro_batch) +
+                          " per step";
+  } else {
+    one.parallelism.strategy = Strategy::kData;
+    p.scaling_reference = "one device, data parallel alone, batch " +
+                          std::to_string(s.workload.batch_per_device) + " per step";
+  }
+  {
+    NetworkSpec one_net = MakeNetworkSpec(one, catalog);
+    const plan::Plan one_plan = MakePlan(one, full);
+    const Run one_run = Execute(one_plan, full, cost_models, {0},
+                                one_net, nullptr, IsPipelined(one));
+    const RunMetrics one_metrics = ComputeMetrics(one_plan, one_run.engine);
+    p.single_device_throughput_samples_per_s = one_metrics.throughput_samples_per_s;
+  }
   if (p.single_device_throughput_samples_per_s > 0)
     p.scaling_efficiency = p.metrics.throughput_samples_per_s /
                            (workers * p.single_device_throughput_samples_per_s);

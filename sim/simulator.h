@@ -31,10 +31,19 @@ struct Prediction {
   EngineResult engine;
   RunMetrics metrics;
   TaskCosts costs;
-  // The same workload on one device of the cluster's type, for scaling
-  // efficiency = throughput / (devices x single_device_throughput).
+  // The same per-device work on one device of the cluster's type, alone
+  // (no communication, no stragglers), for scaling efficiency =
+  // throughput / (devices x single_device_throughput). The reference per
+  // strategy (docs/scenario.md, "Scaling efficiency"):
+  //   data, local_sgd, parameter_server: one device training
+  //     batch_per_device samples per step, as data parallelism on 1 device;
+  //   hybrid: one device running one replica's batch (global_batch / d
+  //     samples as micro-batches of micro_batch_size) with t = p = 1;
+  //   model: one device running the whole model at batch_per_device.
+  // So a run on one device is 100% by construction (simulator_test).
   double single_device_throughput_samples_per_s = 0;
   double scaling_efficiency = 0;
+  std::string scaling_reference;  // the reference in words, for the report
   hw::DeviceSpec device;
   NetworkSpec network;
   // Bytes all ranks send over links per training sample (mean over the

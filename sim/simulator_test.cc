@@ -86,5 +86,70 @@ TEST(Simulator, SameScenarioGivesIdenticalReport) {
   EXPECT_EQ(ReportJson(s, Simulate(s)).dump(), ReportJson(s, Simulate(s)).dump());
 }
 
+// Issue 10, item 5: the scaling reference is the same per-device work on
+// one device alone (Prediction::single_device_throughput_samples_per_s), so
+// every strategy run on a single device is 100% efficient by definition.
+// Before, hybrid and model runs were compared with data parallelism at the
+// unused batch_per_device default (one GPU printed 71.7%).
+TEST(Simulator, OneDeviceIsFullyEfficientForEveryStrategy) {
+  config::Scenario data = Base(1, 1);
+  config::Scenario hybrid = Base(1, 1);
+  hybrid.workload.model.zoo_name = "gpt2";
+  hybrid.workload.iterations = 2;
+  hybrid.parallelism.strategy = config::Strategy::kHybrid;
+  hybrid.parallelism.hybrid.micro_batch_size = 2;
+  hybrid.parallelism.hybrid.global_batch = 8;
+  config::Scenario model = Base(1, 1);
+  model.parallelism.strategy = config::Strategy::kModel;
+  model.workload.batch_per_device = 16;
+  config::Scenario local = Base(1, 1);
+  local.parallelism.strategy = config::Strategy::kLocalSgd;
+  local.parallelism.averaging_period = 4;
+  for (const config::Scenario& s : {data, hybrid, model, local}) {
+    const Prediction p = Simulate(s);
+    EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-9)
+        << config::StrategyName(s.parallelism.strategy) << ": " << p.scaling_reference;
+    EXPECT_FALSE(p.scaling_reference.empty());
+  }
+}
+
+// The hybrid reference runs one replica's micro-batches on one device: with
+// free communication and no pipeline (t = p = 1), d replicas run exactly d
+// times the reference.
+TEST(Simulator, HybridReferenceIsOneReplicasBatch) {
+  config::Scenario s = FreeComm(Base(1, 4));
+  s.workload.model.zoo_name = "gpt2";
+  s.workload.iterations = 2;
+  s.parallelism.strategy = config::Strategy::kHybrid;
+  s.parallelism.hybrid.micro_batch_size = 2;
+  s.parallelism.hybrid.global_batch = 32;  // 4 micro-batches per replica
+  const Prediction p = Simulate(s);
+  EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-6) << p.scaling_reference;
+  EXPECT_EQ(p.scaling_reference, "one device, whole model, 4 micro-batch(es) of 2 per step");
+}
+
+// Issue 10, item 7: a latency at the edge of the int64 nanosecond clock used
+// to wrap around (a step of 0 s, or 265% scaling efficiency). It is refused
+// as a user error that says why.
+TEST(Simulator, DurationsBeyondTheClockAreRefused) {
+  config::Scenario s = Base(2, 1);
+  hw::LinkSpec slow;
+  slow.name = "slow";
+  slow.bw_bytes_per_s = 1e9;
+  slow.latency_s = 9.2e9;  // about 2^63 ns
+  s.cluster.custom_links.push_back(slow);
+  s.cluster.network.link = "slow";
+  try {
+    Simulate(s);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("146 years"), std::string::npos) << e.what();
+  }
+  // Just under the limit per transfer, but the run as a whole exceeds it.
+  s.cluster.custom_links.back().latency_s = 1e8;
+  s.workload.iterations = 1000;
+  EXPECT_THROW(Simulate(s), UserError);
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -124,7 +124,7 @@ SimTime StragglerModel::ExtraDelayNs(int rank, int iteration) const {
 SimTime StragglerModel::FinishTime(int rank, SimTime start, SimTime work_ns) const {
   DTSIM_CHECK(rank >= 0 && rank < num_ranks_, "rank out of range");
   DTSIM_CHECK(start >= 0 && work_ns >= 0, "FinishTime needs start >= 0 and work_ns >= 0");
-  if (!interfered_[static_cast<std::size_t>(rank)] || work_ns == 0) return start + work_ns;
+  if (!interfered_[static_cast<std::size_t>(rank)] || work_ns == 0) return AddSimTime(start, work_ns);
 
   const double s = config_.interference_slowdown;
   const auto period = static_cast<double>(period_ns_);
@@ -138,18 +138,18 @@ SimTime StragglerModel::FinishTime(int rank, SimTime start, SimTime work_ns) con
   for (;;) {
     if (x < window) {  // inside the window: (D - x) ns of wall time do (D - x) / s of work
       const double can = (window - x) / s;
-      if (work <= can) return base + std::llround(x + work * s);
+      if (work <= can) return AddSimTime(base, SecondsToNs((x + work * s) * 1e-9));
       work -= can;
       x = window;
     }
     const double can = period - x;  // after the window, at full speed
-    if (work <= can) return base + std::llround(x + work);
+    if (work <= can) return AddSimTime(base, SecondsToNs((x + work) * 1e-9));
     work -= can;
     base += period_ns_;
     x = 0;
     if (!skipped) {  // whole periods
       const double whole = std::floor(work / work_per_period);
-      base += static_cast<SimTime>(whole) * period_ns_;
+      base = AddSimTime(base, SecondsToNs(whole * period * 1e-9));
       work = std::max(0.0, work - whole * work_per_period);
       skipped = true;
       if (work == 0) return base;
@@ -160,7 +160,7 @@ SimTime StragglerModel::FinishTime(int rank, SimTime start, SimTime work_ns) con
 SimTime StragglerModel::ScaledWorkNs(int rank, int iteration, SimTime base_ns) const {
   const double factor = ComputeFactor(rank, iteration);
   if (factor == 1.0) return base_ns;
-  return std::llround(static_cast<double>(base_ns) * factor);
+  return SecondsToNs(NsToSeconds(base_ns) * factor);
 }
 
 SimTime StragglerModel::TaskEnd(int rank, int iteration, SimTime start, SimTime base_ns) const {

@@ -212,6 +212,13 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   }
   r.csv_row += SweepCsvRow(point, p);
   r.devices = point.scenario.cluster.num_devices();
+  for (const MemoryBreakdown& m : p.stage_memory)
+    r.memory_per_device_bytes = std::max(r.memory_per_device_bytes, m.Total());
+  if (!p.does_not_fit.empty()) {
+    r.feasible = false;
+    r.infeasible = p.does_not_fit;
+    return r;
+  }
   r.throughput_samples_per_s = p.metrics.throughput_samples_per_s;
   r.step_time_s = p.metrics.step_time_s;
   r.scaling_efficiency = p.scaling_efficiency;
@@ -219,6 +226,49 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
   r.idle_s = p.metrics.breakdown.idle_s;
   return r;
+}
+
+// The row of a point whose plan could not be built: the axis values, the
+// point's name, what is known of its scenario (nothing when it did not
+// load), fits = false and the reason; every other column empty.
+PointResult InfeasibleResult(const SweepPoint& point, const std::vector<SweepAxis>& axes,
+                             const std::string& reason) {
+  PointResult r;
+  r.feasible = false;
+  r.infeasible = reason;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    r.csv_row += CsvField(axes[a].values[point.choice[a]]) + ',';
+  }
+  std::vector<std::string> columns;
+  std::istringstream header(CsvHeader());
+  for (std::string column; std::getline(header, column, ',');) columns.push_back(column);
+  for (const std::string& c : ExtraColumns()) columns.push_back(c);
+  const bool loaded = point.infeasible.empty();
+  const config::Scenario& s = point.scenario;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    const std::string& c = columns[i];
+    std::string v;
+    if (c == "scenario") v = CsvField(point.name);
+    if (c == "fits") v = "false";
+    if (c == "infeasible") v = CsvField(reason);
+    if (loaded) {
+      if (c == "device") v = CsvField(s.cluster.device);
+      if (c == "nodes") v = std::to_string(s.cluster.nodes);
+      if (c == "devices_per_node") v = std::to_string(s.cluster.devices_per_node);
+      if (c == "devices") v = std::to_string(s.cluster.num_devices());
+      if (c == "strategy") v = config::StrategyName(s.parallelism.strategy);
+      if (c == "precision") v = hw::PrecisionName(s.workload.precision);
+      r.devices = s.cluster.num_devices();
+    }
+    r.csv_row += (i ? "," : "") + v;
+  }
+  return r;
+}
+
+// The message of an InfeasiblePlan without the "error: " dtsim adds.
+std::string InfeasibleMessage(const InfeasiblePlan& e) {
+  const std::string where = e.where().ToString();
+  return (where.empty() ? "" : where + ": ") + e.message();
 }
 
 // Rethrows `error` (of the point `name`) with the point named in front.
@@ -286,13 +336,33 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
     for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
       ChooseElement(doc, sweep.axes[a].location, point.choice[a]);
     }
-    point.scenario = config::ParseScenarioNode(doc, filename);
+    try {
+      point.scenario = config::ParseScenarioNode(doc, filename);
+    } catch (const InfeasiblePlan& e) {
+      // point.scenario keeps its defaults: the load threw before assigning.
+      point.infeasible = InfeasibleMessage(e);
+      return;  // named below, after a point that loaded gives the name
+    }
     point.name = PointName(point.scenario, sweep.axes, point.choice);
   });
   // The error of the point itself: its position names the value at fault.
   if (failure) std::rethrow_exception(failure->error);
-  sweep.name = sweep.points.front().scenario.name;
-  sweep.out_dir = sweep.points.front().scenario.outputs.dir;
+  // The scenario's name and folder: those of the first point that loaded;
+  // when none did, a point loaded without its plan checks gives them.
+  const auto loaded = std::find_if(sweep.points.begin(), sweep.points.end(),
+                                   [](const SweepPoint& p) { return p.infeasible.empty(); });
+  config::Scenario named;
+  if (loaded != sweep.points.end()) {
+    named = loaded->scenario;
+  } else {
+    named.name = std::filesystem::path(filename).stem().string();
+    named.outputs.dir = "results/" + named.name;
+  }
+  sweep.name = named.name;
+  sweep.out_dir = named.outputs.dir;
+  for (SweepPoint& point : sweep.points) {
+    if (!point.infeasible.empty()) point.name = PointName(named, sweep.axes, point.choice);
+  }
   return sweep;
 }
 
@@ -317,6 +387,7 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
   std::map<std::string, models::ModelGraph> graphs;
   std::vector<const models::ModelGraph*> graph_of(sweep.points.size());
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    if (!sweep.points[i].infeasible.empty()) continue;
     const config::Scenario& s = sweep.points[i].scenario;
     const std::string key = GraphKey(s);
     auto it = graphs.find(key);
@@ -333,9 +404,18 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
   const auto failure = ParallelFor(
       sweep.points.size(), options.jobs, options.progress, options.progress_interval_s,
       [&](std::size_t i) {
-        const Prediction p =
-            Simulate(sweep.points[i].scenario, SimulateOptions{.graph = graph_of[i], .fast = true});
-        results[i] = Summarize(sweep.points[i], sweep.axes, p);
+        const SweepPoint& point = sweep.points[i];
+        if (!point.infeasible.empty()) {
+          results[i] = InfeasibleResult(point, sweep.axes, point.infeasible);
+          return;
+        }
+        try {
+          const Prediction p =
+              Simulate(point.scenario, SimulateOptions{.graph = graph_of[i], .fast = true});
+          results[i] = Summarize(point, sweep.axes, p);
+        } catch (const InfeasiblePlan& e) {
+          results[i] = InfeasibleResult(point, sweep.axes, InfeasibleMessage(e));
+        }
       });
   if (failure) RethrowForPoint(failure->error, sweep.points[failure->index].name);
   if (options.progress) {

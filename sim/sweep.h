@@ -52,6 +52,11 @@ struct SweepPoint {
   std::string name;
   std::vector<std::size_t> choice;  // index into each axis's values
   config::Scenario scenario;        // as loaded; its name is the scenario's
+  // Not "" when the point is well formed but its plan cannot be built
+  // (InfeasiblePlan while loading, e.g. 5 pipeline stages on 8 devices):
+  // the error message, with its file:line:column. `scenario` is then
+  // default-constructed and the point is reported as an infeasible row.
+  std::string infeasible;
 };
 
 struct Sweep {
@@ -67,7 +72,9 @@ std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root);
 // Expands a scenario file into its points and loads each with
 // config::ParseScenarioNode, `jobs` points at a time (0 = one per core).
 // Throws UserError at file:line:column for the first point (in order) that
-// does not load, and for sweeps of more than a million points.
+// does not load, and for sweeps of more than a million points. A point that
+// loads but asks for an infeasible plan (InfeasiblePlan) does not stop the
+// sweep: it is kept with SweepPoint::infeasible set.
 Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int jobs = 0);
 // Same from a file; a missing file is reported as config::LoadScenario does.
 Sweep LoadSweep(const std::string& path, int jobs = 0);
@@ -75,6 +82,12 @@ Sweep LoadSweep(const std::string& path, int jobs = 0);
 // What a sweep keeps of each point's prediction.
 struct PointResult {
   std::string csv_row;  // the point's row of sweep.csv (SweepCsvHeader's columns)
+  // False when the plan cannot run: it does not fit in memory, or the point
+  // asks for a split that does not divide (the figures below are then 0 and
+  // the row's timing columns empty).
+  bool feasible = true;
+  std::string infeasible;  // why, when !feasible
+  double memory_per_device_bytes = 0;  // the largest device footprint (0 if unknown)
   int devices = 0;
   double throughput_samples_per_s = 0;
   double step_time_s = 0;
@@ -96,8 +109,11 @@ struct SweepRunOptions {
 };
 
 // Simulates every point, `jobs` at a time. Each distinct (model, precision)
-// graph is built once and shared by the points that train it. Throws, for
-// the first point in order that fails, its error prefixed with "point
+// graph is built once and shared by the points that train it. A point whose
+// plan is infeasible (SweepPoint::infeasible, InfeasiblePlan from the
+// simulation, or a plan that does not fit in memory) gives a row marked
+// infeasible with its reason, and the sweep goes on. Throws, for the first
+// point in order that fails otherwise, its error prefixed with "point
 // '<name>': " (UserError stays a UserError). Returns one result per point,
 // in point order.
 std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& options = {});

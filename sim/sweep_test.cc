@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/yaml_reader.h"
+#include "report/sweep_page.h"
 
 namespace dtsim::sim {
 namespace {
@@ -223,6 +224,61 @@ TEST(RunSweep, MoreJobsThanPointsAndDefaultJobs) {
   const auto b = RunSweep(s);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(SweepCsv(s, a), SweepCsv(s, b));
+}
+
+// Issue 10, item 2: one infeasible point does not abort the sweep. A
+// pipeline of 5 stages does not divide 8 devices (rejected at load as
+// InfeasiblePlan), and GPT-2 XL in 2 stages of a V100-16GB does not fit in
+// memory: each stage holds half its 1.56e9 parameters at 16 bytes (fp32
+// weights, gradients and two Adam moments) = 12.5 GB, and the activations of
+// 24 layers x 2 micro-batches in flight (1F1B) at about 370 MB per layer
+// (Korthikanti et al. 2022 Eq. 1 in fp32: s b h (34 + 5 a s / h) x 2 bytes,
+// s = 1024, b = 1, h = 1600, a = 25) add about 18 GB. GPT-2 (124M) fits.
+// The infeasible points are rows with fits = false and their reason; the
+// others are simulated as usual.
+TEST(RunSweep, InfeasiblePointsAreRowsWithTheirReason) {
+  const std::string yaml =
+      "name: mixed\n"
+      "cluster: {nodes: 1, devices_per_node: 8, device: V100-SXM2-16GB}\n"
+      "workload: {model: [gpt2, gpt2-xl], precision: fp32}\n"
+      "parallelism:\n"
+      "  strategy: hybrid\n"
+      "  pipeline_parallel: [2, 5]\n"
+      "  micro_batch_size: 1\n";
+  const Sweep s = ParseSweep(yaml, "mixed.yaml");
+  ASSERT_EQ(s.points.size(), 4u);
+  EXPECT_EQ(s.name, "mixed");
+  // The p = 5 points carry their load error, with its position.
+  EXPECT_TRUE(s.points[0].infeasible.empty());
+  EXPECT_NE(s.points[1].infeasible.find("mixed.yaml:6:"), std::string::npos)
+      << s.points[1].infeasible;
+  EXPECT_EQ(s.points[1].name, "mixed/workload.model=gpt2,parallelism.pipeline_parallel=5");
+  const auto results = RunSweep(s);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_TRUE(results[0].feasible) << results[0].infeasible;
+  EXPECT_GT(results[0].throughput_samples_per_s, 0);
+  EXPECT_GT(results[0].memory_per_device_bytes, 0);
+  for (std::size_t i : {1u, 3u}) {
+    EXPECT_FALSE(results[i].feasible);
+    EXPECT_NE(results[i].infeasible.find("does not divide"), std::string::npos)
+        << results[i].infeasible;
+    EXPECT_EQ(results[i].throughput_samples_per_s, 0);
+  }
+  EXPECT_FALSE(results[2].feasible);
+  EXPECT_NE(results[2].infeasible.find("does not fit"), std::string::npos) << results[2].infeasible;
+  EXPECT_GT(results[2].memory_per_device_bytes, 16e9);
+
+  const auto lines = Lines(SweepCsv(s, results));
+  ASSERT_EQ(lines.size(), 5u);
+  const auto header = report::SplitCsvLine(lines[0]);
+  for (std::size_t row = 1; row < lines.size(); ++row) {
+    const auto fields = report::SplitCsvLine(lines[row]);
+    ASSERT_EQ(fields.size(), header.size()) << lines[row];
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      if (header[c] == "fits") EXPECT_EQ(fields[c], row == 1 ? "true" : "false") << lines[row];
+      if (header[c] == "throughput_samples_per_s") EXPECT_EQ(fields[c].empty(), row != 1);
+    }
+  }
 }
 
 }  // namespace

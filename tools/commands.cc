@@ -30,7 +30,8 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const bool json_to_stdout = o.json_path == "-";
   std::ostream& log = json_to_stdout ? err : out;
   if (!o.quiet) log << sim::StepLog(scenario, p);
-  if (o.repeat > 1) {
+  const bool fits = p.does_not_fit.empty();
+  if (o.repeat > 1 && fits) {
     std::vector<double> throughput{p.metrics.throughput_samples_per_s};
     std::vector<double> step{p.metrics.step_time_s};
     const sim::SimulateOptions shared{.graph = &p.graph};
@@ -59,7 +60,8 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     f << sim::CsvHeader() << "\n" << sim::CsvRow(scenario, p) << "\n";
     CloseOutput(f, "summary.csv");
   }
-  if (scenario.outputs.trace && !o.no_trace) {
+  // No timeline for a plan that cannot run: it would read as a prediction.
+  if (scenario.outputs.trace && !o.no_trace && fits) {
     auto f = files.Open("trace.json");
     sim::WriteChromeTrace(f, p, scenario.outputs.trace_max_ranks);
     CloseOutput(f, "trace.json");
@@ -76,6 +78,13 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& path : written) log << "wrote " << path.string() << "\n";
     if (!o.json_path.empty() && !json_to_stdout) log << "wrote " << o.json_path << "\n";
   }
+  // Valid input, infeasible plan: the reports say so (throughput null) and
+  // the exit status is 3.
+  if (!fits)
+    throw InfeasiblePlan(SourceLocation{o.scenario_path}, p.does_not_fit,
+                         "reduce the batch per device or micro-batch, or use activation "
+                         "recomputation, ZeRO, tensor or pipeline parallelism, or devices with "
+                         "more memory");
 }
 
 void PlanCommand(const PlanOptions& o, std::ostream& out) {
@@ -169,13 +178,18 @@ void DevicesCommand(bool local, std::ostream& out) {
     return;
   }
   const auto catalog = hw::HardwareCatalog::BuiltIn();
-  out << "devices (peak dense flop/s; memory; memory bandwidth):\n";
+  out << "devices (peak dense flop/s, '-' = no native support: that precision runs at the fp32 "
+         "rate; memory in GiB as `run` reports it; memory bandwidth):\n";
+  // A rate of the device's own, or '-' where PeakFlopRate falls back to fp32.
+  auto rate = [](double native) { return native > 0 ? FormatFlopRate(native) : std::string("-"); };
   for (const auto& d : catalog.devices()) {
-    std::snprintf(line, sizeof line, "  %-18s fp32 %-14s tf32 %-14s fp16 %-14s %-10s %s\n",
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB", d.memory_bytes / (1024.0 * 1024.0 * 1024.0));
+    std::snprintf(line, sizeof line, "  %-18s fp32 %-14s tf32 %-14s fp16 %-14s bf16 %-14s %-10s %s\n",
                   d.name.c_str(), FormatFlopRate(d.fp32_flop_per_s).c_str(),
-                  FormatFlopRate(d.PeakFlopRate(hw::Precision::kTf32)).c_str(),
-                  FormatFlopRate(d.PeakFlopRate(hw::Precision::kFp16)).c_str(),
-                  FormatBytes(d.memory_bytes).c_str(), FormatBandwidth(d.memory_bw_bytes_per_s).c_str());
+                  rate(d.tf32_flop_per_s).c_str(), rate(d.fp16_flop_per_s).c_str(),
+                  rate(d.bf16_flop_per_s).c_str(), memory,
+                  FormatBandwidth(d.memory_bw_bytes_per_s).c_str());
     out << line;
   }
   out << "links (bandwidth per direction; latency):\n";

@@ -59,6 +59,17 @@ void SweepCommand(const SweepOptions& o, std::ostream& out, std::ostream& err) {
                 seconds > 0 ? static_cast<double>(sweep.points.size()) / seconds : 0.0,
                 std::min<int>(jobs, static_cast<int>(sweep.points.size())));
   err << line;
+  // Infeasible points are rows of sweep.csv with their reason; say how many.
+  const auto infeasible = std::count_if(results.begin(), results.end(),
+                                        [](const sim::PointResult& r) { return !r.feasible; });
+  if (infeasible > 0) {
+    err << infeasible << " of " << results.size()
+        << " points are infeasible (fits = false in sweep.csv, with the reason), e.g. "
+        << std::find_if(results.begin(), results.end(),
+                        [](const sim::PointResult& r) { return !r.feasible; })
+               ->infeasible
+        << "\n";
+  }
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
 }
 

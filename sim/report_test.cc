@@ -1,0 +1,103 @@
+#include "sim/report.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/sweep_page.h"
+#include "sim/simulator.h"
+
+namespace dtsim::sim {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// GPT-3 13B, data parallel on 8 A100-80GB, fp16 with Adam: model state alone
+// is 16 bytes per parameter (ZeRO, Rajbhandari et al. 2020, §3.1: 2 + 2 +
+// 12), 16 x 12.85e9 = 206 GB = 191 GiB > 80 GiB. The issue 10 reproducer.
+config::Scenario Gpt3OnA100() {
+  config::Scenario s;
+  s.name = "big";
+  s.cluster.nodes = 1;
+  s.cluster.devices_per_node = 8;
+  s.cluster.device = "A100-SXM4-80GB";
+  s.cluster.intra_node_link = "nvswitch-a100";
+  s.workload.model.zoo_name = "gpt3-13b";
+  s.workload.batch_per_device = 1;
+  s.workload.precision = hw::Precision::kFp16;
+  s.workload.iterations = 1;
+  return s;
+}
+
+std::vector<std::string> Fields(const std::string& line) { return report::SplitCsvLine(line); }
+
+std::string Column(const std::string& name, const std::string& row) {
+  const auto header = Fields(CsvHeader());
+  const auto fields = Fields(row);
+  EXPECT_EQ(header.size(), fields.size()) << row;
+  for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i)
+    if (header[i] == name) return fields[i];
+  ADD_FAILURE() << "no column " << name;
+  return "";
+}
+
+TEST(Report, PlanThatDoesNotFitHasNoThroughput) {
+  const config::Scenario s = Gpt3OnA100();
+  const Prediction p = Simulate(s);
+  ASSERT_FALSE(p.does_not_fit.empty());
+  const auto j = ReportJson(s, p);
+  EXPECT_TRUE(j.at("throughput_samples_per_s").is_null());
+  EXPECT_TRUE(j.at("step_time_s").is_null());
+  EXPECT_TRUE(j.at("scaling_efficiency").is_null());
+  EXPECT_TRUE(j.at("breakdown").is_null());
+  EXPECT_EQ(j.at("does_not_fit").get<std::string>(), p.does_not_fit);
+  EXPECT_FALSE(j.at("memory").at("fits").get<bool>());
+  // 16 bytes per parameter of model state, activations on top.
+  EXPECT_GT(j.at("memory").at("per_device_bytes").get<double>(), 16 * 12.8e9);
+
+  const std::string row = CsvRow(s, p);
+  EXPECT_EQ(Column("fits", row), "false");
+  EXPECT_EQ(Column("throughput_samples_per_s", row), "");
+  EXPECT_EQ(Column("step_time_s", row), "");
+  EXPECT_EQ(Column("scaling_efficiency", row), "");
+  EXPECT_GT(std::stod(Column("memory_per_device_bytes", row)), 80 * kGiB);
+  EXPECT_NE(Column("infeasible", row).find("does not fit"), std::string::npos);
+
+  const std::string log = StepLog(s, p);
+  EXPECT_NE(log.find("does not fit: device 0 needs"), std::string::npos) << log;
+  EXPECT_EQ(log.find("throughput:"), std::string::npos) << log;
+}
+
+TEST(Report, PlanThatFitsReportsItsMemory) {
+  config::Scenario s = Gpt3OnA100();
+  s.workload.model.zoo_name = "resnet50";
+  s.workload.batch_per_device = 32;
+  const Prediction p = Simulate(s);
+  ASSERT_TRUE(p.does_not_fit.empty()) << p.does_not_fit;
+  const auto j = ReportJson(s, p);
+  EXPECT_GT(j.at("throughput_samples_per_s").get<double>(), 0);
+  EXPECT_FALSE(j.contains("does_not_fit"));
+  const std::string row = CsvRow(s, p);
+  EXPECT_EQ(Column("fits", row), "true");
+  EXPECT_EQ(Column("infeasible", row), "");
+  EXPECT_DOUBLE_EQ(std::stod(Column("memory_per_device_bytes", row)),
+                   p.stage_memory.at(0).Total());
+  EXPECT_GT(std::stod(Column("throughput_samples_per_s", row)), 0);
+}
+
+TEST(Report, AveragingRoundSaysHowItIsComputed) {
+  config::Scenario s = Gpt3OnA100();
+  s.workload.model.zoo_name = "resnet50";
+  s.workload.batch_per_device = 32;
+  s.parallelism.strategy = config::Strategy::kLocalSgd;
+  s.parallelism.averaging_period = 4;
+  const Prediction p = Simulate(s);
+  EXPECT_DOUBLE_EQ(p.averaging_round_s, 4 * p.metrics.step_time_s);
+  const std::string log = StepLog(s, p);
+  EXPECT_NE(log.find("(4 steps = 4 x the mean step time"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace dtsim::sim

@@ -469,4 +469,67 @@ TEST_F(Cli, InterruptedExecRemovesTheNetwork) {
   EXPECT_EQ(Leftovers(prefix), "");
 }
 
+// ---- Issue 10: outputs (items 14, 17) -----------------------------------
+
+// Names of dtsim's staging folders left in `dir` (there should be none).
+std::string StagingLeftovers(const fs::path& dir) {
+  std::string left;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(".dtsim-", 0) == 0) left += e.path().string() + "\n";
+  return left;
+}
+
+// Issue 10 item 14, the reproducer: with o/summary.csv.tmp a symbolic link
+// to another file, `dtsim run S --out o` overwrote that file. Also links at
+// the final names and at `run --json FILE`, `plan --json FILE`,
+// `plan --dot FILE`: each is replaced, its target untouched.
+TEST_F(Cli, OutputsNeverWriteThroughSymbolicLinks) {
+  const fs::path o = dir_ / "o";
+  fs::create_directories(o);
+  const fs::path victim = dir_ / "victim.txt";
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, o / "summary.csv.tmp");
+  fs::create_symlink(victim, o / "report.json");
+  fs::create_symlink(victim, dir_ / "run.json");
+  fs::create_symlink(victim, dir_ / "plan.json");
+  fs::create_symlink(victim, dir_ / "plan.dot");
+  const Result r = Dtsim("run scenarios/default.yaml -q --out " + o.string() + " --json " +
+                         (dir_ / "run.json").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Result p = Dtsim("plan scenarios/default.yaml --json " + (dir_ / "plan.json").string() +
+                         " --dot " + (dir_ / "plan.dot").string());
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_EQ(Slurp(victim), "precious");
+  for (const fs::path& f : {o / "report.json", o / "summary.csv", dir_ / "run.json",
+                            dir_ / "plan.json", dir_ / "plan.dot"}) {
+    EXPECT_FALSE(fs::is_symlink(f)) << f;
+    EXPECT_TRUE(fs::is_regular_file(f)) << f;
+  }
+  // What was written is the real output.
+  EXPECT_NO_THROW(nlohmann::json::parse(Slurp(o / "report.json")));
+  EXPECT_EQ(Slurp(o / "report.json"), Slurp(dir_ / "run.json"));
+  EXPECT_NO_THROW(nlohmann::json::parse(Slurp(dir_ / "plan.json")));
+  EXPECT_EQ(Slurp(dir_ / "plan.dot").rfind("digraph", 0), 0u);
+  EXPECT_EQ(StagingLeftovers(o), "");
+  EXPECT_EQ(StagingLeftovers(dir_), "");
+}
+
+// Issue 10 item 17: what a killed run leaves is cleaned by the next one: a
+// stale *.tmp of an older dtsim and a dead run's staging folder (mode 0700,
+// as dtsim makes them); the other files of the folder stay.
+TEST_F(Cli, NextRunCleansWhatAKilledRunLeft) {
+  const fs::path o = dir_ / "o";
+  fs::create_directories(o / ".dtsim-stage-deadbeef0000");
+  fs::permissions(o / ".dtsim-stage-deadbeef0000", fs::perms::owner_all);
+  std::ofstream(o / ".dtsim-stage-deadbeef0000" / "report.json") << "{\"half";
+  std::ofstream(o / "trace.json.tmp") << "[";
+  std::ofstream(o / "exec.json") << "another command's";
+  const Result r = Dtsim("run scenarios/default.yaml -q --out " + o.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(StagingLeftovers(o), "");
+  EXPECT_FALSE(fs::exists(o / "trace.json.tmp"));
+  EXPECT_EQ(Slurp(o / "exec.json"), "another command's");
+  EXPECT_NO_THROW(nlohmann::json::parse(Slurp(o / "trace.json")));
+}
+
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <ostream>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "config/device_profile.h"
@@ -16,12 +16,9 @@
 #include "hw/local_cpu.h"
 #include "tools/commands.h"
 #include "tools/mpi_launch.h"
-#include "tools/output_set.h"
 
 namespace dtsim::tools {
 namespace {
-
-namespace fs = std::filesystem;
 
 // "2025-01-31T12:00:00Z".
 std::string UtcNow() {
@@ -161,13 +158,9 @@ void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm
   const config::DeviceProfile profile = exec::BuildDeviceProfile(
       DeviceDescription(cpu.Name()), provenance, comm != nullptr ? comm->size() : 1);
 
-  const fs::path path(o.out_path);
-  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  OutputSet files(dir);
-  auto f = files.Open(path.filename().string());
-  f << config::DeviceProfileYaml(profile);
-  CloseOutput(f, o.out_path);
-  files.Commit();
+  WriteFileAtomic(
+      o.out_path, [&profile](std::ostream& f) { f << config::DeviceProfileYaml(profile); },
+      {.create_folder = true});
   PrintTable(out, profile);
   out << "wrote " << o.out_path << "\n";
 }

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -68,10 +67,7 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   }
   const auto written = files.Commit();
   if (!o.json_path.empty() && !json_to_stdout) {
-    std::ofstream f(o.json_path, std::ios::binary);
-    if (!f) throw UserError("cannot write '" + o.json_path + "'");
-    f << report.dump(2) << "\n";
-    CloseOutput(f, o.json_path);
+    WriteFileAtomic(o.json_path, [&report](std::ostream& f) { f << report.dump(2) << "\n"; });
   }
   if (json_to_stdout) out << report.dump(2) << "\n";
   if (!o.quiet) {
@@ -132,17 +128,11 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
     }
   }
   if (!o.dot_path.empty()) {
-    std::ofstream f(o.dot_path, std::ios::binary);
-    if (!f) throw UserError("cannot write '" + o.dot_path + "'");
-    plan::WriteDot(f, plan, graph);
-    CloseOutput(f, o.dot_path);
+    WriteFileAtomic(o.dot_path, [&](std::ostream& f) { plan::WriteDot(f, plan, graph); });
     out << "wrote Graphviz graph to " << o.dot_path << " (render: dot -Tsvg)\n";
   }
   if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path, std::ios::binary);
-    if (!f) throw UserError("cannot write '" + o.json_path + "'");
-    plan::WritePlanJson(f, plan, graph);
-    CloseOutput(f, o.json_path);
+    WriteFileAtomic(o.json_path, [&](std::ostream& f) { plan::WritePlanJson(f, plan, graph); });
     out << "wrote task graph to " << o.json_path << "\n";
   }
 }

@@ -190,7 +190,7 @@ struct EnginePrediction {
 
 // `trace` (optional) gets the prediction's timeline (sim's trace.json).
 EnginePrediction Predict(const config::Scenario& s, const std::string& engine,
-                         std::ofstream* trace = nullptr) {
+                         std::ostream* trace = nullptr) {
   config::Scenario e = s;
   e.engine = engine;
   const sim::Prediction p = sim::Simulate(e);

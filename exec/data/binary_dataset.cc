@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "exec/byte_io.h"
 
@@ -114,18 +114,15 @@ void WriteImpl(const std::string& path, const BinaryDatasetSpec& spec, std::int6
   for (std::size_t i = 0; i < labels.size(); ++i) {
     StoreLE<std::uint32_t>(label_bytes.data() + 4 * i, static_cast<std::uint32_t>(labels[i]));
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  auto put = [&out](std::span<const unsigned char> b) {
-    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  };
-  put(header);
-  put(sample_bytes);
-  put(label_bytes);
-  out.close();
-  if (!out) {
-    throw UserError(SourceLocation{path}, "cannot write the dataset file",
-                    "check that the directory exists, is writable and has free space");
-  }
+  // Atomic: a killed or failed write leaves the old file, never half a
+  // dataset that a later run would reject (or read).
+  WriteFileAtomic(path, [&](std::ostream& out) {
+    for (std::span<const unsigned char> b : {std::span<const unsigned char>(header),
+                                             sample_bytes,
+                                             std::span<const unsigned char>(label_bytes)}) {
+      out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    }
+  });
 }
 
 }  // namespace

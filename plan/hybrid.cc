@@ -49,6 +49,44 @@ std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, O
   return out;
 }
 
+// A parameter tensor that ops in two or more pipeline stages use: the
+// embedding table of a tied LM head placed in another stage. `group_stages`
+// (ascending) are the stages using it; `copy_stages` those that hold a copy
+// (all but the table's own stage).
+struct SharedWeight {
+  OpId op;
+  std::vector<int> group_stages;
+  std::vector<int> copy_stages;
+};
+
+std::vector<SharedWeight> SharedWeights(const models::ModelGraph& g,
+                                        const std::vector<std::pair<OpId, OpId>>& chunks, int p) {
+  const auto stage_of = [&](OpId x) {
+    for (std::size_t c = 0; c < chunks.size(); ++c)
+      if (x >= chunks[c].first && x < chunks[c].second) return static_cast<int>(c) % p;
+    return -1;
+  };
+  std::map<OpId, std::vector<int>> copies;
+  for (OpId x = 0; x < g.num_ops(); ++x) {
+    const models::Op& op = g.op(x);
+    if (op.kind != models::OpKind::kDense || op.attrs.tied_to < 0) continue;
+    const auto table = static_cast<OpId>(op.attrs.tied_to);
+    const int own = stage_of(table), user = stage_of(x);
+    if (own < 0 || user < 0 || own == user || g.op(table).params == 0) continue;
+    auto& list = copies[table];
+    if (std::find(list.begin(), list.end(), user) == list.end()) list.push_back(user);
+  }
+  std::vector<SharedWeight> out;
+  for (auto& [table, users] : copies) {
+    std::sort(users.begin(), users.end());
+    SharedWeight w{table, users, users};
+    w.group_stages.push_back(stage_of(table));
+    std::sort(w.group_stages.begin(), w.group_stages.end());
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 double OutputBytes(const models::ModelGraph& g, OpId v, int batch) {
   const models::Op& op = g.op(v);
   return static_cast<double>(models::NumElements(op.output_shape)) * batch *
@@ -173,6 +211,19 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             plan.ops_on_rank[static_cast<std::size_t>(rank_of(r, s, k))].push_back(
                 static_cast<std::int32_t>(x));
         }
+
+  // Weights shared across stages (a tied LM head in another stage than its
+  // embedding table): the head's stage holds a copy, and each replica's
+  // and tensor rank's stages holding the table or a copy form a group.
+  const std::vector<SharedWeight> shared = SharedWeights(graph, o.chunks, p);
+  std::map<std::tuple<OpId, int, int>, std::int32_t> embedding_group;  // (op, replica, tensor rank)
+  for (const SharedWeight& w : shared)
+    for (int r = 0; r < d; ++r)
+      for (int k = 0; k < t; ++k) {
+        std::vector<RankId> g;
+        for (int s : w.group_stages) g.push_back(rank_of(r, s, k));
+        embedding_group[{w.op, r, k}] = plan.AddGroup(g);
+      }
 
   // Materialized replicas and tensor ranks (all, or replica 0 / rank 0).
   std::vector<std::pair<int, int>> reps;  // (replica, tensor rank)
@@ -307,9 +358,14 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         last_of[{replica, s, k}] = last_backward[static_cast<std::size_t>(s)];
     }
 
-    // Per stage and tensor rank: the gradients are all-reduced over the
-    // replicas (one collective for the whole group), then every member runs
-    // its optimizer step.
+    // Per stage and tensor rank: the gradients (with the copies of shared
+    // weights) are all-reduced over the replicas (one collective for the
+    // whole group); then each shared weight's gradient is summed between the
+    // stage holding it and the stages holding copies; then every member runs
+    // its optimizer step. Megatron-LM orders them so (finalize_model_grads:
+    // the data-parallel sync, then _allreduce_embedding_grads).
+    std::map<std::tuple<int, int, int>, std::vector<TaskId>> ready;  // (replica, stage, tensor rank)
+    std::vector<std::int64_t> stage_params(static_cast<std::size_t>(p), 0);
     for (int s = 0; s < p; ++s)
       for (int k = 0; k < t; ++k) {
         double grad_bytes = 0;
@@ -321,15 +377,22 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             params += graph.op(x).params;
           }
         }
-        std::vector<RankId> members;
+        for (const SharedWeight& w : shared)
+          for (int copy : w.copy_stages)
+            if (copy == s) {
+              grad_bytes += graph.op(w.op).ParamBytes();
+              params += graph.op(w.op).params;
+            }
+        stage_params[static_cast<std::size_t>(s)] = params;
+        std::vector<int> replicas;
         std::vector<std::vector<TaskId>> deps;
         for (int r = 0; r < d; ++r) {
           auto it_last = last_of.find({r, s, k});
           if (it_last == last_of.end()) continue;  // not materialized
-          members.push_back(rank_of(r, s, k));
+          replicas.push_back(r);
           deps.push_back({it_last->second});
         }
-        if (members.empty()) continue;
+        if (replicas.empty()) continue;
         if (d > 1 && grad_bytes > 0) {
           Collective c;
           c.op = CollectiveOp::kAllReduce;
@@ -341,14 +404,32 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
           for (std::size_t x = 0; x < deps.size(); ++x) deps[x] = {tasks[x]};
         }
-        for (std::size_t x = 0; x < members.size(); ++x) {
-          Task opt;
-          opt.kind = TaskKind::kOptimizer;
-          opt.rank = members[x];
-          opt.iteration = it;
-          opt.params = params;
-          plan.AddTask(opt, deps[x]);
-        }
+        for (std::size_t x = 0; x < replicas.size(); ++x) ready[{replicas[x], s, k}] = deps[x];
+      }
+    for (const SharedWeight& w : shared)
+      for (const auto& [replica, k] : reps) {
+        std::vector<std::vector<TaskId>> deps;
+        for (int s : w.group_stages) deps.push_back(ready.at({replica, s, k}));
+        Collective c;
+        c.op = CollectiveOp::kAllReduce;
+        c.algorithm = o.algorithm;
+        c.bytes = graph.op(w.op).ParamBytes();
+        c.group = embedding_group.at({w.op, replica, k});
+        c.shared_op = static_cast<std::int32_t>(w.op);
+        c.copies = o.symmetric ? d * t : 1;
+        const auto ci = plan.AddCollective(c, deps, it);
+        const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+        for (std::size_t x = 0; x < w.group_stages.size(); ++x)
+          ready[{replica, w.group_stages[x], k}] = {tasks[x]};
+      }
+    for (int s = 0; s < p; ++s)
+      for (const auto& [replica, k] : reps) {
+        Task opt;
+        opt.kind = TaskKind::kOptimizer;
+        opt.rank = rank_of(replica, s, k);
+        opt.iteration = it;
+        opt.params = stage_params[static_cast<std::size_t>(s)];
+        plan.AddTask(opt, ready.at({replica, s, k}));
       }
   }
   return plan;

@@ -87,6 +87,12 @@ struct Collective {
   std::int32_t group = 0;         // index into Plan::groups
   std::int32_t iteration = 0;
   std::int32_t bucket = 0;        // gradient bucket number within the iteration
+  // >= 0: an all-reduce of the gradient of this model op's parameters, of
+  // which each member holds a copy: the embedding table that a tied LM head
+  // in another pipeline stage shares (Megatron-LM's embedding group of the
+  // first and last stage, _allreduce_embedding_grads). -1: the bucket's or
+  // the stage's gradients.
+  std::int32_t shared_op = -1;
   std::vector<TaskId> tasks;      // one per member, in group order
   // Symmetric plans: identical collectives over other groups this one
   // stands for, itself included (for traffic totals).

@@ -165,5 +165,82 @@ TEST(TensorParallel, MegatronCommunicationVolumePerLayer) {
   EXPECT_LT(shard.Totals().params, g.Totals().params / 2);
 }
 
+TEST(Pipeline, TiedEmbeddingGradientIsAllReducedBetweenFirstAndLastStage) {
+  // Issue 10 item 12. A GPT whose LM head shares the token table, split in
+  // 2 stages: the table sits in stage 0, the head in stage 1, which holds a
+  // copy. Megatron-LM sums the two stages' gradients of it every step (the
+  // embedding group, _allreduce_embedding_grads), after the data-parallel
+  // all-reduce and before the optimizer: one all-reduce of V x H x (bytes
+  // per element) between the first and last stage of each pipeline.
+  models::TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.sequence = 16;
+  c.vocab = 1000;
+  ModelGraph g = models::BuildTransformer(c, "tiny-tied");
+  g.SetDType(models::DType::kFp16);
+  const double table_bytes = 1000.0 * 64 * 2;  // V x H x 2 bytes (fp16)
+  plan::HybridOptions o;
+  o.pipeline = 2;
+  o.micro_batches = 2;
+  o.chunks = plan::EvenLayerChunks(plan::LayerUnits(g), 2);
+  o.symmetric = false;
+  for (int replicas : {1, 2}) {
+    const plan::Plan plan = plan::BuildHybridPlan(g, {1, 2 * replicas}, o);
+    int shared = 0;
+    std::size_t embedding_collective = 0;
+    for (std::size_t i = 0; i < plan.collectives().size(); ++i) {
+      const plan::Collective& col = plan.collectives()[i];
+      if (col.shared_op < 0) {
+        // The last stage's data-parallel all-reduce carries the copy too.
+        continue;
+      }
+      ++shared;
+      embedding_collective = i;
+      EXPECT_EQ(g.op(static_cast<models::OpId>(col.shared_op)).kind, OpKind::kEmbedding);
+      EXPECT_DOUBLE_EQ(col.bytes, table_bytes);
+      const auto& members = plan.groups()[static_cast<std::size_t>(col.group)];
+      ASSERT_EQ(members.size(), 2u);
+      EXPECT_EQ(members[1] - members[0], 1);  // ranks r = replica x 2 + stage
+      // It follows the member's last backward (and data-parallel
+      // all-reduce), and the optimizer follows it.
+      for (plan::TaskId t : col.tasks) {
+        bool before_optimizer = false;
+        for (plan::TaskId u = t + 1; u < static_cast<plan::TaskId>(plan.num_tasks()); ++u)
+          for (plan::TaskId d : plan.deps(u))
+            if (d == t && plan.task(u).kind == plan::TaskKind::kOptimizer) before_optimizer = true;
+        EXPECT_TRUE(before_optimizer);
+      }
+    }
+    EXPECT_EQ(shared, replicas);  // one per pipeline
+    if (replicas == 2) {
+      for (const plan::Collective& col : plan.collectives()) {
+        if (col.shared_op >= 0) continue;
+        const auto& members = plan.groups()[static_cast<std::size_t>(col.group)];
+        double stage_bytes = 0;
+        const auto& [b, e] = o.chunks[static_cast<std::size_t>(members[0] % 2)];
+        for (models::OpId x = b; x < e; ++x) stage_bytes += g.op(x).ParamBytes();
+        EXPECT_DOUBLE_EQ(col.bytes, stage_bytes + (members[0] % 2 == 1 ? table_bytes : 0.0));
+      }
+      continue;
+    }
+    // Priced as a ring all-reduce over 2 devices: 2 (N - 1) / N x bytes /
+    // bandwidth = bytes / bandwidth (no latency here); it lies on the step's
+    // critical path, so the step is longer by exactly that.
+    NetworkSpec spec = FreeNetwork(2);
+    spec.intra_bw_bytes_per_s = 1e9;
+    Network net(spec);
+    CostModelOptions co;
+    const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
+    const TaskCosts costs = PriceTasks(plan, g, cms, {0, 0}, net);
+    EXPECT_EQ(costs.collective_ns[embedding_collective], SecondsToNs(table_bytes / 1e9));
+    TaskCosts free = costs;
+    free.collective_ns[embedding_collective] = 0;
+    EXPECT_EQ(RunEngine(plan, costs).makespan - RunEngine(plan, free).makespan,
+              costs.collective_ns[embedding_collective]);
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::sim

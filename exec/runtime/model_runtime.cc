@@ -25,8 +25,67 @@ constexpr auto Prod = runtime_util::Product;
 constexpr std::uint64_t kParamStream = 0x7061'7261'6d73ULL;    // "params"
 constexpr std::uint64_t kDropoutStream = 0x6472'6f70'6f75ULL;  // "dropou"
 
+// Floats of one op's buffers for one slot of `b` samples (Allocate): its
+// output and output gradient, and what its backward keeps (held ops only).
+struct SlotBuffers {
+  std::int64_t act = 0, grad = 0, aux1 = 0, aux2 = 0;
+};
+
+SlotBuffers SlotBufferSizes(const Op& op, std::int64_t b, bool held) {
+  SlotBuffers s;
+  const std::int64_t out = Elements(op.output_shape);
+  s.act = b * out;
+  if (op.kind != OpKind::kInput) s.grad = b * out;
+  if (!held) return s;
+  const Shape& in = op.input_shapes.empty() ? op.output_shape : op.input_shapes[0];
+  switch (op.kind) {
+    case OpKind::kLayerNorm: s.aux1 = s.aux2 = b * Elements(in) / in.back(); break;  // mean, rstd
+    case OpKind::kBatchNorm: s.aux1 = s.aux2 = in[0]; break;
+    case OpKind::kDropout: s.aux1 = b * out; break;  // mask
+    case OpKind::kSoftmaxCrossEntropy:
+      s.aux1 = b * Elements(in);                // probabilities
+      s.aux2 = b * Elements(in) / in.back();    // loss per row
+      break;
+    case OpKind::kSoftmax: s.aux1 = b * out; break;  // scratch
+    case OpKind::kEmbedding:
+      // Row indices for position and zero tables.
+      if (op.attrs.ids != models::EmbeddingIds::kTokens) s.aux1 = b * Elements(in);
+      break;
+    default: break;
+  }
+  return s;
+}
+
 }  // namespace
 
+std::int64_t ModelRuntime::BufferFloats(const models::ModelGraph& graph,
+                                        const RuntimeOptions& options) {
+  const OpId begin = options.begin, end = options.end == 0 ? graph.num_ops() : options.end;
+  std::vector<bool> used(graph.num_ops(), false);
+  std::vector<bool> copies(graph.num_ops(), false);
+  for (OpId v = begin; v < end; ++v) {
+    used[v] = true;
+    for (OpId in : graph.inputs(v)) used[in] = true;
+    const Op& op = graph.op(v);
+    if (op.kind == OpKind::kDense && op.attrs.tied_to >= 0) {
+      const auto table = static_cast<OpId>(op.attrs.tied_to);
+      if (table < begin || table >= end) copies[table] = true;
+    }
+  }
+  std::int64_t floats = 0;
+  for (OpId v = 0; v < graph.num_ops(); ++v) {
+    const Op& op = graph.op(v);
+    const bool held = v >= begin && v < end;
+    if (held || copies[v]) floats += 2 * op.params;  // parameters and gradients
+    if (!used[v]) continue;
+    const SlotBuffers s = SlotBufferSizes(op, options.micro_batch, held);
+    floats += options.slots * (s.act + s.grad + s.aux1 + s.aux2);
+    if (held && op.kind == OpKind::kSoftmaxCrossEntropy)
+      floats += options.slots * options.micro_batch * Elements(op.input_shapes[0]) /
+                op.input_shapes[0].back();  // labels
+  }
+  return floats;
+}
 
 ModelRuntime::ModelRuntime(const models::ModelGraph& graph, Backend& backend,
                            const RuntimeOptions& options)
@@ -61,20 +120,24 @@ ModelRuntime::ModelRuntime(const models::ModelGraph& graph, Backend& backend,
     }
     if (op.kind == OpKind::kDense && op.attrs.tied_to >= 0 &&
         !Holds(static_cast<OpId>(op.attrs.tied_to))) {
-      throw UserError("op '" + op.name + "' shares its weight with '" +
-                          graph.op(static_cast<OpId>(op.attrs.tied_to)).name +
-                          "', which is in another stage",
-                      "real execution keeps tied weights in one stage; untie the head "
-                      "(tied_embeddings: false) or place both in the same stage");
+      // A tied head whose table is in another stage uses a copy of it here
+      // (kept equal by the plan's all-reduce of its gradient, Megatron-LM's
+      // embedding group).
+      const auto table = static_cast<OpId>(op.attrs.tied_to);
+      if (std::find(weight_copies_.begin(), weight_copies_.end(), table) == weight_copies_.end())
+        weight_copies_.push_back(table);
     }
     if (op.kind == OpKind::kDense && op.attrs.tied_to < 0 && op.params == 0)
       throw UserError("op '" + op.name + "' has a tied weight without an embedding to share");
   }
   std::sort(data_inputs_.begin(), data_inputs_.end());
   std::sort(boundary_inputs_.begin(), boundary_inputs_.end());
+  std::sort(weight_copies_.begin(), weight_copies_.end());
   std::int64_t global = 0;
+  std::vector<std::int64_t> global_offset(graph.num_ops(), 0);
   for (OpId v = 0; v < graph.num_ops(); ++v) {
     const Op& op = graph.op(v);
+    global_offset[v] = global;
     if (used[v]) {
       ops_[v] = std::make_unique<OpState>();
       ops_[v]->out = Elements(op.output_shape);
@@ -85,6 +148,16 @@ ModelRuntime::ModelRuntime(const models::ModelGraph& graph, Backend& backend,
       }
     }
     global += op.params;
+  }
+  own_params_ = num_params_;
+  // Copies of shared tables follow the stage's own parameters.
+  for (OpId table : weight_copies_) {
+    DTSIM_CHECK(!used[table], "a shared table that the stage also reads");
+    ops_[table] = std::make_unique<OpState>();
+    ops_[table]->weight_copy = true;
+    ops_[table]->global_offset = global_offset[table];
+    ops_[table]->params = {num_params_, graph.op(table).params};
+    num_params_ += graph.op(table).params;
   }
   Allocate();
   InitParams();
@@ -109,7 +182,7 @@ void ModelRuntime::Allocate() {
   backend_.Fill(grads_, num_params_, 0.0f);
   for (OpId v = 0; v < graph_.num_ops(); ++v) {
     OpState* s = ops_[v].get();
-    if (!s) continue;
+    if (!s || s->weight_copy) continue;
     const Op& op = graph_.op(v);
     const int slots = options_.slots;
     s->act.assign(slots, nullptr);
@@ -117,37 +190,12 @@ void ModelRuntime::Allocate() {
     s->aux1.assign(slots, nullptr);
     s->aux2.assign(slots, nullptr);
     s->backward_done.assign(slots, false);
+    const SlotBuffers sizes = SlotBufferSizes(op, b, Holds(v));
     for (int k = 0; k < slots; ++k) {
-      s->act[k] = backend_.Allocate(b * s->out);
-      if (op.kind != OpKind::kInput) s->grad[k] = backend_.Allocate(b * s->out);
-      if (!Holds(v)) continue;
-      const Shape& in = op.input_shapes.empty() ? op.output_shape : op.input_shapes[0];
-      switch (op.kind) {
-        case OpKind::kLayerNorm: {
-          const std::int64_t rows = b * Elements(in) / in.back();
-          s->aux1[k] = backend_.Allocate(rows);
-          s->aux2[k] = backend_.Allocate(rows);
-          break;
-        }
-        case OpKind::kBatchNorm:
-          s->aux1[k] = backend_.Allocate(in[0]);
-          s->aux2[k] = backend_.Allocate(in[0]);
-          break;
-        case OpKind::kDropout: s->aux1[k] = backend_.Allocate(b * s->out); break;
-        case OpKind::kSoftmaxCrossEntropy: {
-          const std::int64_t logits = b * Elements(in);
-          s->aux1[k] = backend_.Allocate(logits);                  // probabilities
-          s->aux2[k] = backend_.Allocate(logits / in.back());      // loss per row
-          break;
-        }
-        case OpKind::kSoftmax: s->aux1[k] = backend_.Allocate(b * s->out); break;  // scratch
-        case OpKind::kEmbedding:
-          // Row indices for position and zero tables.
-          if (op.attrs.ids != models::EmbeddingIds::kTokens)
-            s->aux1[k] = backend_.Allocate(b * Elements(in));
-          break;
-        default: break;
-      }
+      s->act[k] = backend_.Allocate(sizes.act);
+      if (sizes.grad > 0) s->grad[k] = backend_.Allocate(sizes.grad);
+      if (sizes.aux1 > 0) s->aux1[k] = backend_.Allocate(sizes.aux1);
+      if (sizes.aux2 > 0) s->aux2[k] = backend_.Allocate(sizes.aux2);
     }
     if (v == loss_op_ && has_loss_) {
       labels_.assign(static_cast<std::size_t>(slots), nullptr);
@@ -170,7 +218,11 @@ void ModelRuntime::Allocate() {
 // shifts 0, norm gains 1.
 void ModelRuntime::InitParams() {
   std::vector<float> host(static_cast<std::size_t>(num_params_), 0.0f);
-  for (OpId v = begin(); v < end(); ++v) {
+  std::vector<OpId> held;
+  for (OpId v = begin(); v < end(); ++v) held.push_back(v);
+  // A copy starts from the values its table starts from in its own stage.
+  held.insert(held.end(), weight_copies_.begin(), weight_copies_.end());
+  for (OpId v : held) {
     const Op& op = graph_.op(v);
     if (op.params == 0) continue;
     const OpState& s = *ops_[v];
@@ -208,6 +260,12 @@ void ModelRuntime::InitParams() {
 
 ParamRange ModelRuntime::OpParams(OpId op) const {
   DTSIM_CHECK(Holds(op), "op outside the stage");
+  return ops_[op]->params;
+}
+
+ParamRange ModelRuntime::WeightParams(OpId op) const {
+  DTSIM_CHECK(Holds(op) || std::binary_search(weight_copies_.begin(), weight_copies_.end(), op),
+              "op neither in the stage nor a copy it holds");
   return ops_[op]->params;
 }
 

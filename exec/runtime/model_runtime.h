@@ -16,6 +16,12 @@
 //   - Activations live per slot (a micro-batch in flight) and op, batch
 //     first: (micro_batch, op.output_shape...).
 //
+// Shared weights: a tied LM head whose embedding table is in another stage
+// reads a copy of the table held after the stage's own parameters
+// (own_params() .. num_params()), initialised like the table; the plan's
+// all-reduce of the table's gradient between the stages (Megatron-LM's
+// embedding group) keeps the copies equal.
+//
 // Boundaries: ops outside the range whose outputs the range reads (other
 // than graph inputs) are its boundary inputs; the caller supplies their
 // activations (SetBoundaryInputs) and takes their gradients back
@@ -64,11 +70,16 @@ struct ParamRange {
 class ModelRuntime {
  public:
   // Throws UserError when an op in the range cannot run for real (a tied
-  // head whose embedding is in another stage, a boundary input that is not
-  // a whole tensor). `graph` and `backend` must outlive the runtime.
+  // head without a table, a boundary input that is not a whole tensor).
+  // `graph` and `backend` must outlive the runtime.
   ModelRuntime(const models::ModelGraph& graph, Backend& backend, const RuntimeOptions& options);
   ~ModelRuntime();
   ModelRuntime(const ModelRuntime&) = delete;
+  // Floats a runtime for `graph` and `options` allocates on its backend
+  // (parameters with copies of shared tables, gradients, every slot's
+  // activations, their gradients and the ops' scratch, labels), computed
+  // without allocating: what a run needs before it starts.
+  static std::int64_t BufferFloats(const models::ModelGraph& graph, const RuntimeOptions& options);
   ModelRuntime& operator=(const ModelRuntime&) = delete;
 
   const RuntimeOptions& options() const { return options_; }
@@ -79,11 +90,19 @@ class ModelRuntime {
   bool Holds(models::OpId op) const { return op >= begin() && op < end(); }
 
   // ---- parameters
+  // The stage's parameters, copies of shared tables included.
   std::int64_t num_params() const { return num_params_; }
+  // The parameters of the ops in the range: the first own_params() of the
+  // buffer.
+  std::int64_t own_params() const { return own_params_; }
+  // Tables of other stages this stage holds copies of, ascending.
+  const std::vector<models::OpId>& weight_copies() const { return weight_copies_; }
   // The stage's parameters, gradients (backend buffers, num_params() each).
   float* params() { return params_; }
   float* grads() { return grads_; }
   ParamRange OpParams(models::OpId op) const;
+  // An op's parameters in the buffer: a held op's, or a copied table's.
+  ParamRange WeightParams(models::OpId op) const;
   // Zeroes every parameter gradient.
   void ZeroGrads();
   // Host copies.
@@ -145,6 +164,7 @@ class ModelRuntime {
     // per row; position/zero embeddings: row indices (aux1).
     std::vector<float*> aux1, aux2;
     std::vector<bool> backward_done;
+    bool weight_copy = false;        // only the parameters of another stage's table
   };
   void Allocate();
   void InitParams();
@@ -157,6 +177,8 @@ class ModelRuntime {
   Backend& backend_;
   RuntimeOptions options_;
   std::int64_t num_params_ = 0;
+  std::int64_t own_params_ = 0;
+  std::vector<models::OpId> weight_copies_;
   float* params_ = nullptr;
   float* grads_ = nullptr;
   std::vector<std::unique_ptr<OpState>> ops_;  // per graph op (null when unused)

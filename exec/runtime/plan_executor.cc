@@ -102,6 +102,8 @@ class RankRunner {
   void BackwardTo(int slot, models::OpId begin);
   void LoadSlot(int slot, int iteration);
   void Collective(const Task& t, IterationTimes& times);
+  void SharedWeightAllReduce(const plan::Collective& c, const std::vector<int>& group,
+                             IterationTimes& times);
   void OptimizerStep(IterationTimes& times);
   void PullShard(plan::RankId server, IterationTimes& times);
   void PushShard(plan::RankId server, IterationTimes& times);
@@ -308,6 +310,13 @@ void RankRunner::Collective(const Task& t, IterationTimes& times) {
   const plan::Collective& c = plan_.collectives()[static_cast<std::size_t>(t.collective)];
   const auto& group = plan_.groups()[static_cast<std::size_t>(c.group)];
   ParamRange range{0, runtime_->num_params()};
+  if (c.shared_op >= 0) {
+    // A table shared across stages: the stages' gradients of it add up (the
+    // unsplit model accumulates both uses into one gradient), so the sum is
+    // not divided by the group's size.
+    SharedWeightAllReduce(c, group, times);
+    return;
+  }
   if (!buckets_.empty()) {
     std::int64_t lo = runtime_->num_params(), hi = 0;
     for (std::int32_t op : buckets_[static_cast<std::size_t>(c.bucket)]) {
@@ -344,6 +353,27 @@ void RankRunner::Collective(const Task& t, IterationTimes& times) {
   // The loss is averaged over each replica's samples: the mean over all
   // replicas is the sum over N.
   backend_.Scale(range.count, 1.0f / static_cast<float>(group.size()), data);
+  backend_.Synchronize();
+  times.comm += Seconds(start, Clock::now());
+}
+
+void RankRunner::SharedWeightAllReduce(const plan::Collective& c, const std::vector<int>& group,
+                                       IterationTimes& times) {
+  const ParamRange range = runtime_->WeightParams(static_cast<models::OpId>(c.shared_op));
+  float* data = runtime_->grads() + range.offset;
+  const auto start = Clock::now();
+  if (host_memory_ || options_.mpi_allreduce || !options_.device_all_reduce ||
+      !options_.device_all_reduce(data, range.count, group)) {
+    float* buffer = data;
+    if (!host_memory_) {
+      staging_.resize(static_cast<std::size_t>(range.count));
+      backend_.Download(staging_.data(), data, range.count);
+      buffer = staging_.data();
+    }
+    comm_.AllReduceSum(buffer, static_cast<std::size_t>(range.count),
+                       AlgorithmFor(c.algorithm, options_.mpi_allreduce), group);
+    if (!host_memory_) backend_.Upload(data, staging_.data(), range.count);
+  }
   backend_.Synchronize();
   times.comm += Seconds(start, Clock::now());
 }
@@ -412,35 +442,130 @@ void RankRunner::SaveCheckpoint(int step) {
   SaveCheckpointToDir(options_.checkpoint_dir + "/rank-" + std::to_string(me_), ckpt);
 }
 
-// Returns the iteration to start from (0 without a checkpoint).
-int RankRunner::Resume() {
-  const auto path = LatestCheckpoint(options_.checkpoint_dir + "/rank-" + std::to_string(me_));
-  std::vector<float> step(static_cast<std::size_t>(comm_.size()), 0.0f);
-  Checkpoint ckpt;
-  if (path) {
-    ckpt = LoadCheckpoint(*path);
-    step[static_cast<std::size_t>(me_)] = static_cast<float>(ckpt.step);
+// Every rank's `mine` (>= -1, < 2^63 - 1), in rank order. Values travel
+// as three 21-bit pieces per rank through a float sum, exact (a float holds
+// integers below 2^24; each slot has one non-zero contributor).
+std::vector<std::int64_t> AllGatherInt64(Communicator& comm, std::int64_t mine) {
+  constexpr int kPieces = 3, kBits = 21;
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  std::vector<float> buf(ranks * kPieces, 0.0f);
+  const auto shifted = static_cast<std::uint64_t>(mine + 1);
+  for (int k = 0; k < kPieces; ++k)
+    buf[static_cast<std::size_t>(comm.rank()) * kPieces + static_cast<std::size_t>(k)] =
+        static_cast<float>((shifted >> (kBits * k)) & ((1u << kBits) - 1));
+  if (ranks > 1) {
+    std::vector<int> world(ranks);
+    for (std::size_t r = 0; r < ranks; ++r) world[r] = static_cast<int>(r);
+    comm.AllReduceSum(buf.data(), buf.size(), AllReduceAlgorithm::kMpi, world);
   }
-  std::vector<int> world(static_cast<std::size_t>(comm_.size()));
-  for (int r = 0; r < comm_.size(); ++r) world[static_cast<std::size_t>(r)] = r;
-  comm_.AllReduceSum(step.data(), step.size(), AllReduceAlgorithm::kMpi, world);
-  for (float s : step)
-    if (s != step[0])
-      throw UserError("ranks' latest checkpoints in " + options_.checkpoint_dir +
-                          " are from different steps",
-                      "remove the newer ones so every rank-R folder ends at the same step");
-  if (!path) return 0;
-  if (ckpt.counters["seed"] != static_cast<std::int64_t>(options_.seed))
-    throw UserError(*path + ": checkpoint was written with seed " +
-                    std::to_string(ckpt.counters["seed"]) + ", this run uses " +
-                    std::to_string(options_.seed));
-  const auto params = ckpt.tensors.find("params");
-  if (params == ckpt.tensors.end() ||
-      static_cast<std::int64_t>(params->second.size()) != runtime_->num_params())
-    throw UserError(*path + ": checkpoint parameters do not match this model and stage");
-  runtime_->UploadParams(params->second);
+  std::vector<std::int64_t> out(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::uint64_t v = 0;
+    for (int k = 0; k < kPieces; ++k)
+      v |= static_cast<std::uint64_t>(buf[r * kPieces + static_cast<std::size_t>(k)]) << (kBits * k);
+    out[r] = static_cast<std::int64_t>(v) - 1;
+  }
+  return out;
+}
+
+// Loads the checkpoint of `step` in `dir` and checks that it belongs to
+// this run (seed, this stage's parameter count). Returns the reason it
+// cannot be used, or "" with *ckpt filled.
+std::string TryCheckpoint(const std::string& dir, std::int64_t step, std::uint64_t seed,
+                          std::int64_t params, Checkpoint* ckpt) {
+  const std::string path = CheckpointPath(dir, step);
+  try {
+    *ckpt = LoadCheckpoint(path);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  if (ckpt->step != step)
+    return path + ": holds step " + std::to_string(ckpt->step) + ", its name says " +
+           std::to_string(step);
+  const auto stored_seed = ckpt->counters.find("seed");
+  if (stored_seed == ckpt->counters.end() ||
+      stored_seed->second != static_cast<std::int64_t>(seed))
+    return path + ": written with seed " +
+           (stored_seed == ckpt->counters.end() ? std::string("(none)")
+                                                : std::to_string(stored_seed->second)) +
+           ", this run uses " + std::to_string(seed);
+  const auto p = ckpt->tensors.find("params");
+  if (p == ckpt->tensors.end() || static_cast<std::int64_t>(p->second.size()) != params)
+    return path + ": its parameters do not match this model and stage (" +
+           std::to_string(p == ckpt->tensors.end() ? 0 : p->second.size()) + " instead of " +
+           std::to_string(params) + ")";
+  return "";
+}
+
+// Returns the iteration to start from: the newest checkpoint step that is
+// valid on every rank. Ranks agree on it over the communicator (each
+// proposes its newest valid step no newer than every proposal so far, until
+// all propose the same), so a checkpoint damaged on some ranks only makes
+// every rank fall back to the previous common one instead of leaving the
+// ranks in different collectives. Throws UserError on every rank when no
+// step is valid everywhere (or no checkpoint exists).
+int RankRunner::Resume() {
+  const std::string dir = options_.checkpoint_dir + "/rank-" + std::to_string(me_);
+  const std::vector<std::int64_t> steps = CheckpointSteps(dir);
+  std::vector<std::string> rejected;  // this rank's unusable checkpoints, newest first
+  std::int64_t bound = INT64_MAX;
+  std::int64_t proposal = -1;
+  Checkpoint ckpt;
+  auto next_checked = steps.rbegin();  // steps newer than this were tried
+  std::int64_t agreed = -1;
+  for (;;) {
+    // This rank's newest valid step <= bound (-1: none).
+    if (proposal > bound || proposal < 0) {
+      proposal = -1;
+      for (; next_checked != steps.rend(); ++next_checked) {
+        if (*next_checked > bound) continue;
+        const std::string why =
+            TryCheckpoint(dir, *next_checked, options_.seed, runtime_->num_params(), &ckpt);
+        if (why.empty()) {
+          proposal = *next_checked++;
+          break;
+        }
+        rejected.push_back(why);
+      }
+    }
+    const std::vector<std::int64_t> all = AllGatherInt64(comm_, proposal);
+    const std::int64_t low = *std::min_element(all.begin(), all.end());
+    if (low == *std::max_element(all.begin(), all.end()) || low < 0) {
+      agreed = low;
+      break;
+    }
+    bound = low;
+  }
+  // How many checkpoint files the ranks had at all: none means "nothing to
+  // resume from", not "damaged".
+  std::int64_t files = 0;
+  for (std::int64_t n : AllGatherInt64(comm_, static_cast<std::int64_t>(steps.size()))) files += n;
+  if (agreed < 0) {
+    if (files == 0)
+      throw UserError(SourceLocation{options_.checkpoint_dir},
+                      "--resume: there is no checkpoint to resume from",
+                      "run with --checkpoint-every N first, or leave out --resume");
+    std::string msg = "--resume: no checkpoint step is valid on every rank";
+    if (!rejected.empty()) {
+      msg += " (rank " + std::to_string(me_) + ": " + rejected.front();
+      msg += rejected.size() > 1 ? "; and " + std::to_string(rejected.size() - 1) + " more)" : ")";
+    } else {
+      msg += " (rank " + std::to_string(me_) + " has " + std::to_string(steps.size()) +
+             " valid one(s); other ranks lack them)";
+    }
+    throw UserError(SourceLocation{dir}, msg,
+                    "start over without --resume, or restore the checkpoints of every rank-R "
+                    "folder");
+  }
+  if (options_.warn)
+    for (const std::string& why : rejected)
+      options_.warn("skipping a checkpoint: " + why);
+  if (options_.warn && (!steps.empty() && steps.back() != agreed))
+    options_.warn("resuming from step " + std::to_string(agreed) +
+                  ", the newest checkpoint valid on every rank");
+  runtime_->UploadParams(ckpt.tensors["params"]);
   optimizer_->SetState(ckpt.tensors, ckpt.counters["optimizer_steps"]);
-  return static_cast<int>(ckpt.step);
+  return static_cast<int>(agreed);
 }
 
 ExecResult RankRunner::Run() {
@@ -451,13 +576,20 @@ ExecResult RankRunner::Run() {
   const int first = options_.resume ? Resume() : 0;
   result.first_iteration = first;
   const int n = options_.iterations;
-  std::vector<IterationTimes> mine(static_cast<std::size_t>(n));
-  std::vector<double> losses(static_cast<std::size_t>(n), 0.0);
+  if (first >= n)  // every rank agreed on `first`: all stop here
+    throw UserError(SourceLocation{options_.checkpoint_dir},
+                    "--resume: the checkpoint to resume from is at step " +
+                        std::to_string(first) + ", and this run has " + std::to_string(n) +
+                        " iterations: nothing is left to run",
+                    "raise --iterations above " + std::to_string(first));
+  // Only the iterations this run executes: [first, n).
+  std::vector<IterationTimes> mine(static_cast<std::size_t>(n - first));
+  std::vector<double> losses(static_cast<std::size_t>(n - first), 0.0);
   // The rank that logs: the lowest one holding the loss.
   comm_.Barrier();
   run_start_ = Clock::now();
   for (int i = first; i < n; ++i) {
-    IterationTimes& times = mine[static_cast<std::size_t>(i)];
+    IterationTimes& times = mine[static_cast<std::size_t>(i - first)];
     const auto start = Clock::now();
     runtime_->SetStep(i);
     if (ps_) runtime_->ZeroGrads();  // no optimizer task may have zeroed them
@@ -475,13 +607,14 @@ ExecResult RankRunner::Run() {
     if (runtime_->holds_loss()) {
       double sum = 0;
       for (int k = 0; k < micro_batches_; ++k) sum += runtime_->Loss(k);
-      losses[static_cast<std::size_t>(i)] = sum / micro_batches_;
+      double& loss = losses[static_cast<std::size_t>(i - first)];
+      loss = sum / micro_batches_;
       const bool logger = replica_ == 0;
       if (logger && options_.log && options_.log_every > 0 &&
           ((i + 1) % options_.log_every == 0 || i + 1 == n)) {
         char line[160];
         std::snprintf(line, sizeof line, "step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)",
-                      i + 1, losses[static_cast<std::size_t>(i)],
+                      i + 1, loss,
                       static_cast<double>(plan_.samples_per_iteration) / times.seconds,
                       times.seconds);
         options_.log(line);
@@ -491,6 +624,7 @@ ExecResult RankRunner::Run() {
       SaveCheckpoint(i + 1);
   }
   result.final_params = runtime_->DownloadParams();
+  result.final_params.resize(static_cast<std::size_t>(runtime_->own_params()));
   for (models::OpId v = 0; v < begin_; ++v) result.params_offset += graph_.op(v).params;
   result.bytes_sent = static_cast<std::uint64_t>(comm_.stats().bytes_sent);
   RankReport report{mine, {}, {}};

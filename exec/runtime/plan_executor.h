@@ -8,7 +8,9 @@
 //                             first receives it;
 //   kCollective            -> all-reduce of the bucket's gradients over the
 //                             collective's group with the plan's algorithm
-//                             (ring or tree over point-to-point, or MPI's);
+//                             (ring or tree over point-to-point, or MPI's),
+//                             or the sum of a shared table's gradient over
+//                             the stages using it (a tied embedding);
 //   kOptimizer             -> the optimizer step.
 // A plan of P iterations is replayed: real iteration i runs the tasks of
 // plan iteration i % P (P = 1 for data parallelism, H for local SGD).
@@ -68,7 +70,9 @@ struct ExecOptions {
   // the rank sleeps (factor - 1) x the task's duration. Empty = none.
   std::vector<double> slowdown;
   // Checkpoints: every `checkpoint_every` iterations (0 = never) into
-  // checkpoint_dir/rank-R/; `resume` starts from the latest one.
+  // checkpoint_dir/rank-R/; `resume` starts from the newest step whose
+  // checkpoint is valid on every rank (the ranks agree on it; UserError on
+  // every rank when there is none, or when it leaves no iteration to run).
   int checkpoint_every = 0;
   std::string checkpoint_dir;
   bool resume = false;
@@ -78,6 +82,9 @@ struct ExecOptions {
   // every `log_every` iterations with the seeds' step line.
   int log_every = 10;
   std::function<void(const std::string&)> log;
+  // Called on any rank with a warning (a damaged checkpoint skipped on
+  // resume). Empty = none.
+  std::function<void(const std::string&)> warn;
 };
 
 // One task of one rank as it ran (record_timeline), in microseconds since
@@ -100,12 +107,16 @@ struct IterationTimes {
 };
 
 struct ExecResult {
-  // Per real iteration, per rank (ranks x iterations after Gather).
+  // The iterations this run executed, first_iteration .. options.iterations
+  // - 1 (a resumed run skips those its checkpoint holds). Per iteration run,
+  // per rank (ranks x iterations after Gather).
   std::vector<std::vector<IterationTimes>> times;
-  std::vector<double> losses;   // per iteration (mean over replicas holding the loss)
+  std::vector<double> losses;   // per iteration run (mean over replicas holding the loss)
   std::int64_t samples_per_iteration = 0;
-  int first_iteration = 0;      // > 0 when resumed
-  std::vector<float> final_params;  // this rank's parameters at the end
+  int first_iteration = 0;      // the step resumed from; 0 when not resumed
+  // This rank's parameters at the end (its own ops'; not the copies of
+  // shared tables it holds, ModelRuntime::weight_copies).
+  std::vector<float> final_params;
   // Where final_params starts in the whole model's flat parameter buffer
   // (a pipeline stage's first parameter, a server's shard; else 0).
   std::int64_t params_offset = 0;

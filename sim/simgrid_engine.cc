@@ -1,5 +1,7 @@
 #include "sim/simgrid_engine.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xbt/log.h>
@@ -492,9 +494,15 @@ EngineResult RunSimgridEngine(const plan::Plan& plan, const TaskCosts& costs,
   int fds[2];
   std::fflush(nullptr);  // the child's SimGrid may flush stdio: write nothing twice
   if (pipe(fds) != 0) throw InternalError(std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InternalError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // The child dies with this process (killed, even with SIGKILL): the
+    // kernel sends SIGKILL when the forking thread ends, and that thread
+    // waits for the child below. Should we already be gone, stop now.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     // Keep only stdio and our pipe: a sweep's other threads may be running
     // their own children, whose pipes must see end-of-file when they finish.
     const int out = fds[1];

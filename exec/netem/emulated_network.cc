@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -224,15 +225,29 @@ std::vector<std::string> RemoveStaleNetworks(CommandRunner& runner,
   std::vector<std::string> removed;
   // `ip netns list`: "dtsim-123-r0 (id: 4)" or "dtsim-123-r0".
   const std::regex ns_re(R"(^(dtsim-(\d+)-r(\d+))\b)");
+  struct Stale {
+    long pid;
+    int rank;
+    std::string name;
+  };
+  std::vector<Stale> candidates;
+  // Runs whose owner is gone but whose namespaces still hold processes (its
+  // mpirun or ranks, orphaned when the owner was killed): in use, kept.
+  std::set<long> in_use;
   std::istringstream nslist(runner.Run({"ip", "netns", "list"}).out);
   for (std::string line; std::getline(nslist, line);) {
     std::smatch m;
     if (!std::regex_search(line, m, ns_re)) continue;
     const long pid = std::stol(m[2]);
     if (is_alive(pid)) continue;
-    const NetworkNames names = NamesFor(pid);
-    runner.Run({"ip", "link", "del", names.HostVeth(std::stoi(m[3]))});
-    if (runner.Run({"ip", "netns", "del", m[1]}).status == 0) removed.push_back(m[1]);
+    const CommandResult pids = runner.Run({"ip", "netns", "pids", m[1]});
+    if (pids.out.find_first_not_of(" \t\n") != std::string::npos) in_use.insert(pid);
+    candidates.push_back({pid, std::stoi(m[3]), m[1]});
+  }
+  for (const Stale& c : candidates) {
+    if (in_use.count(c.pid)) continue;
+    runner.Run({"ip", "link", "del", NamesFor(c.pid).HostVeth(c.rank)});
+    if (runner.Run({"ip", "netns", "del", c.name}).status == 0) removed.push_back(c.name);
   }
   // `ip -o link show type bridge`: "7: dts123b: <BROADCAST,..." (also the
   // host veths, as "8: dts123v0@if2: ..." with `type veth`).
@@ -241,7 +256,9 @@ std::vector<std::string> RemoveStaleNetworks(CommandRunner& runner,
     std::istringstream links(runner.Run({"ip", "-o", "link", "show", "type", type}).out);
     for (std::string line; std::getline(links, line);) {
       std::smatch m;
-      if (!std::regex_search(line, m, link_re) || is_alive(std::stol(m[2]))) continue;
+      if (!std::regex_search(line, m, link_re)) continue;
+      const long pid = std::stol(m[2]);
+      if (is_alive(pid) || in_use.count(pid)) continue;
       if (runner.Run({"ip", "link", "del", m[1]}).status == 0) removed.push_back(m[1]);
     }
   }

@@ -149,8 +149,11 @@ class EmulatedNetwork {
 
 // Deletes the namespaces, veths and bridges of runs whose owner pid is no
 // longer alive (`alive(pid)`, default: /proc/<pid> exists), as left by a
-// run killed with SIGKILL. Returns the names removed. Failures to delete
-// are ignored (another run may be removing the same leftovers).
+// run killed with SIGKILL, unless a namespace of that run still holds
+// processes (`ip netns pids`: ranks or mpirun that outlived the owner),
+// whose network would vanish under them. Returns the names removed.
+// Failures to delete are ignored (another run may be removing the same
+// leftovers).
 std::vector<std::string> RemoveStaleNetworks(CommandRunner& runner,
                                              const std::function<bool(long)>& alive = {});
 

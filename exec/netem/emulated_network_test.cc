@@ -174,6 +174,31 @@ TEST(RemoveStaleNetworks, RemovesOnlyDeadOwners) {
   EXPECT_FALSE(Contains(runner.commands, "ip link del dts8b"));
 }
 
+TEST(RemoveStaleNetworks, KeepsNetworksThatOrphanedProcessesStillUse) {
+  // Issue 10 item 16: run 7's owner was killed, but its ranks still live in
+  // dtsim-7-r1; run 9's owner is gone and its namespace is empty.
+  class Lister final : public CommandRunner {
+   public:
+    CommandResult Run(const std::vector<std::string>& argv) override {
+      const std::string line = CommandLine(argv);
+      commands.push_back(line);
+      CommandResult r;
+      r.status = 0;
+      if (line == "ip netns list") r.out = "dtsim-7-r0\ndtsim-7-r1 (id: 5)\ndtsim-9-r0\n";
+      if (line == "ip netns pids dtsim-7-r1") r.out = "4242\n";
+      if (line == "ip -o link show type bridge")
+        r.out = "9: dts7b: <BROADCAST> mtu 1500\n10: dts9b: <BROADCAST> mtu 1500\n";
+      return r;
+    }
+    std::vector<std::string> commands;
+  } runner;
+  const auto removed = RemoveStaleNetworks(runner, [](long) { return false; });
+  EXPECT_EQ(removed, (std::vector<std::string>{"dtsim-9-r0", "dts9b"}));
+  for (const char* kept : {"ip netns del dtsim-7-r0", "ip netns del dtsim-7-r1",
+                           "ip link del dts7b", "ip link del dts7v0"})
+    EXPECT_FALSE(Contains(runner.commands, kept)) << kept;
+}
+
 // The real thing: needs root and network namespaces.
 bool CanEmulate(CommandRunner& runner) {
   if (::geteuid() != 0) return false;

@@ -173,19 +173,61 @@ bool YamlValue::AsBool() const {
   Fail("expected true or false, got " + Describe());
 }
 
-double YamlValue::AsQuantity(Dimension dim) const {
+QuantityBounds BoundsOf(Dimension dim) {
+  switch (dim) {
+    case Dimension::kBytes: return {1.0, 1152921504606846976.0};  // 2^60
+    case Dimension::kBandwidth: return {125.0, 1e15};
+    case Dimension::kTime: return {0.0, 1e6};
+    case Dimension::kFlopRate: return {1e6, 1e21};
+  }
+  DTSIM_CHECK(false, "unhandled Dimension");
+  return {0, 0};
+}
+
+namespace {
+
+// `value` in the base unit of `dim`, for a person.
+std::string FormatQuantity(double value, Dimension dim) {
+  switch (dim) {
+    case Dimension::kBytes: return FormatBytes(value);
+    case Dimension::kBandwidth: return FormatBandwidth(value);
+    case Dimension::kTime: return FormatSeconds(value);
+    case Dimension::kFlopRate: return FormatFlopRate(value);
+  }
+  return std::to_string(value);
+}
+
+}  // namespace
+
+double YamlValue::AsQuantity(Dimension dim, double highest) const {
   if (!node_.IsScalar()) {
     Fail(std::string("expected a ") + DimensionName(dim) + " with a unit, got " + Describe());
   }
+  double v = 0;
   try {
-    return ParseQuantity(node_.Scalar(), dim, where_);
+    v = ParseQuantity(node_.Scalar(), dim, where_);
   } catch (const UserError& e) {
     Fail(e.message(), e.hint());
   }
+  const QuantityBounds bounds = BoundsOf(dim);
+  if (highest <= 0) highest = bounds.highest;
+  // Also catches a number that overflowed to inf when scaled to the base
+  // unit (1e308TBps).
+  if (!(v <= highest)) {
+    Fail(std::string("the ") + DimensionName(dim) + " " + Describe() + " is more than " +
+             FormatQuantity(highest, dim) + ", the most dtsim accepts",
+         "check the number and its unit");
+  }
+  if (v != 0 && v < bounds.lowest) {
+    Fail(std::string("the ") + DimensionName(dim) + " " + Describe() + " is less than " +
+             FormatQuantity(bounds.lowest, dim) + ", the least dtsim accepts (0 aside)",
+         "check the number and its unit");
+  }
+  return v;
 }
 
-double YamlValue::AsPositiveQuantity(Dimension dim) const {
-  const double v = AsQuantity(dim);
+double YamlValue::AsPositiveQuantity(Dimension dim, double highest) const {
+  const double v = AsQuantity(dim, highest);
   if (v <= 0) Fail(std::string("expected a ") + DimensionName(dim) + " > 0, got " + Describe());
   return v;
 }

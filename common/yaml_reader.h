@@ -29,6 +29,21 @@ namespace dtsim {
 
 class YamlMap;
 
+// The values a quantity of each dimension may take in dtsim's input files:
+// wide enough for any real hardware, narrow enough that the simulation's
+// arithmetic holds (its clock counts int64 nanoseconds up to about 146
+// years) and that a typo such as 1e-300bps is caught where it is written.
+struct QuantityBounds {
+  double lowest;   // the smallest nonzero value (0 itself is allowed)
+  double highest;
+};
+//   size:      1 B .. 2^60 B (1 EiB)
+//   bandwidth: 1 kbps (125 B/s) .. 1 PB/s (a GPU link today: about 1 TB/s)
+//   time:      any .. 10^6 s (about 11.6 days; one latency, launch cost or
+//              delay: a step is a sum of many)
+//   flop rate: 1 MFLOP/s .. 1 ZFLOP/s (10^21; a GPU today: about 10^15)
+QuantityBounds BoundsOf(Dimension dim);
+
 // One node of a document, with where it came from.
 class YamlValue {
  public:
@@ -65,9 +80,11 @@ class YamlValue {
   bool AsBool() const;  // true/false (also yes/no, on/off)
   // A quantity with a unit, in the base unit of `dim` (common/units.h).
   // Errors from ParseQuantity are reported at this value, with their hint.
-  double AsQuantity(Dimension dim) const;
+  // The value must lie in QuantityBounds(dim) (a nonzero value at least
+  // `lowest`, any value at most `highest`), or at most `highest` when given.
+  double AsQuantity(Dimension dim, double highest = 0) const;
   // Same, and > 0.
-  double AsPositiveQuantity(Dimension dim) const;
+  double AsPositiveQuantity(Dimension dim, double highest = 0) const;
   // One of `names` (case-insensitive); returns its index. The error lists
   // them. `what` names the kind of value in messages ("topology").
   std::size_t AsChoice(const std::vector<std::string>& names, std::string_view what) const;

@@ -61,6 +61,12 @@ double ReadEfficiency(const YamlValue& v) {
     v.Fail("expected an efficiency in (0, 1], got " + v.Describe(),
            "an efficiency is the achieved rate divided by peak_fp32");
   }
+  // A rate 1000 times below peak is no longer a device; below that, op
+  // times leave what the simulation's clock holds.
+  if (e < 1e-3) {
+    v.Fail("the efficiency " + v.Describe() + " is below 0.001, the least dtsim accepts",
+           "an efficiency is a fraction of the peak rate: 0.8 means 80%");
+  }
   return e;
 }
 

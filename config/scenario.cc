@@ -4,6 +4,11 @@
 
 namespace dtsim::config {
 
+SourceLocation Scenario::Where(const std::string& path) const {
+  const auto it = key_locations.find(path);
+  return it != key_locations.end() ? it->second : SourceLocation{source_path};
+}
+
 const char* TopologyName(Topology t) {
   switch (t) {
     case Topology::kSingleSwitch: return "single_switch";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "hw/catalog.h"
 #include "models/op.h"
 #include "models/zoo.h"
@@ -277,6 +278,15 @@ struct Scenario {
   FailureConfig failures;
   SimgridConfig simgrid;
   OutputConfig outputs;
+  // Where the file gave each key of its top level, workload and parallelism
+  // sections, at the key's value ("parallelism.tensor_parallel" ->
+  // file:line:column), for errors found after loading (sim/hybrid_setup.cc).
+  // Empty for scenarios built in code.
+  std::map<std::string, SourceLocation> key_locations;
+
+  // key_locations[path], or the file itself (source_path) when the key was
+  // not given.
+  SourceLocation Where(const std::string& path) const;
 };
 
 // Loads and validates a scenario file. Throws UserError with file:line:column
@@ -287,10 +297,21 @@ Scenario LoadScenario(const std::string& path);
 // Same from text; `filename` names the source in messages and is the base
 // for relative model file paths.
 Scenario ParseScenario(const std::string& yaml_text, const std::string& filename);
+// A key the scenario gives that its strategy or engine does not use
+// (config/strategy_keys.h).
+struct UnusedKey {
+  std::string path;       // "parallelism.pipeline_parallel"
+  SourceLocation where;   // of the key
+  std::string reason;     // "strategy 'data' does not use ... (...)"
+};
+
 // Same from a document already parsed (e.g. by ParseYamlDocument, then edited
 // as sim/sweep.cc does for each point of a sweep). Errors name the positions
-// the nodes carry (their YAML::Mark), in `filename`.
-Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename);
+// the nodes carry (their YAML::Mark), in `filename`. A key the strategy does
+// not use is a UserError at the key; with `unused` (a sweep's point), such
+// keys are appended there instead and the scenario loads.
+Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename,
+                           std::vector<UnusedKey>* unused = nullptr);
 
 // The catalog of the scenario: built-in entries plus the scenario's own.
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);

@@ -17,6 +17,7 @@
 #include "config/device_profile.h"
 #include "config/scenario.h"
 #include "config/section_readers.h"
+#include "config/strategy_keys.h"
 #include "models/model_file.h"
 
 namespace dtsim::config {
@@ -41,6 +42,18 @@ constexpr std::array kAlgorithms = {CollectiveAlgorithm::kRing, CollectiveAlgori
 // Simulation engines sim/ provides (sim/simulator.h).
 const std::vector<std::string> kEngines = {"analytic", "simgrid"};
 
+const std::vector<std::string> kTopLevelKeys = {
+    "name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
+    "simgrid", "outputs"};
+const std::vector<std::string> kWorkloadKeys = {
+    "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
+    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param"};
+const std::vector<std::string> kParallelismKeys = {
+    "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
+    "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
+    "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
+    "zero_stage", "partition"};
+
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
 E ReadEnum(const YamlValue& v, const std::array<E, N>& all, const char* (*name)(E),
@@ -55,6 +68,12 @@ double ReadEfficiency(const YamlValue& v) {
   const double e = v.AsNumber();
   if (!(e > 0 && e <= 1)) {
     v.Fail("expected an efficiency in (0, 1], got " + v.Describe(),
+           "an efficiency is a fraction of the peak rate: 0.8 means 80%");
+  }
+  // A rate 1000 times below peak is no longer a device; below that, op
+  // times leave what the simulation's clock holds.
+  if (e < 1e-3) {
+    v.Fail("the efficiency " + v.Describe() + " is below 0.001, the least dtsim accepts",
            "an efficiency is a fraction of the peak rate: 0.8 means 80%");
   }
   return e;
@@ -134,8 +153,8 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
   if (auto x = m.Get("nodes_per_leaf")) n.nodes_per_leaf = x->AsInt(1);
   if (auto x = m.Get("oversubscription")) {
     n.oversubscription = x->AsNumber();
-    if (!(n.oversubscription >= 1)) {
-      x->Fail("expected an oversubscription >= 1, got " + x->Describe(),
+    if (!(n.oversubscription >= 1 && n.oversubscription <= 1000)) {
+      x->Fail("expected an oversubscription in [1, 1000], got " + x->Describe(),
               "oversubscription is the leaf's down/up bandwidth ratio: 1 is non-blocking, "
               "4 means 4:1");
     }
@@ -247,9 +266,7 @@ hw::Precision ReadPrecision(const YamlValue& v) {
 }
 
 WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
-  const YamlMap m = v.AsMap({"model", "batch_per_device", "precision", "iterations",
-                             "compute_efficiency", "memory_efficiency", "kernel_launch",
-                             "optimizer_bytes_per_param"});
+  const YamlMap m = v.AsMap(kWorkloadKeys);
   WorkloadConfig w;
   if (auto x = m.Get("model")) w.model = ReadModel(*x, base);
   if (auto x = m.Get("batch_per_device")) w.batch_per_device = x->AsInt(1);
@@ -269,7 +286,12 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   if (auto x = m.Get("kernel_launch")) w.kernel_launch_s = x->AsQuantity(Dimension::kTime);
   if (auto x = m.Get("optimizer_bytes_per_param")) {
     w.optimizer_bytes_per_param = x->AsNumber();
-    if (*w.optimizer_bytes_per_param < 0) x->Fail("expected a number >= 0, got " + x->Describe());
+    // Adam in mixed precision moves about 40 bytes a parameter.
+    if (!(*w.optimizer_bytes_per_param >= 0 && *w.optimizer_bytes_per_param <= 1000)) {
+      x->Fail("expected a number in [0, 1000], got " + x->Describe(),
+              "bytes of memory traffic per parameter in the optimizer step: 20 for SGD with "
+              "momentum in fp32");
+    }
   }
   return w;
 }
@@ -289,11 +311,7 @@ ParameterServerConfig ReadParameterServer(const YamlValue& v) {
 }
 
 ParallelismConfig ReadParallelism(const YamlValue& v) {
-  const YamlMap m = v.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap",
-                             "averaging_period", "averaging", "parameter_server",
-                             "tensor_parallel", "pipeline_parallel", "micro_batch_size",
-                             "global_batch", "schedule", "virtual_stages", "stage_layers",
-                             "recompute", "optimizer", "zero_stage", "partition"});
+  const YamlMap m = v.AsMap(kParallelismKeys);
   ParallelismConfig p;
   if (auto x = m.Get("strategy")) p.strategy = ReadEnum(*x, kStrategies, StrategyName, "strategy");
   if (auto x = m.Get("sync")) p.sync = ReadEnum(*x, kSyncModes, SyncModeName, "sync mode");
@@ -346,34 +364,91 @@ OutputConfig ReadOutputs(const YamlValue& v) {
 }
 
 // Tensor x pipeline parallelism must divide the cluster, and the global batch
-// the replicas' micro-batches; reported at the offending key.
+// the replicas' micro-batches: well-formed values whose plan cannot be built
+// (InfeasiblePlan), reported at the offending key. The checks that need the
+// model (heads, layers) are sim::MakeHybridSetup's.
 void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
   if (s.parallelism.strategy != Strategy::kHybrid) return;
-  const YamlMap m = parallelism.AsMap({"strategy", "sync", "algorithm", "bucket_size", "overlap",
-                                       "averaging_period", "averaging", "parameter_server",
-                                       "tensor_parallel", "pipeline_parallel", "micro_batch_size",
-                                       "global_batch", "schedule", "virtual_stages",
-                                       "stage_layers", "recompute", "optimizer", "zero_stage",
-                                       "partition"});
+  const YamlMap m = parallelism.AsMap(kParallelismKeys);
   const HybridConfig& h = s.parallelism.hybrid;
-  const int n = s.cluster.num_devices();
-  const int tp = h.tensor_parallel * h.pipeline_parallel;
+  const std::int64_t n = s.cluster.num_devices();
+  // Each factor is at most INT_MAX: their product fits in 64 bits.
+  const std::int64_t tp = std::int64_t{h.tensor_parallel} * h.pipeline_parallel;
   const auto at = [&](const char* key) { return m.Get(key) ? *m.Get(key) : parallelism; };
   if (n % tp != 0) {
     at(h.pipeline_parallel > 1 ? "pipeline_parallel" : "tensor_parallel")
-        .Fail("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +
-                  " does not divide the cluster's " + std::to_string(n) + " devices",
-              "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+        .FailInfeasible("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +
+                            " does not divide the cluster's " + std::to_string(n) + " devices",
+                        "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
   }
-  const int per_step = n / tp * h.micro_batch_size;
+  const std::int64_t per_step = n / tp * h.micro_batch_size;
   if (h.global_batch > 0 && h.global_batch % per_step != 0) {
     at("global_batch")
-        .Fail("global_batch " + std::to_string(h.global_batch) + " is not a multiple of data " +
-                  "parallelism x micro_batch_size = " + std::to_string(per_step),
-              "each replica runs a whole number of micro-batches");
+        .FailInfeasible("global_batch " + std::to_string(h.global_batch) +
+                            " is not a multiple of data parallelism x micro_batch_size = " +
+                            std::to_string(per_step),
+                        "each replica runs a whole number of micro-batches");
   }
   if (h.schedule == PipelineSchedule::kInterleaved && h.virtual_stages < 2) {
     at("virtual_stages").Fail("the interleaved schedule needs virtual_stages >= 2");
+  }
+}
+
+// A scenario's name names its output folder (results/<name>) and its rows:
+// a name, never a path. Returns "" when `name` is one, else what is wrong.
+std::string NameProblem(const std::string& name) {
+  constexpr std::size_t kMaxNameBytes = 128;
+  if (name.empty()) return "a scenario name cannot be empty";
+  if (name.size() > kMaxNameBytes) {
+    return "a scenario name is at most " + std::to_string(kMaxNameBytes) + " bytes, got " +
+           std::to_string(name.size());
+  }
+  if (name == "." || name == "..") return "'" + name + "' is a folder, not a scenario name";
+  for (const char c : name) {
+    if (c == '/' || c == '\\') {
+      return "a scenario name cannot contain '" + std::string(1, c) +
+             "': it names a folder under results/, not a path";
+    }
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "a scenario name cannot contain control characters";
+    }
+  }
+  if (name.front() == '-') return "a scenario name cannot start with '-' (it reads as an option)";
+  if (name.front() == '.') return "a scenario name cannot start with '.' (a hidden folder)";
+  if (name.front() == ' ' || name.back() == ' ') {
+    return "a scenario name cannot start or end with a space";
+  }
+  return "";
+}
+
+// The entries of `root`'s top level and of its workload and parallelism
+// sections. REQUIRES: those sections were read (they are mappings).
+std::vector<YamlMap::Entry> MainEntries(const YamlMap& root) {
+  std::vector<YamlMap::Entry> entries;
+  for (const YamlMap::Entry& e : root.entries()) {
+    entries.push_back(e);
+    const std::vector<std::string>* section = e.key == "workload"      ? &kWorkloadKeys
+                                              : e.key == "parallelism" ? &kParallelismKeys
+                                                                       : nullptr;
+    if (section == nullptr) continue;
+    const YamlMap inner = e.value.AsMap(*section);
+    entries.insert(entries.end(), inner.entries().begin(), inner.entries().end());
+  }
+  return entries;
+}
+
+// Keys of `root` (top level, workload, parallelism) that the scenario's
+// strategy or engine does not use: an error at the first one, or, with
+// `unused`, all of them appended there.
+void CheckKeysUsed(const Scenario& s, const YamlMap& root, std::vector<UnusedKey>* unused) {
+  for (const YamlMap::Entry& e : MainEntries(root)) {
+    const std::string reason = UnusedKeyReason(s, e.value.path());
+    if (reason.empty()) continue;
+    if (unused == nullptr) {
+      throw UserError(e.key_value.where(), reason,
+                      "remove the key, or choose a strategy that uses it (docs/scenario.md)");
+    }
+    unused->push_back(UnusedKey{e.value.path(), e.key_value.where(), reason});
   }
 }
 
@@ -400,17 +475,28 @@ Scenario ParseScenario(const std::string& yaml_text, const std::string& filename
   return ParseScenarioNode(ParseYamlDocument(yaml_text, filename), filename);
 }
 
-Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filename) {
+Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filename,
+                           std::vector<UnusedKey>* unused) {
   const YamlValue root = YamlValue::Root(root_node, filename);
   if (root.IsNull()) root.Fail("the scenario is empty", "see docs/scenario.md for the format");
-  const YamlMap m = root.AsMap(
-      {"name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
-       "simgrid", "outputs"});
+  const YamlMap m = root.AsMap(kTopLevelKeys);
 
   Scenario s;
   s.source_path = filename;
-  if (const std::string stem = fs::path(filename).stem().string(); !stem.empty()) s.name = stem;
-  if (auto x = m.Get("name")) s.name = x->AsString();
+  if (auto x = m.Get("name")) {
+    s.name = x->AsString();
+    if (const std::string problem = NameProblem(s.name); !problem.empty()) {
+      x->Fail(problem, "write a plain name such as gpt3-13b_64gpus");
+    }
+  } else if (const std::string stem = fs::path(filename).stem().string(); !stem.empty()) {
+    // The file's own name, unless it cannot name a folder ("...yaml" has
+    // the stem "..").
+    if (const std::string problem = NameProblem(stem); !problem.empty()) {
+      root.Fail("the file name '" + stem + "' cannot serve as the scenario's name: " + problem,
+                "add a 'name:' key");
+    }
+    s.name = stem;
+  }
   if (auto x = m.Get("seed")) {
     s.seed = static_cast<std::uint64_t>(x->AsInt64(0, std::numeric_limits<std::int64_t>::max()));
   }
@@ -426,6 +512,16 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   if (auto x = m.Get("parallelism")) {
     s.parallelism = ReadParallelism(*x);
     CheckHybridShape(s, *x);
+    const ParameterServerConfig& ps = s.parallelism.parameter_server;
+    if (ps.replicas_to_aggregate > s.cluster.num_devices()) {
+      x->AsMap(kParallelismKeys)
+          .Require("parameter_server")
+          .AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload"})
+          .Require("replicas_to_aggregate")
+          .Fail("expected at most the cluster's " + std::to_string(s.cluster.num_devices()) +
+                    " workers, got " + std::to_string(ps.replicas_to_aggregate),
+                "k of n: at most the number of workers; 0 means all");
+    }
   }
   if (auto x = m.Get("stragglers")) {
     s.stragglers = ReadStragglers(*x);
@@ -433,7 +529,26 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
         !problem.empty())
       x->Fail(problem, "ranks are worker indices, 0-based and node-major");
   }
-  if (auto x = m.Get("failures")) s.failures = ReadFailures(*x);
+  if (auto x = m.Get("failures")) {
+    s.failures = ReadFailures(*x);
+    // sim/failures.cc simulates every failure of the horizon: a failure
+    // every system MTBF = mtbf / devices (or nodes).
+    const FailureConfig& f = s.failures;
+    const double units = f.scope == FailureScope::kDevice ? s.cluster.num_devices()
+                                                          : s.cluster.nodes;
+    const double events = f.horizon_s / f.checkpoint_interval_s + f.horizon_s * units / f.mtbf_s;
+    if (events > 1e8) {
+      x->AsMap({"mtbf", "scope", "checkpoint_interval", "checkpoint_cost", "restart_cost",
+                "horizon"})
+          .Require("mtbf")
+          .Fail("an MTBF of " + FormatSeconds(f.mtbf_s) + " per " + FailureScopeName(f.scope) +
+                    " over " + FormatCount(units) + " " + FailureScopeName(f.scope) +
+                    "s and a horizon of " + FormatSeconds(f.horizon_s) + " is about " +
+                    FormatCount(events) + " failures and checkpoints, more than the 10^8 dtsim "
+                    "simulates",
+                "shorten failures.horizon or lengthen failures.mtbf");
+    }
+  }
   if (auto x = m.Get("simgrid")) {
     const YamlMap sg = x->AsMap({"config", "max_step_repeats", "log"});
     if (auto c = sg.Get("config")) {
@@ -454,6 +569,8 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   }
   if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
   if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;
+  for (const YamlMap::Entry& e : MainEntries(m)) s.key_locations[e.value.path()] = e.value.where();
+  CheckKeysUsed(s, m, unused);
   return s;
 }
 

@@ -95,7 +95,69 @@ TEST(ScenarioLoaderTest, EfficiencyOutOfRange) {
   EXPECT_TRUE(FailsAt("workload:\n  memory_efficiency: 1.2\n", 2,
                       "expected an efficiency in (0, 1], got '1.2'"));
   EXPECT_TRUE(FailsAt("cluster:\n  network:\n    oversubscription: 0.5\n", 3,
-                      "expected an oversubscription >= 1, got '0.5'"));
+                      "expected an oversubscription in [1, 1000], got '0.5'"));
+}
+
+// Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or
+// as an error without a location ("must be > 0, got inf"); each is refused
+// at the value, naming the bound (common/yaml_reader.h BoundsOf).
+TEST(ScenarioLoaderTest, ExtremeQuantitiesAreRefusedWhereWritten) {
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  links: [{name: l, bandwidth: 1e-300bps, latency: 1us}]
+)",
+                      2, "cluster.links[0].bandwidth: the bandwidth '1e-300bps' is less than"));
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  devices:
+    - {name: d, fp32: 1e-3FLOPS, memory: 16GiB, memory_bandwidth: 900GBps}
+)",
+                      3, "the compute rate '1e-3FLOPS' is less than 1.00 MFLOP/s"));
+  // 1e308 PFLOPS is inf once scaled to FLOP/s: "must be > 0, got inf" before.
+  EXPECT_TRUE(FailsAt(R"(cluster:
+  devices:
+    - {name: d, fp32: 1e308PFLOPS, memory: 16GiB, memory_bandwidth: 900GBps}
+)",
+                      3, "the compute rate '1e308PFLOPS' is more than 1000 EFLOP/s"));
+  EXPECT_TRUE(FailsAt("cluster:\n  links: [{name: l, bandwidth: 1e308TBps, latency: 1us}]\n", 2,
+                      "the bandwidth '1e308TBps' is more than"));
+  EXPECT_TRUE(FailsAt("workload:\n  kernel_launch: 1e300s\n", 2,
+                      "workload.kernel_launch: the time '1e300s' is more than"));
+  EXPECT_TRUE(FailsAt("cluster:\n  network: {collective_latency: 1000001s}\n", 2,
+                      "the time '1000001s' is more than"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  bucket_size: 1e-300B\n", 2,
+                      "the size '1e-300B' is less than 1.00 B"));
+  EXPECT_TRUE(FailsAt("workload:\n  memory_efficiency: 1e-300\n", 2, "below 0.001"));
+  EXPECT_TRUE(FailsAt("cluster:\n  network: {oversubscription: 1e300}\n", 2,
+                      "oversubscription in [1, 1000]"));
+  EXPECT_TRUE(FailsAt("workload:\n  optimizer_bytes_per_param: 1e300\n", 2, "[0, 1000]"));
+  EXPECT_TRUE(FailsAt("workload:\n  kernel_launch: infs\n", 2, "expected a finite time"));
+  EXPECT_TRUE(FailsAt("workload:\n  memory_efficiency: nan\n", 2, "expected a number"));
+  // The largest accepted values load.
+  EXPECT_NO_THROW(ParseScenario(R"(cluster:
+  links: [{name: l, bandwidth: 1000TBps, latency: 1000000s}]
+  devices:
+    - {name: d, fp32: 1e21FLOPS, memory: 1048576TiB, memory_bandwidth: 1000TBps}
+)",
+                                "t.yaml"));
+}
+
+TEST(ScenarioLoaderTest, ReplicasToAggregateAreWorkers) {
+  EXPECT_TRUE(FailsAt(R"(cluster: {nodes: 2}
+parallelism:
+  strategy: parameter_server
+  parameter_server:
+    replicas_to_aggregate: 3
+)",
+                      5, "expected at most the cluster's 2 workers, got 3"));
+}
+
+TEST(ScenarioLoaderTest, FailureEventsAreBoundedWhereWritten) {
+  // The reproducer printed "about -9223372036854775808 events".
+  EXPECT_TRUE(FailsAt("failures: {mtbf: 100h, horizon: 1e300h}\n", 1,
+                      "failures.horizon: the time '1e300h' is more than"));
+  EXPECT_TRUE(FailsAt("failures:\n  mtbf: 100h\n  checkpoint_interval: 1ns\n", 3,
+                      "is 605 T checkpoints, more than the 10^8"));
+  // 1 ns per device over 7 days: 6e14 failures.
+  EXPECT_TRUE(FailsAt("failures:\n  mtbf: 1ns\n", 2, "more than the 10^8 dtsim simulates"));
 }
 
 TEST(ScenarioLoaderTest, UnknownModel) {
@@ -485,6 +547,36 @@ TEST(ScenarioLoaderTest, SimgridSection) {
   EXPECT_EQ(s.simgrid.log_threshold, "warning");
   EXPECT_TRUE(FailsAt("simgrid:\n  config: [LV08]\n", 2, "expected a SimGrid configuration item"));
   EXPECT_TRUE(FailsAt("simgrid:\n  log: loud\n", 2, "log threshold"));
+}
+
+}  // namespace
+}  // namespace dtsim::config
+
+namespace dtsim::config {
+namespace {
+
+// Issue 10 item 15: `name: ../../../escaped` wrote outside results/ and
+// `name: ".."` into the current directory. A name is a name, not a path.
+TEST(ScenarioLoaderTest, NameIsNotAPath) {
+  EXPECT_TRUE(FailsAt("name: ../../../escaped\n", 1, "cannot contain '/'"));
+  EXPECT_TRUE(FailsAt("name: \"..\"\n", 1, "'..' is a folder, not a scenario name"));
+  EXPECT_TRUE(FailsAt("name: .\n", 1, "'.' is a folder"));
+  EXPECT_TRUE(FailsAt("seed: 1\nname: 'a\\b'\n", 2, "cannot contain '\\'"));
+  EXPECT_TRUE(FailsAt("name: \"a\\0b\"\n", 1, "control characters"));
+  EXPECT_TRUE(FailsAt("name: \"x\\ny\"\n", 1, "control characters"));
+  EXPECT_TRUE(FailsAt("name: -rf\n", 1, "cannot start with '-'"));
+  EXPECT_TRUE(FailsAt("name: .hidden\n", 1, "cannot start with '.'"));
+  EXPECT_TRUE(FailsAt("name: " + std::string(129, 'a') + "\n", 1, "at most 128 bytes"));
+  EXPECT_EQ(ParseScenario("name: gpt3-13b_64 GPUs.v2\n", "t.yaml").name, "gpt3-13b_64 GPUs.v2");
+  EXPECT_EQ(ParseScenario("seed: 1\n", "dir/my-run.yaml").outputs.dir, "results/my-run");
+  // A file name that cannot be a folder's ("...yaml" has the stem "..")
+  // needs a name: key.
+  try {
+    ParseScenario("seed: 1\n", "dir/...yaml");
+    ADD_FAILURE() << "accepted the stem '..'";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("add a 'name:' key"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -15,10 +15,25 @@
 namespace dtsim::config {
 namespace {
 
-// A number >= 1: a factor by which compute is slower.
+// The slowest a straggler may be: a device 1000 times slower is as good as
+// failed (model that with `failures:`); beyond, its step times leave what
+// the simulation's clock holds.
+constexpr double kMaxSlowdown = 1000;
+// The widest lognormal noise: draws reach about 8.6 standard deviations
+// (Box-Muller from 53-bit uniforms), so sigma 2 slows a task at most
+// e^17 (2.4e7) times; sigma 1 is already a mean slowdown of 1.65.
+constexpr double kMaxSigma = 2;
+// The failures section describes months or years of training.
+constexpr double kMaxFailureTime = 1e10;  // seconds, about 317 years
+
+// A number in [1, kMaxSlowdown]: a factor by which compute is slower.
 double ReadSlowdown(const YamlValue& v, const std::string& hint) {
   const double x = v.AsNumber();
   if (!(x >= 1)) v.Fail("expected a number >= 1, got " + v.Describe(), hint);
+  if (x > kMaxSlowdown) {
+    v.Fail("expected a number <= 1000, got " + v.Describe(),
+           "a device 1000 times slower is as good as failed: use the failures section");
+  }
   return x;
 }
 
@@ -77,6 +92,10 @@ void ReadNoise(const YamlValue& v, StragglerConfig* c) {
         x.Fail("expected a sigma >= 0, got " + x.Describe(),
                "each compute task of a step takes exp(N(0, sigma^2)) x as long; 0.2 gives "
                "about +-20%");
+      }
+      if (c->sigma > kMaxSigma) {
+        x.Fail("expected a sigma <= 2, got " + x.Describe(),
+               "sigma 2 already slows the slowest draws 10^7 times; 0.2 gives about +-20%");
       }
       break;
     }
@@ -139,7 +158,7 @@ FailureConfig ReadFailures(const YamlValue& v) {
   FailureConfig f;
   // A failures section without mtbf would do nothing; say so instead.
   f.mtbf_s = m.Require("mtbf", "the mean time between failures of one device or node, e.g. 20000h")
-                 .AsPositiveQuantity(Dimension::kTime);
+                 .AsPositiveQuantity(Dimension::kTime, kMaxFailureTime);
   if (auto x = m.Get("scope")) {
     const std::vector<std::string> scopes = {FailureScopeName(FailureScope::kDevice),
                                              FailureScopeName(FailureScope::kNode)};
@@ -147,11 +166,25 @@ FailureConfig ReadFailures(const YamlValue& v) {
                                                        : FailureScope::kNode;
   }
   if (auto x = m.Get("checkpoint_interval")) {
-    f.checkpoint_interval_s = x->AsPositiveQuantity(Dimension::kTime);
+    f.checkpoint_interval_s = x->AsPositiveQuantity(Dimension::kTime, kMaxFailureTime);
   }
-  if (auto x = m.Get("checkpoint_cost")) f.checkpoint_cost_s = x->AsQuantity(Dimension::kTime);
-  if (auto x = m.Get("restart_cost")) f.restart_cost_s = x->AsQuantity(Dimension::kTime);
-  if (auto x = m.Get("horizon")) f.horizon_s = x->AsPositiveQuantity(Dimension::kTime);
+  if (auto x = m.Get("checkpoint_cost")) {
+    f.checkpoint_cost_s = x->AsQuantity(Dimension::kTime, kMaxFailureTime);
+  }
+  if (auto x = m.Get("restart_cost")) {
+    f.restart_cost_s = x->AsQuantity(Dimension::kTime, kMaxFailureTime);
+  }
+  if (auto x = m.Get("horizon")) f.horizon_s = x->AsPositiveQuantity(Dimension::kTime, kMaxFailureTime);
+  // The simulation steps through every checkpoint (sim/failures.cc): bound
+  // their number where the interval is written (failures add horizon /
+  // system MTBF more, checked where the cluster is known).
+  if (const double checkpoints = f.horizon_s / f.checkpoint_interval_s; checkpoints > 1e8) {
+    const YamlValue at = m.Get("checkpoint_interval") ? *m.Get("checkpoint_interval") : v;
+    at.Fail("a checkpoint every " + FormatSeconds(f.checkpoint_interval_s) + " over a horizon of " +
+                FormatSeconds(f.horizon_s) + " is " + FormatCount(checkpoints) +
+                " checkpoints, more than the 10^8 dtsim simulates",
+            "lengthen failures.checkpoint_interval or shorten failures.horizon");
+  }
   return f;
 }
 

@@ -145,6 +145,29 @@ TEST(StragglerLoaderTest, RangesAreChecked) {
                       2, "stragglers.interference.slowdown: expected a number >= 1"));
 }
 
+// Issue 10 item 18: extreme straggler values ended as exit 1 "internal
+// error" (the clock overflowed); they are refused at the value.
+TEST(StragglerLoaderTest, ExtremeValuesAreRefused) {
+  EXPECT_TRUE(FailsAt("stragglers:\n  slow_devices: [{ranks: [0], factor: 1e300}]\n", 2,
+                      "factor: expected a number <= 1000, got '1e300'"));
+  EXPECT_TRUE(FailsAt("stragglers:\n  noise: {distribution: lognormal, sigma: 40}\n", 2,
+                      "stragglers.noise.sigma: expected a sigma <= 2, got '40'"));
+  EXPECT_TRUE(FailsAt("stragglers:\n  noise: {distribution: exponential, mean: 1e300s}\n", 2,
+                      "stragglers.noise.mean: the time '1e300s' is more than"));
+  EXPECT_TRUE(FailsAt("stragglers:\n  noise: {distribution: stall, probability: 1, "
+                      "delay: 1e20h}\n",
+                      2, "stragglers.noise.delay: the time '1e20h' is more than"));
+  EXPECT_TRUE(FailsAt("stragglers:\n  interference: {period: 1s, duration: 1s, slowdown: 1e300}\n",
+                      2, "slowdown: expected a number <= 1000"));
+  EXPECT_TRUE(FailsAt("stragglers:\n  interference: {period: 1e300s, duration: 1s, slowdown: 2}\n",
+                      2, "stragglers.interference.period: the time '1e300s' is more than"));
+  // The bounds themselves load.
+  EXPECT_NO_THROW(ParseScenario(
+      "stragglers:\n  slow_devices: [{ranks: [0], factor: 1000}]\n"
+      "  noise: {distribution: lognormal, sigma: 2}\n",
+      "t.yaml"));
+}
+
 TEST(StragglerLoaderTest, BadRanks) {
   EXPECT_TRUE(FailsAt("stragglers:\n  slow_devices:\n    - {ranks: [], factor: 2}\n", 3,
                       "expected a non-empty list of ranks"));

@@ -62,8 +62,7 @@ GoodputResult SimulateFailures(const config::FailureConfig& config, int num_devi
   if (const double events = horizon / tau + horizon / mtbf; events > kMaxEvents) {
     throw UserError("failures: simulating " + FormatSeconds(horizon) + " with a checkpoint every " +
                         FormatSeconds(tau) + " and a system MTBF of " + FormatSeconds(mtbf) +
-                        " takes about " + std::to_string(static_cast<long long>(events)) +
-                        " events, more than 10^8",
+                        " takes about " + FormatCount(events) + " events, more than 10^8",
                     "shorten failures.horizon or lengthen failures.checkpoint_interval");
   }
 

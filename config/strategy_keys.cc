@@ -1,0 +1,106 @@
+#include "config/strategy_keys.h"
+
+#include <string>
+
+namespace dtsim::config {
+namespace {
+
+// What each strategy builds (sim/simulator.cc MakePlan, sim/hybrid_setup.cc):
+//   data, local_sgd (all_reduce): plan::BuildDataParallelPlan, buckets of
+//     gradients (or parameter changes) all-reduced with `algorithm`;
+//   parameter_server, local_sgd (parameter_server):
+//     plan::BuildParameterServerPlan, no all-reduce; the servers hold the
+//     optimizer state, so ZeRO has nothing to shard;
+//   hybrid, model: plan::BuildHybridPlan, replicas all-reduce with
+//     `algorithm`, no buckets; micro-batches of micro_batch_size (hybrid) or
+//     one batch of batch_per_device (model).
+bool Pipelined(const Scenario& s) {
+  return s.parallelism.strategy == Strategy::kHybrid ||
+         s.parallelism.strategy == Strategy::kModel;
+}
+
+bool UsesServers(const Scenario& s) {
+  const ParallelismConfig& p = s.parallelism;
+  return p.strategy == Strategy::kParameterServer ||
+         (p.strategy == Strategy::kLocalSgd && p.averaging == AveragingTransport::kParameterServer);
+}
+
+bool BucketedAllReduce(const Scenario& s) { return !Pipelined(s) && !UsesServers(s); }
+
+std::string StrategyText(const Scenario& s) {
+  std::string text = "strategy '" + std::string(StrategyName(s.parallelism.strategy)) + "'";
+  if (s.parallelism.strategy == Strategy::kLocalSgd) {
+    text += " with averaging '" + std::string(AveragingTransportName(s.parallelism.averaging)) +
+            "'";
+  }
+  return text;
+}
+
+std::string Unused(const Scenario& s, std::string_view path, const std::string& why) {
+  return StrategyText(s) + " does not use " + std::string(path) + " (" + why + ")";
+}
+
+}  // namespace
+
+std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
+  const ParallelismConfig& p = s.parallelism;
+  const Strategy st = p.strategy;
+  if (path == "simgrid" && s.engine != "simgrid") {
+    return "engine '" + s.engine + "' does not use the simgrid section (it configures "
+           "engine: simgrid)";
+  }
+  if (path == "workload.batch_per_device" && st == Strategy::kHybrid) {
+    return Unused(s, path,
+                  "its batch is parallelism.global_batch, run as micro-batches of "
+                  "micro_batch_size");
+  }
+  if ((path == "parallelism.bucket_size" || path == "parallelism.overlap") &&
+      !BucketedAllReduce(s)) {
+    return Unused(s, path,
+                  "gradient buckets belong to the all-reduce of strategies data and "
+                  "local_sgd with averaging all_reduce");
+  }
+  if (path == "parallelism.algorithm" && UsesServers(s)) {
+    return Unused(s, path, "parameters move through the servers, not an all-reduce");
+  }
+  if (path == "parallelism.zero_stage" && UsesServers(s)) {
+    return Unused(s, path,
+                  "the servers hold the optimizer state; ZeRO shards it over all-reduce "
+                  "replicas");
+  }
+  if ((path == "parallelism.averaging_period" || path == "parallelism.averaging") &&
+      st != Strategy::kLocalSgd) {
+    return Unused(s, path, "only local_sgd averages parameters periodically");
+  }
+  if (path == "parallelism.parameter_server" && !UsesServers(s)) {
+    return Unused(s, path,
+                  "only parameter_server, and local_sgd with averaging parameter_server, have "
+                  "servers");
+  }
+  if ((path == "parallelism.tensor_parallel" || path == "parallelism.micro_batch_size" ||
+       path == "parallelism.global_batch" || path == "parallelism.schedule") &&
+      st != Strategy::kHybrid) {
+    const std::string why =
+        st == Strategy::kModel
+            ? "model parallelism runs workload.batch_per_device as one batch through a GPipe "
+              "pipeline, without tensor split; use strategy hybrid for these"
+            : "it belongs to strategy hybrid";
+    return Unused(s, path, why);
+  }
+  if ((path == "parallelism.pipeline_parallel" || path == "parallelism.stage_layers" ||
+       path == "parallelism.partition") &&
+      !Pipelined(s)) {
+    return Unused(s, path, "only hybrid and model pipelines have stages");
+  }
+  if (path == "parallelism.virtual_stages" &&
+      !(st == Strategy::kHybrid && p.hybrid.schedule == PipelineSchedule::kInterleaved)) {
+    return Unused(s, path, "only the interleaved schedule of strategy hybrid has virtual stages");
+  }
+  if (path == "parallelism.partition" && !p.hybrid.stage_layers.empty()) {
+    return "parallelism.partition has no effect when parallelism.stage_layers gives the chunks "
+           "by hand";
+  }
+  return "";
+}
+
+}  // namespace dtsim::config

@@ -1,6 +1,8 @@
 #include "models/graph_builder.h"
 
 #include <algorithm>
+#include <climits>
+#include <initializer_list>
 #include <utility>
 
 #include "common/error.h"
@@ -30,7 +32,7 @@ std::int64_t WindowOutput(std::int64_t in, int kernel, int stride, int pad, bool
                           const std::string& op_name) {
   Require(kernel > 0 && stride > 0 && pad >= 0, op_name,
           "kernel and stride must be positive and padding non-negative");
-  const std::int64_t span = in + 2 * pad - kernel;
+  const std::int64_t span = in + 2 * std::int64_t{pad} - kernel;
   Require(span >= 0, op_name,
           "window of " + std::to_string(kernel) + " does not fit an input of " +
               std::to_string(in) + " with padding " + std::to_string(pad));
@@ -39,7 +41,39 @@ std::int64_t WindowOutput(std::int64_t in, int kernel, int stride, int pad, bool
   return out;
 }
 
+// The product of `factors` (each >= 0), or UserError when it exceeds
+// kMaxModelCount: `what` of layer `op_name` ("parameters").
+std::int64_t CheckedProduct(std::initializer_list<std::int64_t> factors,
+                            const std::string& op_name, const char* what) {
+  std::int64_t product = 1;
+  for (const std::int64_t f : factors) {
+    DTSIM_CHECK(f >= 0, "a size factor of layer '" + op_name + "' is negative");
+    if (__builtin_mul_overflow(product, f, &product) || product > kMaxModelCount) {
+      throw UserError("layer '" + op_name + "': its " + what + " exceed 2^53 (9.0e15), the most " +
+                          "dtsim's arithmetic holds exactly",
+                      "check the sizes of this layer and of its input");
+    }
+  }
+  return product;
+}
+
+// Checks that every dimension of an op's output is positive and that it has
+// at most kMaxModelCount elements per sample.
+void CheckShape(const std::string& op_name, const Shape& shape) {
+  std::int64_t elements = 1;
+  for (const std::int64_t d : shape) {
+    Require(d > 0, op_name, "its output shape " + ShapeToString(shape) + " has an empty dimension");
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxModelCount) {
+      throw UserError("layer '" + op_name + "': its output " + ShapeToString(shape) +
+                          " has more than 2^53 (9.0e15) elements per sample, the most dtsim's "
+                          "arithmetic holds exactly",
+                      "check the sizes of this layer and of its input");
+    }
+  }
+}
+
 Op MakeOp(const std::string& name, OpKind kind, Shape output_shape) {
+  CheckShape(name, output_shape);
   Op op;
   op.name = name;
   op.kind = kind;
@@ -93,6 +127,18 @@ GraphBuilder::GraphBuilder(std::string model_name) : graph_(std::move(model_name
 
 Tensor GraphBuilder::Emit(Op op, const std::vector<Tensor>& inputs, const Saves& saves) {
   Require(!op.name.empty(), "(unnamed)", "every layer needs a name");
+  if (graph_.num_ops() >= kMaxModelOps) {
+    throw UserError("model '" + graph_.name() + "' has more than " +
+                        std::to_string(kMaxModelOps) + " layers",
+                    "dtsim models up to a million ops; GPT-3 175B has about 2,400");
+  }
+  DTSIM_CHECK(op.params >= 0 && op.params <= kMaxModelCount, "unchecked parameter count");
+  if (params_ > kMaxModelCount - op.params) {
+    throw UserError("layer '" + op.name + "': the model's parameters exceed 2^53 (9.0e15), the "
+                    "most dtsim's arithmetic holds exactly",
+                    "check the sizes of the model's layers");
+  }
+  params_ += op.params;
   Require(graph_.Find(op.name) == graph_.num_ops(), op.name, "the name is already used",
           "give every layer a unique name");
   std::vector<OpId> ids;
@@ -162,15 +208,18 @@ Tensor GraphBuilder::Conv2d(const std::string& name, const Tensor& x, const Conv
       WindowOutput(x.shape[1], spec.kernel_h, spec.stride_h, spec.pad_h, false, name);
   const std::int64_t ow =
       WindowOutput(x.shape[2], spec.kernel_w, spec.stride_w, spec.pad_w, false, name);
-  const double out_elems = static_cast<double>(k * oh * ow);
+  Op op = MakeOp(name, OpKind::kConv2d, {k, oh, ow});
+  const double out_elems = Elements(op.output_shape);
   const double macs = out_elems * static_cast<double>(c / spec.groups) * spec.kernel_h *
                       spec.kernel_w;
   const double bias_adds = spec.bias ? out_elems : 0.0;
-  Op op = MakeOp(name, OpKind::kConv2d, {k, oh, ow});
   op.fwd_flops = 2 * macs + bias_adds;
   op.bwd_input_flops = 2 * macs;
   op.bwd_weight_flops = 2 * macs + bias_adds;
-  op.params = k * (c / spec.groups) * spec.kernel_h * spec.kernel_w + (spec.bias ? k : 0);
+  // K filters of (C / g) x kh x kw weights and a bias each.
+  const std::int64_t per_filter =
+      CheckedProduct({c / spec.groups, spec.kernel_h, spec.kernel_w}, name, "parameters");
+  op.params = CheckedProduct({k, per_filter + (spec.bias ? 1 : 0)}, name, "parameters");
   SetWindow(spec, &op.attrs);
   op.attrs.groups = spec.groups;
   op.attrs.bias = spec.bias;
@@ -189,16 +238,18 @@ Tensor GraphBuilder::Dense(const std::string& name, const Tensor& x, const Dense
   Require(!x.shape.empty(), name, "expects an input with a feature dimension");
   Require(spec.out_features > 0, name, "out_features must be positive");
   const std::int64_t in = x.shape.back();
-  const double rows = Elements(x.shape) / static_cast<double>(in);
-  const double macs = rows * static_cast<double>(in * spec.out_features);
-  const double bias_adds = spec.bias ? rows * static_cast<double>(spec.out_features) : 0.0;
   Shape out = x.shape;
   out.back() = spec.out_features;
   Op op = MakeOp(name, OpKind::kDense, out);
+  const double rows = Elements(x.shape) / static_cast<double>(in);
+  const double macs = rows * static_cast<double>(in) * static_cast<double>(spec.out_features);
+  const double bias_adds = spec.bias ? rows * static_cast<double>(spec.out_features) : 0.0;
   op.fwd_flops = 2 * macs + bias_adds;
   op.bwd_input_flops = 2 * macs;
   op.bwd_weight_flops = 2 * macs + bias_adds;
-  op.params = (spec.tied_weight ? 0 : in * spec.out_features) + (spec.bias ? spec.out_features : 0);
+  // An in x out weight (none when tied to an embedding) and a bias of out.
+  op.params = CheckedProduct({spec.out_features, (spec.tied_weight ? 0 : in) + (spec.bias ? 1 : 0)},
+                             name, "parameters");
   op.attrs.bias = spec.bias;
   if (spec.tied_weight) {
     // The tied table is the embedding of out_features rows of width `in`
@@ -241,9 +292,10 @@ Tensor GraphBuilder::MatMul(const std::string& name, const Tensor& a, const Tens
   Shape out(a.shape.begin(), a.shape.end() - 2);
   out.push_back(m);
   out.push_back(n);
-  const double batch = Elements(out) / static_cast<double>(m * n);
   Op op = MakeOp(name, OpKind::kMatMul, out);
-  op.fwd_flops = 2 * batch * static_cast<double>(m * k * n);
+  const double batch = Elements(out) / (static_cast<double>(m) * static_cast<double>(n));
+  op.fwd_flops = 2 * batch * static_cast<double>(m) * static_cast<double>(k) *
+                 static_cast<double>(n);
   op.bwd_input_flops = 2 * op.fwd_flops;
   op.attrs.transpose_b = spec.transpose_b;
   op.read_elements_per_sample = Elements(a.shape) + Elements(b.shape);
@@ -292,6 +344,9 @@ Tensor GraphBuilder::AvgPool(const std::string& name, const Tensor& x, const Poo
 
 Tensor GraphBuilder::GlobalAvgPool(const std::string& name, const Tensor& x) {
   RequireRank(x, 3, name, "(C, H, W)");
+  Require(x.shape[1] <= INT_MAX && x.shape[2] <= INT_MAX, name,
+          "pools a window of " + std::to_string(x.shape[1]) + "x" + std::to_string(x.shape[2]) +
+              ", larger than dtsim's window sizes (int)");
   PoolSpec spec;
   spec.kernel_h = static_cast<int>(x.shape[1]);
   spec.kernel_w = static_cast<int>(x.shape[2]);
@@ -430,7 +485,7 @@ Tensor GraphBuilder::Embedding(const std::string& name, const Tensor& ids, std::
   op.attrs.vocab = vocab;
   op.attrs.ids = rows;
   op.bwd_weight_flops = Elements(out);
-  op.params = vocab * hidden;
+  op.params = CheckedProduct({vocab, hidden}, name, "parameters");
   op.read_elements_per_sample = Elements(ids.shape) + Elements(out);
   op.written_elements_per_sample = Elements(out);
   return Emit(std::move(op), {ids}, {.inputs = {0}});
@@ -468,7 +523,7 @@ Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& 
     Require(same_rank && a == b, name,
             "inputs must agree on every dimension but " + std::to_string(axis) + ", got " +
                 ShapeToString(parts[0].shape) + " and " + ShapeToString(p.shape));
-    out[axis] += p.shape[axis];
+    if (__builtin_add_overflow(out[axis], p.shape[axis], &out[axis])) out[axis] = kMaxModelCount + 1;
     read += Elements(p.shape);
   }
   Op op = MakeOp(name, OpKind::kConcat, out);
@@ -489,7 +544,9 @@ Tensor GraphBuilder::View(const std::string& name, OpKind kind, const Tensor& x,
 }
 
 Tensor GraphBuilder::Reshape(const std::string& name, const Tensor& x, Shape shape) {
-  Require(!shape.empty() && NumElements(shape) == NumElements(x.shape), name,
+  Require(!shape.empty(), name, "cannot view " + ShapeToString(x.shape) + " as a scalar");
+  CheckShape(name, shape);
+  Require(NumElements(shape) == NumElements(x.shape), name,
           "cannot view " + ShapeToString(x.shape) + " (" + std::to_string(NumElements(x.shape)) +
               " elements) as " + ShapeToString(shape) + " (" +
               std::to_string(NumElements(shape)) + " elements)");

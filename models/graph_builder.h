@@ -185,6 +185,7 @@ class GraphBuilder {
   double Keep(const Tensor& t);
 
   ModelGraph graph_;
+  std::int64_t params_ = 0;       // parameters of the ops so far (<= kMaxModelCount)
   std::vector<OpId> storage_of_;  // per op: the op whose output holds its data
   std::vector<bool> kept_;        // per op: its output is already saved
 };

@@ -71,7 +71,7 @@ class ModelFileParser {
                          const std::string& description) {
     GraphBuilder b(name);
     if (const std::optional<YamlValue> input = m.Get("input")) {
-      const Shape shape = input->AsInt64List(1, INT64_MAX);
+      const Shape shape = input->AsInt64List(1, kMaxModelCount);
       Remember(kInputName, Located(*input, [&] { return b.Input(kInputName, shape); }));
     }
     const YamlValue layers = m.Require("layers", "a list of layers");

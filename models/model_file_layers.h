@@ -33,7 +33,8 @@ class LayerEntry {
   // Required keys: Int, Pair, ShapeOf. Optional keys: the ...Or getters,
   // which return `fallback` when the key is absent.
   std::int64_t Int(const char* key, std::int64_t min) const {
-    return layer_.Require(key, "an integer >= " + std::to_string(min)).AsInt64(min, INT64_MAX);
+    return layer_.Require(key, "an integer >= " + std::to_string(min))
+        .AsInt64(min, kMaxModelCount);
   }
   std::int64_t IntOr(const char* key, std::int64_t fallback, std::int64_t min) const {
     const std::optional<YamlValue> v = layer_.Get(key);
@@ -51,7 +52,7 @@ class LayerEntry {
     return v ? v->AsBool() : fallback;
   }
   Shape ShapeOf(const char* key) const {
-    return layer_.Require(key, "a list of dimensions").AsInt64List(1, INT64_MAX);
+    return layer_.Require(key, "a list of dimensions").AsInt64List(1, kMaxModelCount);
   }
   // Checks an optional dropout rate; FLOPs do not depend on it.
   void CheckRate(const char* key) const {

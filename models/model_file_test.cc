@@ -139,6 +139,66 @@ TEST(ModelFile, ErrorsNameTheirLineAndWhatWasExpected) {
               2, "layers: cannot be combined with 'transformer'");
 }
 
+// Issue 10 item 7: sizes beyond what int64 parameter counts and double
+// FLOPs hold exactly printed -2.4e18 parameters (a 4e9-wide dense layer on a
+// 4e9-wide input) or "1 param" (a wrapped embedding). Every count is bounded
+// by kMaxModelCount = 2^53 and refused at the layer.
+TEST(ModelFile, SizesBeyondTheArithmeticAreRefusedAtTheLayer) {
+  // 4e9 x 4e9 = 1.6e19 weights: more than int64 (9.2e18), let alone 2^53.
+  ExpectError(R"(name: t
+input: [4000000000]
+layers:
+  - {name: fc, type: dense, out_features: 4000000000}
+  - {type: softmax_xent}
+)",
+              4, "layer 'fc': its parameters exceed 2^53");
+  // A table of 2^32 x 2^32 = 2^64 entries wrapped to 0 in int64.
+  ExpectError(R"(name: t
+input: [8]
+layers:
+  - {name: emb, type: embedding, vocab: 4294967296, hidden: 4294967296}
+  - {type: softmax_xent}
+)",
+              4, "layer 'emb': its parameters exceed 2^53");
+  // 2^30 ids of 2^30 values each: 2^60 elements.
+  ExpectError(R"(name: t
+input: [1073741824]
+layers:
+  - {name: emb, type: embedding, vocab: 10, hidden: 1073741824}
+  - {type: softmax_xent}
+)",
+              4, "layer 'emb': its output 1073741824x1073741824 has more than 2^53");
+  ExpectError(R"(name: t
+input: [8]
+layers:
+  - {name: emb, type: embedding, vocab: 4294967296, hidden: 4194304}
+  - {type: softmax_xent}
+)",
+              4, "layer 'emb': its parameters exceed 2^53");
+  // One dimension beyond 2^53 is refused at the number itself.
+  ExpectError("name: t\ninput: [3, 9007199254740993]\nlayers:\n  - {type: softmax_xent}\n", 2,
+              "input[1]: expected an integer <= 9007199254740992");
+  // The product of fine dimensions (2^30 x 2^30 = 2^60 elements).
+  ExpectError("name: t\ninput: [1073741824, 1073741824]\nlayers:\n  - {type: softmax_xent}\n",
+              2, "has more than 2^53 (9.0e15) elements per sample");
+  // Together: 3 layers of 2^51 + 2^51 parameters each exceed 2^53.
+  ExpectError(R"(name: t
+input: [2097152]
+layers:
+  - {name: a, type: dense, out_features: 1073741824, bias: false}
+  - {name: b, type: dense, out_features: 2097152, bias: false}
+  - {name: c, type: dense, out_features: 1073741824, bias: false}
+  - {name: d, type: dense, out_features: 2097152, bias: false}
+  - {name: e, type: dense, out_features: 1073741824, bias: false}
+  - {type: softmax_xent}
+)",
+              8, "layer 'e': the model's parameters exceed 2^53");
+}
+
+TEST(ModelFile, TransformerDepthIsBounded) {
+  ExpectError("transformer: {layers: 2000000000}\n", 1, "layers must be at most 10000");
+}
+
 TEST(ModelFile, MissingFileIsAUserError) {
   try {
     LoadModelFile("models/examples/no_such_file.yaml");

@@ -46,7 +46,19 @@ const char* DTypeName(DType dtype);
 int DTypeBytes(DType dtype);
 
 using Shape = std::vector<std::int64_t>;
+// The product of the dimensions. REQUIRES: it fits in int64 (GraphBuilder
+// keeps every shape of a graph within kMaxModelCount).
 std::int64_t NumElements(const Shape& shape);
+
+// Bounds on a model's sizes, so that its arithmetic holds: the elements of
+// every tensor (per sample), the parameters of every op and of the whole
+// model are at most 2^53 (about 9.0e15), the largest integer a double holds
+// exactly (FLOPs and bytes are doubles, parameter counts int64: a sum of
+// counts this size cannot wrap). GraphBuilder refuses larger models with a
+// UserError naming the layer.
+constexpr std::int64_t kMaxModelCount = std::int64_t{1} << 53;
+// The most ops a model may have (GPT-3 175B has about 2,400).
+constexpr std::size_t kMaxModelOps = 1'000'000;
 std::string ShapeToString(const Shape& shape);  // "64x56x56"
 
 // What a kReshape op does with its input's elements.

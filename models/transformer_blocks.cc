@@ -68,6 +68,13 @@ Tensor Residual(GraphBuilder& b, const std::string& prefix, const Tensor& x,
 
 Dims Resolve(const TransformerConfig& config) {
   RequirePositive(config.layers, "layers");
+  // About 30 ops a layer: deeper stacks would pass kMaxModelOps only after
+  // building most of it. Published transformers have at most a few hundred.
+  constexpr int kMaxLayers = 10'000;
+  if (config.layers > kMaxLayers) {
+    throw UserError("transformer layers must be at most " + std::to_string(kMaxLayers) +
+                    ", got " + std::to_string(config.layers));
+  }
   RequirePositive(config.hidden, "hidden");
   RequirePositive(config.heads, "heads");
   RequirePositive(config.sequence, "sequence");

@@ -69,14 +69,19 @@ std::string Gib(double bytes, int decimals, bool trim) {
 
 std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
                                        const std::vector<models::OpId>& ops, int tensor_parallel,
-                                       bool recompute, double* largest_unit_bytes) {
+                                       bool recompute, double* largest_unit_bytes,
+                                       bool per_stage) {
   DTSIM_CHECK(tensor_parallel >= 1, "tensor_parallel must be >= 1");
   const std::vector<bool> in_set = OpSet(graph, ops);
   std::vector<double> kept(graph.num_ops(), 0.0);
   for (models::OpId id : ops) kept[id] = SavedBytesPerSample(graph.op(id), tensor_parallel);
   double largest = 0;
   if (recompute) {
-    for (const plan::LayerUnit& unit : plan::LayerUnits(graph)) {
+    // Checkpoint granularity: each layer unit, or (per_stage) the device's
+    // whole op set as one unit.
+    std::vector<plan::LayerUnit> units = plan::LayerUnits(graph);
+    if (per_stage) units = {plan::LayerUnit{"stage", 0, graph.num_ops()}};
+    for (const plan::LayerUnit& unit : units) {
       // The part of the unit this device holds, and what it reads from
       // outside that part (each producer once).
       std::vector<models::OpId> group;
@@ -139,8 +144,8 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   if (in.zero_stage >= 3) m.params_bytes /= d;
 
   double largest_unit = 0;
-  const std::vector<double> kept =
-      KeptBytesPerSample(graph, in.ops, in.tensor_parallel, in.recompute, &largest_unit);
+  const std::vector<double> kept = KeptBytesPerSample(
+      graph, in.ops, in.tensor_parallel, in.recompute, &largest_unit, in.recompute_per_stage);
   double kept_per_sample = 0;
   for (double bytes : kept) kept_per_sample += bytes;
   const double batch = in.micro_batch_size;
@@ -211,7 +216,8 @@ std::vector<std::pair<SimTime, double>> MemoryTimeline(const plan::Plan& plan,
                                                        const models::ModelGraph& graph,
                                                        const EngineResult& result,
                                                        plan::RankId rank, double static_bytes,
-                                                       int tensor_parallel, bool recompute) {
+                                                       int tensor_parallel, bool recompute,
+                                                       bool recompute_per_stage) {
   DTSIM_CHECK(rank >= 0 && rank < plan.num_ranks(),
               "rank " + std::to_string(rank) + " out of range");
   DTSIM_CHECK(result.timing.size() == plan.num_tasks(), "engine result is not from this plan");
@@ -261,7 +267,8 @@ std::vector<std::pair<SimTime, double>> MemoryTimeline(const plan::Plan& plan,
   for (models::OpId op = 0; op < graph.num_ops(); ++op) {
     if (on_rank[op]) ops.push_back(op);
   }
-  const std::vector<double> kept = KeptBytesPerSample(graph, ops, tensor_parallel, recompute);
+  const std::vector<double> kept =
+      KeptBytesPerSample(graph, ops, tensor_parallel, recompute, nullptr, recompute_per_stage);
 
   std::vector<std::pair<SimTime, double>> changes;  // (time, +/- bytes)
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {

@@ -90,6 +90,16 @@ struct MemoryInputs {
   // micro-batch. A unit whose saved activations are smaller than its input
   // keeps them instead (recomputing it would save nothing).
   bool recompute = false;
+  // With `recompute`: checkpoint at the stage's input instead of each layer
+  // unit's, as GPipe does (Huang et al. 2019 §2.3, "Re-materialization":
+  // during forward each accelerator only stores the activations at the
+  // partition boundaries; torchgpipe checkpoints each partition per
+  // micro-batch). Forward then keeps only the stage's input per micro-batch,
+  // and backward recomputes the whole stage for one micro-batch at a time,
+  // holding its full activations once. For a CNN this is far smaller than
+  // per-block checkpoints: ResNet's block inputs are large feature maps,
+  // while a stage's input is one of them (or the image).
+  bool recompute_per_stage = false;
   // Fixed per-device bytes added to the total: cuBLAS/cuDNN workspaces,
   // the CUDA context, communication buffers. Default 0 = not counted, so
   // every byte of the result comes from the model; frameworks typically
@@ -110,9 +120,12 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& inputs);
 // while it is recomputed), else 0. Returned per op id of the graph (size
 // graph.num_ops(); ops not in `ops` are 0); with `recompute` a unit's
 // input is counted on the first of its ops.
+// `per_stage` (with `recompute`): `ops` form one unit whose input is kept
+// (MemoryInputs::recompute_per_stage).
 std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
                                        const std::vector<models::OpId>& ops, int tensor_parallel,
-                                       bool recompute, double* largest_unit_bytes = nullptr);
+                                       bool recompute, double* largest_unit_bytes = nullptr,
+                                       bool per_stage = false);
 
 // Micro-batches whose activations pipeline stage `stage` (0-based, of
 // `stages` = p) holds at its peak, with m = micro_batches:
@@ -159,6 +172,7 @@ std::string DoesNotFit(int device_index, const MemoryBreakdown& memory, double c
 // REQUIRES: `result` comes from running `plan`; rank < plan.num_ranks().
 std::vector<std::pair<SimTime, double>> MemoryTimeline(
     const plan::Plan& plan, const models::ModelGraph& graph, const EngineResult& result,
-    plan::RankId rank, double static_bytes, int tensor_parallel = 1, bool recompute = false);
+    plan::RankId rank, double static_bytes, int tensor_parallel = 1, bool recompute = false,
+    bool recompute_per_stage = false);
 
 }  // namespace dtsim::sim

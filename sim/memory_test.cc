@@ -235,6 +235,37 @@ TEST(DeviceMemory, RecomputeOnAPipelineStageOfTwoBlocks) {
   EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 2 * (2 * kS * kH + kBlockElements));
 }
 
+// Issue 10, item 6: a CNN pipeline stage under GPipe's re-materialization
+// keeps only its input per micro-batch (Huang et al. 2019 §2.3). Hand
+// calculation for ResNet-50's layer1 (three bottlenecks at 56 x 56) as one
+// stage, fp32, m = 8 micro-batches of b = 4 in flight:
+//   stage input = maxpool's output, 64 x 56 x 56 = 200,704 elements/sample
+//     (read by both layer1.0.conv1 and layer1.0.downsample.0: kept once);
+//   per-block checkpoints would keep each block's input instead:
+//     64 x 56^2 + 2 x 256 x 56^2 = 200,704 + 1,605,632 = 1,806,336 elements;
+//   backward recomputes the whole stage for one micro-batch: its full saved
+//   activations (what the stage keeps without recomputation) once, x b.
+TEST(DeviceMemory, GpipeRecomputeKeepsTheStageInputOfACnn) {
+  ModelGraph g = models::BuildZooModel("resnet50");
+  MemoryInputs in;
+  in.graph = &g;
+  in.ops = OpsNamed(g, "layer1.");
+  in.optimizer = OptimizerKind::kSgd;
+  in.micro_batch_size = 1;
+  in.micro_batches_in_flight = 1;
+  const double full_per_sample = DeviceMemory(in).activations_bytes / 4;  // elements
+  in.micro_batch_size = 4;
+  in.micro_batches_in_flight = 8;
+  in.recompute = true;
+  in.recompute_per_stage = true;
+  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes,
+                   4 * (8 * 4 * 200704.0 + 4 * full_per_sample));
+  in.recompute_per_stage = false;  // Megatron-style: one checkpoint per block
+  const double per_block = DeviceMemory(in).activations_bytes;
+  EXPECT_GT(per_block, 4 * 8 * 4 * 1806336.0);
+  EXPECT_LT(per_block, 4 * (8 * 4 * 1806336.0 + 4 * full_per_sample));
+}
+
 TEST(DeviceMemory, WorkspaceIsAddedAsGiven) {
   const ModelGraph g = Gpt2Fp16();
   MemoryInputs in = Gpt2Inputs(g);

@@ -228,7 +228,8 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
     const auto stage = static_cast<std::size_t>((r / p.tensor_parallel) % p.pipeline_stages);
     const double static_bytes = p.stage_memory[std::min(stage, p.stage_memory.size() - 1)].StaticBytes();
     // The plan's graph is already one tensor rank's share: t = 1 here.
-    for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.recompute))
+    for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.recompute,
+                                                      p.recompute_per_stage))
       emit({{"name", "memory"}, {"ph", "C"}, {"pid", r},
             {"ts", static_cast<double>(time) / 1000.0}, {"args", {{"GiB", bytes / kGiB}}}});
   }

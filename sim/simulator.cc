@@ -413,6 +413,9 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       in.data_parallel = workers / (o.tensor * o.pipeline);
       in.zero_stage = par.zero_stage;
       in.micro_batch_size = o.micro_batch;
+      // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
+      in.recompute_per_stage = par.recompute && o.schedule == plan::PipelineSchedule::kGpipe;
+      p.recompute_per_stage = in.recompute_per_stage;
       for (int st = 0; st < o.pipeline; ++st) {
         in.ops.clear();
         for (int j = 0; j < o.virtual_stages; ++j) {

@@ -240,12 +240,39 @@ TEST_F(Cli, PlanThatDoesNotFitSaysSoInsteadOfAThroughput) {
                         "intra_node_link: nvswitch-a100}\n"
                         "workload: {model: gpt3-13b, batch_per_device: 1, precision: fp16, "
                         "iterations: 1}\n";
-  Result r = Dtsim("run " + big.string() + " --no-trace --out " + (dir_ / "out").string());
-  ASSERT_EQ(r.status, 0) << r.err;
+  // Issue 10, item 1: valid input, infeasible plan: exit status 3, the
+  // reason on stderr, and no throughput anywhere (JSON null, CSV empty).
+  Result r = Dtsim("run " + big.string() + " --out " + (dir_ / "out").string() + " --json " +
+                   (dir_ / "r.json").string());
+  ASSERT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("does not fit: device 0 needs"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("big.yaml: error: does not fit"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("throughput:"), std::string::npos) << r.out;
-  const auto report = nlohmann::json::parse(Slurp(dir_ / "out" / "report.json"));
-  EXPECT_FALSE(report.at("memory").at("fits").get<bool>());
+  for (const fs::path& file : {dir_ / "out" / "report.json", dir_ / "r.json"}) {
+    const auto report = nlohmann::json::parse(Slurp(file));
+    EXPECT_FALSE(report.at("memory").at("fits").get<bool>());
+    EXPECT_TRUE(report.at("throughput_samples_per_s").is_null());
+    EXPECT_NE(report.at("does_not_fit").get<std::string>().find("needs"), std::string::npos);
+  }
+  const std::string csv = Slurp(dir_ / "out" / "summary.csv");
+  EXPECT_NE(csv.find(",false,\"does not fit: device 0 needs"), std::string::npos) << csv;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "trace.json"));
+}
+
+// Issue 10, item 2: a sweep with an infeasible point (5 pipeline stages on 8
+// devices) writes every point, the infeasible one as a row with its reason.
+TEST_F(Cli, SweepKeepsGoingPastAnInfeasiblePoint) {
+  fs::create_directories(dir_);
+  const fs::path sweep = dir_ / "mixed.yaml";
+  std::ofstream(sweep) << "cluster: {nodes: 1, devices_per_node: 8, device: V100-SXM2-32GB}\n"
+                          "workload: {model: gpt2}\n"
+                          "parallelism: {strategy: hybrid, pipeline_parallel: [1, 2, 5, 8]}\n";
+  Result r = Dtsim("sweep " + sweep.string() + " --out " + (dir_ / "s").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("1 of 4 points are infeasible"), std::string::npos) << r.err;
+  const std::string csv = Slurp(dir_ / "s" / "sweep.csv");
+  EXPECT_NE(csv.find("does not divide the cluster's 8 devices"), std::string::npos) << csv;
+  EXPECT_TRUE(fs::exists(dir_ / "s" / "index.html"));
 }
 
 TEST_F(Cli, HybridPlanListsItsPipelineSplit) {

@@ -272,6 +272,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
               c.bytes = ins.empty() ? 0 : OutputBytes(graph, ins.front(), o.micro_batch);
             }
             c.group = tp_group.at({replica, stage});
+            c.activations = true;
             c.copies = o.symmetric ? d : 1;
             const auto ci = plan.AddCollective(c, {{last}}, it);
             last = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];

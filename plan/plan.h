@@ -93,6 +93,10 @@ struct Collective {
   // first and last stage, _allreduce_embedding_grads). -1: the bucket's or
   // the stage's gradients.
   std::int32_t shared_op = -1;
+  // True for a tensor-parallel all-reduce of activations (forward) or of
+  // input gradients (backward) inside a tensor group: not a parameter
+  // gradient, so reports do not count it as a gradient bucket.
+  bool activations = false;
   std::vector<TaskId> tasks;      // one per member, in group order
   // Symmetric plans: identical collectives over other groups this one
   // stands for, itself included (for traffic totals).

@@ -19,9 +19,27 @@ double CommBytesPerIteration(const Prediction& p) {
   return bytes;
 }
 
-int BucketsPerIteration(const Prediction& p) {
-  int n = 0;
-  for (const plan::Collective& c : p.plan.collectives()) n += c.iteration == 0;
+// Collectives of iteration 0 by what they reduce: parameter-gradient
+// buckets (data parallelism), tensor-parallel activations and input
+// gradients, and tied weights shared between pipeline stages.
+struct CollectiveCounts {
+  int gradient_buckets = 0;
+  int activations = 0;
+  int shared_weights = 0;
+};
+
+CollectiveCounts CountCollectives(const Prediction& p) {
+  CollectiveCounts n;
+  for (const plan::Collective& c : p.plan.collectives()) {
+    if (c.iteration != 0) continue;
+    if (c.activations) {
+      ++n.activations;
+    } else if (c.shared_op >= 0) {
+      ++n.shared_weights;
+    } else {
+      ++n.gradient_buckets;
+    }
+  }
   return n;
 }
 
@@ -81,7 +99,10 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["model_totals"] = {{"params", totals.params},
                        {"fwd_flops_per_sample", totals.fwd_flops},
                        {"bwd_flops_per_sample", totals.bwd_flops}};
-  j["communication"] = {{"buckets_per_iteration", BucketsPerIteration(p)},
+  const CollectiveCounts counts = CountCollectives(p);
+  j["communication"] = {{"buckets_per_iteration", counts.gradient_buckets},
+                        {"tensor_parallel_allreduces_per_iteration", counts.activations},
+                        {"shared_weight_allreduces_per_iteration", counts.shared_weights},
                         {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
                         {"network_bytes_per_sample", p.network_bytes_per_sample}};
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {

@@ -99,5 +99,29 @@ TEST(Report, AveragingRoundSaysHowItIsComputed) {
   EXPECT_NE(log.find("(4 steps = 4 x the mean step time"), std::string::npos) << log;
 }
 
+// Issue 10, item 8: buckets_per_iteration counts parameter-gradient buckets
+// only. Tensor parallelism's all-reduces of activations and input gradients
+// (Megatron-LM, Shoeybi et al. 2019 Fig. 4: the f and g operators, two
+// all-reduces in forward and two in backward per transformer layer) are
+// counted apart, and so are the two of the vocabulary-parallel ends
+// (Megatron's VocabParallelEmbedding all-reduces its output in forward; the
+// LM head, column-parallel, all-reduces its input gradient in backward).
+// GPT-2: 12 layers, t = 2, one micro-batch per replica: 4 x 12 + 2.
+TEST(Report, GradientBucketsExcludeTensorParallelAllReduces) {
+  config::Scenario s;
+  s.name = "tp";
+  s.cluster.devices_per_node = 2;
+  s.workload.model.zoo_name = "gpt2";
+  s.workload.iterations = 2;
+  s.parallelism.strategy = config::Strategy::kHybrid;
+  s.parallelism.hybrid.tensor_parallel = 2;
+  auto comm = ReportJson(s, Simulate(s)).at("communication");
+  EXPECT_EQ(comm.at("buckets_per_iteration").get<int>(), 0);  // d = 1: nothing to average
+  EXPECT_EQ(comm.at("tensor_parallel_allreduces_per_iteration").get<int>(), 4 * 12 + 2);
+  s.cluster.devices_per_node = 4;  // d = 2: one gradient all-reduce of the (single) stage
+  comm = ReportJson(s, Simulate(s)).at("communication");
+  EXPECT_EQ(comm.at("buckets_per_iteration").get<int>(), 1);
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -74,7 +74,11 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["sync"] = config::SyncModeName(s.parallelism.sync);
   j["algorithm"] = config::CollectiveAlgorithmName(s.parallelism.algorithm);
   j["precision"] = hw::PrecisionName(s.workload.precision);
-  j["batch_per_device"] = s.workload.batch_per_device;
+  // hybrid does not use batch_per_device (micro-batches and global_batch
+  // set its batch): null rather than a default that played no part.
+  const bool uses_batch = s.parallelism.strategy != config::Strategy::kHybrid;
+  j["batch_per_device"] =
+      uses_batch ? nlohmann::ordered_json(s.workload.batch_per_device) : nlohmann::ordered_json();
   j["global_batch"] = p.plan.samples_per_iteration;
   j["iterations"] = p.plan.iterations;
   j["measured_iterations"] = m.measured_iterations;
@@ -206,7 +210,11 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
   o << s.name << ',' << p.graph.name() << ',' << p.device.name << ',' << s.cluster.nodes << ','
     << s.cluster.devices_per_node << ',' << s.cluster.num_devices() << ','
     << config::CollectiveAlgorithmName(s.parallelism.algorithm) << ','
-    << hw::PrecisionName(s.workload.precision) << ',' << s.workload.batch_per_device << ','
+    << hw::PrecisionName(s.workload.precision) << ','
+    << (s.parallelism.strategy != config::Strategy::kHybrid
+            ? std::to_string(s.workload.batch_per_device)
+            : std::string())
+    << ','
     << p.plan.samples_per_iteration << ',';
   timed(m.throughput_samples_per_s);
   timed(m.step_time_s);

@@ -115,7 +115,10 @@ TEST(Report, GradientBucketsExcludeTensorParallelAllReduces) {
   s.workload.iterations = 2;
   s.parallelism.strategy = config::Strategy::kHybrid;
   s.parallelism.hybrid.tensor_parallel = 2;
-  auto comm = ReportJson(s, Simulate(s)).at("communication");
+  const auto report = ReportJson(s, Simulate(s));
+  // hybrid does not read batch_per_device: no made-up value in the report.
+  EXPECT_TRUE(report.at("batch_per_device").is_null());
+  auto comm = report.at("communication");
   EXPECT_EQ(comm.at("buckets_per_iteration").get<int>(), 0);  // d = 1: nothing to average
   EXPECT_EQ(comm.at("tensor_parallel_allreduces_per_iteration").get<int>(), 4 * 12 + 2);
   s.cluster.devices_per_node = 4;  // d = 2: one gradient all-reduce of the (single) stage

@@ -1,13 +1,81 @@
 #include "sim/hybrid_setup.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
 
 #include "common/error.h"
 #include "plan/layers.h"
 #include "plan/partition.h"
+#include "plan/tensor_parallel.h"
 #include "sim/memory.h"
 
 namespace dtsim::sim {
+namespace {
+
+// Whether `name` is `part` inside sublayer `sublayer` ("layer3.attn.q").
+bool Named(const std::string& name, std::string_view sublayer_part) {
+  return name == sublayer_part ||
+         (name.size() > sublayer_part.size() && name.ends_with(sublayer_part) &&
+          name[name.size() - sublayer_part.size() - 1] == '.');
+}
+
+// Megatron-LM gives each of the t tensor ranks whole attention heads and an
+// equal slice of every MLP (Shoeybi et al. 2019, section 3; Megatron-LM
+// asserts num_attention_heads % t == 0 and ffn_hidden_size % t == 0): a t
+// that does not divide them is a plan that cannot be built. The hidden size
+// (heads x head size) then divides too; it is checked on its own for
+// transformers whose heads are not listed. The vocabulary need not divide:
+// Megatron pads it to a multiple of 128 x t (--make-vocab-size-divisible-by
+// 128), and dtsim divides the unpadded vocabulary's cost by t (the padding
+// is fewer than 128 x t rows, e.g. 50257 -> 50304 for GPT-2 at t = 1).
+void CheckTensorSplit(const config::Scenario& s, const models::ModelGraph& graph, int t) {
+  if (t == 1) return;
+  const SourceLocation at = s.Where("parallelism.tensor_parallel");
+  bool splits = false;
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    const models::Op& op = graph.op(v);
+    if (!plan::IsTensorParallelSplit(op)) continue;
+    splits = true;
+    std::int64_t n = 0;
+    std::string what;
+    if (op.kind == models::OpKind::kReshape && Named(op.name, "attn.q") &&
+        op.output_shape.size() == 3) {
+      n = op.output_shape[0];  // (heads, sequence, head size)
+      what = "attention heads";
+    } else if (op.kind == models::OpKind::kDense && Named(op.name, "attn.qkv") &&
+               !op.input_shapes.empty() && !op.input_shapes[0].empty()) {
+      n = op.input_shapes[0].back();
+      what = "hidden size";
+    } else if (op.kind == models::OpKind::kDense && Named(op.name, "mlp.fc1") &&
+               !op.output_shape.empty()) {
+      n = op.output_shape.back();
+      what = "MLP width (ffn_hidden)";
+    } else {
+      continue;
+    }
+    if (n % t != 0) {
+      throw InfeasiblePlan(at,
+                           "parallelism.tensor_parallel: " + std::to_string(t) +
+                               " tensor ranks cannot share the " + std::to_string(n) + " " +
+                               what + " of " + op.name + " evenly",
+                           "Megatron-LM gives each tensor rank whole heads and an equal slice "
+                           "of the MLP; choose a tensor_parallel that divides heads, hidden "
+                           "and ffn_hidden");
+    }
+  }
+  if (!splits) {
+    throw InfeasiblePlan(at,
+                         "parallelism.tensor_parallel: model '" + graph.name() +
+                             "' has no layer that tensor parallelism splits",
+                         "Megatron-style tensor parallelism splits the attention and MLP of "
+                         "transformer blocks (plan/tensor_parallel.h); use tensor_parallel: 1");
+  }
+}
+
+}  // namespace
 
 HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph& graph,
                             const CostModel& cost_model) {
@@ -22,39 +90,81 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   o.schedule = model ? plan::PipelineSchedule::kGpipe : h.schedule;
   o.recompute = s.parallelism.recompute;
   o.algorithm = s.parallelism.algorithm;
-  o.iterations = std::min(2, s.workload.iterations);
-  if (o.tensor < 1 || o.pipeline < 1 || n % (o.tensor * o.pipeline) != 0)
-    throw UserError("tensor_parallel x pipeline_parallel (" + std::to_string(o.tensor) + " x " +
-                        std::to_string(o.pipeline) + ") must divide the " + std::to_string(n) +
-                        " devices",
-                    "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
-  const int d = n / (o.tensor * o.pipeline);
+  // Like every strategy: the report averages the iterations after the
+  // first (stragglers' noise differs between them). exec plans one.
+  o.iterations = s.workload.iterations;
+  // Each factor is at most INT_MAX: the products below fit in 64 bits.
+  const std::int64_t group = std::int64_t{o.tensor} * o.pipeline;
+  if (o.tensor < 1 || o.pipeline < 1 || n % group != 0) {
+    throw InfeasiblePlan(s.Where(o.pipeline > 1 ? "parallelism.pipeline_parallel"
+                                                : "parallelism.tensor_parallel"),
+                         "tensor_parallel x pipeline_parallel (" + std::to_string(o.tensor) +
+                             " x " + std::to_string(o.pipeline) + ") does not divide the " +
+                             std::to_string(n) + " devices",
+                         "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+  }
+  const int d = static_cast<int>(n / group);
   if (model) {
     o.micro_batch = s.workload.batch_per_device;
     o.micro_batches = 1;
   } else {
     o.micro_batch = h.micro_batch_size;
-    const int per_step = d * h.micro_batch_size;
-    const int global = h.global_batch > 0 ? h.global_batch : per_step * o.pipeline;
-    if (global % per_step != 0)
-      throw UserError("global_batch (" + std::to_string(global) + ") is not a multiple of data "
-                      "parallelism x micro_batch_size (" + std::to_string(d) + " x " +
-                      std::to_string(h.micro_batch_size) + ")");
-    o.micro_batches = global / per_step;
+    const std::int64_t per_step = std::int64_t{d} * h.micro_batch_size;
+    const std::int64_t global = h.global_batch > 0 ? h.global_batch : per_step * o.pipeline;
+    if (global % per_step != 0) {
+      throw InfeasiblePlan(s.Where("parallelism.global_batch"),
+                           "global_batch (" + std::to_string(global) +
+                               ") is not a multiple of data parallelism x micro_batch_size (" +
+                               std::to_string(d) + " x " + std::to_string(h.micro_batch_size) +
+                               ")",
+                           "each replica runs a whole number of micro-batches");
+    }
+    if (global / per_step > std::numeric_limits<int>::max()) {
+      throw UserError(s.Where("parallelism.global_batch"),
+                      "global_batch (" + std::to_string(global) + ") makes " +
+                          std::to_string(global / per_step) +
+                          " micro-batches per replica, more than dtsim can count");
+    }
+    o.micro_batches = static_cast<int>(global / per_step);
+    if (o.schedule == plan::PipelineSchedule::kInterleaved && o.micro_batches % o.pipeline != 0) {
+      throw InfeasiblePlan(
+          s.Where(h.global_batch > 0 ? "parallelism.global_batch" : "parallelism.schedule"),
+          "the interleaved schedule needs a number of micro-batches per replica (" +
+              std::to_string(o.micro_batches) + ") divisible by pipeline_parallel (" +
+              std::to_string(o.pipeline) + ")",
+          "as Megatron-LM requires; change global_batch or micro_batch_size");
+    }
   }
+  CheckTensorSplit(s, graph, o.tensor);
   x.shard = plan::TensorParallelShard(graph, o.tensor);
   const auto units = plan::LayerUnits(x.shard);
-  const int parts = o.pipeline * o.virtual_stages;
-  if (parts > static_cast<int>(units.size()))
-    throw UserError("the model has " + std::to_string(units.size()) + " layer units, fewer than the " +
-                    std::to_string(parts) + " pipeline chunks");
+  const std::int64_t chunks = std::int64_t{o.pipeline} * o.virtual_stages;
+  if (chunks > static_cast<std::int64_t>(units.size())) {
+    throw InfeasiblePlan(
+        s.Where(o.virtual_stages > 1 ? "parallelism.virtual_stages"
+                                     : "parallelism.pipeline_parallel"),
+        "the model has " + std::to_string(units.size()) + " layer units, fewer than the " +
+            std::to_string(chunks) + " pipeline chunks",
+        "every chunk needs at least one layer unit (`dtsim plan` lists them)");
+  }
+  const int parts = static_cast<int>(chunks);  // at most the number of units
   if (!h.stage_layers.empty()) {
-    o.chunks = plan::ChunksFromCounts(units, h.stage_layers);
+    try {
+      o.chunks = plan::ChunksFromCounts(units, h.stage_layers);
+    } catch (const UserError& e) {
+      throw UserError(s.Where("parallelism.stage_layers"), e.message(), e.hint());
+    }
     if (static_cast<int>(o.chunks.size()) != parts)
-      throw UserError("parallelism.stage_layers has " + std::to_string(o.chunks.size()) +
-                      " entries, the pipeline has " + std::to_string(parts) + " chunks");
+      throw UserError(s.Where("parallelism.stage_layers"),
+                      "parallelism.stage_layers has " + std::to_string(o.chunks.size()) +
+                          " entries, the pipeline has " + std::to_string(parts) + " chunks");
   } else if (h.even_layers) {
-    o.chunks = plan::EvenLayerChunks(units, parts);
+    try {
+      o.chunks = plan::EvenLayerChunks(units, parts);
+    } catch (const UserError& e) {
+      // The transformer layers do not divide over the chunks.
+      throw InfeasiblePlan(s.Where("parallelism.pipeline_parallel"), e.message(), e.hint());
+    }
   } else {
     // Balance the chunks' forward + backward time for one micro-batch,
     // within the device's memory.

@@ -19,7 +19,11 @@ struct HybridSetup {
   std::string partition_note;  // how the chunks were chosen (balanced partitions)
 };
 // Derives micro-batches, chunks (partition) and the tensor shard from the
-// scenario. Throws UserError for impossible combinations.
+// scenario. Throws InfeasiblePlan, at the parallelism key (Scenario::Where),
+// for splits that do not divide: t x p and the devices, the global batch and
+// the micro-batches, t and the heads, hidden size or MLP width (or a model
+// tensor parallelism does not split), the layer units and the chunks; and
+// UserError for stage_layers that do not describe the model.
 HybridSetup MakeHybridSetup(const config::Scenario& scenario, const models::ModelGraph& graph,
                             const CostModel& cost_model);
 

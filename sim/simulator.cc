@@ -12,6 +12,7 @@
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
 #include "sim/plan_costs.h"
+#include "sim/plan_size.h"
 #include "sim/simgrid_engine.h"
 #include "sim/stragglers.h"
 
@@ -205,6 +206,7 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
 }
 
 plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, int materialize) {
+  CheckPlanSize(s, graph);  // refuses plans that would not fit in memory
   const plan::ClusterShape shape{s.cluster.nodes, s.cluster.devices_per_node};
   if (IsPipelined(s)) {
     const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
@@ -260,6 +262,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   std::optional<models::ModelGraph> built;
   if (options.graph == nullptr) built = config::BuildWorkloadModel(s);
   const models::ModelGraph& full = options.graph ? *options.graph : *built;
+  CheckPlanSize(s, full);  // refuses plans that would not fit in memory
   p.model_totals = full.Totals();
   p.device = *device;
   p.averaging_period = AveragingPeriod(s);

@@ -20,6 +20,7 @@
 #include "common/yaml_reader.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "sim/sweep_unused.h"
 
 namespace dtsim::sim {
 namespace {
@@ -204,12 +205,17 @@ std::string SweepCsvRow(const SweepPoint& point, const Prediction& p) {
   return row;
 }
 
+// The point's value of axis `a` in sweep.csv: empty when its strategy does
+// not use the axis (sim/sweep_unused.h).
+std::string AxisCell(const SweepPoint& point, const std::vector<SweepAxis>& axes, std::size_t a) {
+  if (a < point.unused_axes.size() && point.unused_axes[a]) return "";
+  return CsvField(axes[a].values[point.choice[a]]);
+}
+
 PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axes,
                       const Prediction& p) {
   PointResult r;
-  for (std::size_t a = 0; a < axes.size(); ++a) {
-    r.csv_row += CsvField(axes[a].values[point.choice[a]]) + ',';
-  }
+  for (std::size_t a = 0; a < axes.size(); ++a) r.csv_row += AxisCell(point, axes, a) + ',';
   r.csv_row += SweepCsvRow(point, p);
   r.devices = point.scenario.cluster.num_devices();
   for (const MemoryBreakdown& m : p.stage_memory)
@@ -236,9 +242,7 @@ PointResult InfeasibleResult(const SweepPoint& point, const std::vector<SweepAxi
   PointResult r;
   r.feasible = false;
   r.infeasible = reason;
-  for (std::size_t a = 0; a < axes.size(); ++a) {
-    r.csv_row += CsvField(axes[a].values[point.choice[a]]) + ',';
-  }
+  for (std::size_t a = 0; a < axes.size(); ++a) r.csv_row += AxisCell(point, axes, a) + ',';
   std::vector<std::string> columns;
   std::istringstream header(CsvHeader());
   for (std::string column; std::getline(header, column, ',');) columns.push_back(column);
@@ -323,6 +327,8 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
     }
   }
   sweep.points.resize(total);
+  // The keys each point's strategy does not use (sim/sweep_unused.h).
+  std::vector<std::vector<config::UnusedKey>> unused(total);
   const auto failure = ParallelFor(total, jobs, {}, 0, [&](std::size_t i) {
     SweepPoint& point = sweep.points[i];
     // Point i's choice: its index in mixed radix, last axis fastest.
@@ -337,7 +343,7 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
       ChooseElement(doc, sweep.axes[a].location, point.choice[a]);
     }
     try {
-      point.scenario = config::ParseScenarioNode(doc, filename);
+      point.scenario = config::ParseScenarioNode(doc, filename, &unused[i]);
     } catch (const InfeasiblePlan& e) {
       // point.scenario keeps its defaults: the load threw before assigning.
       point.infeasible = InfeasibleMessage(e);
@@ -363,6 +369,10 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
   for (SweepPoint& point : sweep.points) {
     if (!point.infeasible.empty()) point.name = PointName(named, sweep.axes, point.choice);
   }
+  // Keys some points do not use, and the repeated points that makes.
+  const bool all_loaded = std::none_of(sweep.points.begin(), sweep.points.end(),
+                                       [](const SweepPoint& p) { return !p.infeasible.empty(); });
+  ApplyUnusedKeys(unused, all_loaded, &sweep);
   return sweep;
 }
 

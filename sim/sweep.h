@@ -57,6 +57,9 @@ struct SweepPoint {
   // the error message, with its file:line:column. `scenario` is then
   // default-constructed and the point is reported as an infeasible row.
   std::string infeasible;
+  // Per axis: the point's strategy does not use it (its sweep.csv cell is
+  // empty; sim/sweep_unused.h). Empty = every axis is used.
+  std::vector<bool> unused_axes;
 };
 
 struct Sweep {
@@ -74,7 +77,9 @@ std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root);
 // Throws UserError at file:line:column for the first point (in order) that
 // does not load, and for sweeps of more than a million points. A point that
 // loads but asks for an infeasible plan (InfeasiblePlan) does not stop the
-// sweep: it is kept with SweepPoint::infeasible set.
+// sweep: it is kept with SweepPoint::infeasible set. A point that repeats
+// another because its strategy does not use an axis is left out, and a key
+// no point uses is a UserError at the key (sim/sweep_unused.h).
 Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int jobs = 0);
 // Same from a file; a missing file is reported as config::LoadScenario does.
 Sweep LoadSweep(const std::string& path, int jobs = 0);

@@ -275,9 +275,71 @@ TEST(RunSweep, InfeasiblePointsAreRowsWithTheirReason) {
     const auto fields = report::SplitCsvLine(lines[row]);
     ASSERT_EQ(fields.size(), header.size()) << lines[row];
     for (std::size_t c = 0; c < header.size(); ++c) {
-      if (header[c] == "fits") EXPECT_EQ(fields[c], row == 1 ? "true" : "false") << lines[row];
-      if (header[c] == "throughput_samples_per_s") EXPECT_EQ(fields[c].empty(), row != 1);
+      if (header[c] == "fits") {
+        EXPECT_EQ(fields[c], row == 1 ? "true" : "false") << lines[row];
+      }
+      if (header[c] == "throughput_samples_per_s") {
+        EXPECT_EQ(fields[c].empty(), row != 1);
+      }
     }
+  }
+}
+
+// Issue 10 item 10: `dtsim sweep` on this file overflowed the stack in the
+// axis search; a billion-laughs file hung. Both are refused like `run` does.
+TEST(ParseSweep, SelfReferenceAndBillionLaughsAreRefused) {
+  try {
+    ParseSweep("x: &a [*a]\n", "loop.yaml");
+    FAIL() << "a self-referencing alias should be refused";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().ToString(), "loop.yaml:1:8") << e.what();
+  }
+  // cluster.devices: 10^9 device mappings once the aliases are expanded.
+  std::ostringstream laughs;
+  laughs << "d0: &d0 [{name: a, fp32: 1TFLOPS, memory: 1GiB, memory_bandwidth: 1GBps}";
+  for (int k = 1; k < 10; ++k) laughs << ", *d0";
+  laughs << "]\n";
+  for (int i = 1; i <= 8; ++i) {
+    laughs << 'd' << i << ": &d" << i << " [*d" << i - 1;
+    for (int k = 1; k < 10; ++k) laughs << ", *d" << i - 1;
+    laughs << "]\n";
+  }
+  laughs << "cluster: {devices: *d8}\n";
+  EXPECT_THROW(ParseSweep(laughs.str(), "laughs.yaml"), UserError);
+}
+
+// Issue 10 item 3 in a sweep: pipeline_parallel matters to hybrid points
+// only. The data point is simulated once, its pipeline_parallel cell empty.
+TEST(ParseSweep, AxesAPointDoesNotUseMakeNoDuplicates) {
+  const std::string yaml =
+      "name: mix\n"
+      "cluster: {nodes: 1, devices_per_node: 4}\n"
+      "workload: {model: gpt2}\n"
+      "parallelism:\n"
+      "  strategy: [data, hybrid]\n"
+      "  pipeline_parallel: [1, 2, 4]\n";
+  const Sweep s = ParseSweep(yaml, "mix.yaml");
+  ASSERT_EQ(s.points.size(), 4u);  // data; hybrid x 3
+  EXPECT_EQ(s.points[0].name, "mix/parallelism.strategy=data");
+  EXPECT_EQ(s.points[0].unused_axes, (std::vector<bool>{false, true}));
+  EXPECT_EQ(s.points[1].name, "mix/parallelism.strategy=hybrid,parallelism.pipeline_parallel=1");
+  EXPECT_EQ(s.points[3].scenario.parallelism.hybrid.pipeline_parallel, 4);
+  const auto lines = Lines(SweepCsv(s, RunSweep(s)));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(report::SplitCsvLine(lines[1])[1], "");
+  EXPECT_EQ(report::SplitCsvLine(lines[2])[1], "1");
+}
+
+TEST(ParseSweep, AKeyNoPointUsesIsAnError) {
+  try {
+    ParseSweep("parallelism:\n  strategy: [data, local_sgd]\n  pipeline_parallel: 2\n",
+               "unused.yaml");
+    FAIL() << "no point uses pipeline_parallel";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().line, 3) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not use parallelism.pipeline_parallel"),
+              std::string::npos)
+        << e.what();
   }
 }
 

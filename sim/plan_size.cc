@@ -1,0 +1,129 @@
+#include "sim/plan_size.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "common/units.h"
+
+namespace dtsim::sim {
+namespace {
+
+using config::Strategy;
+
+// The factors of the estimate: ranks x iterations x tasks per rank and
+// iteration, and the scenario key behind the largest one.
+struct Estimate {
+  std::int64_t ranks = 1;
+  std::int64_t iterations = 1;
+  std::int64_t per_rank_iteration = 1;
+  std::string ranks_key, iterations_key, per_rank_key;
+};
+
+// What sim/simulator.cc builds (MakePlan, Simulate): which ranks it
+// materializes and how many iterations it simulates. Every product below is
+// of factors < 2^31 and saturates at 2^62 (Mul).
+std::int64_t Mul(std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kSaturated = std::int64_t{1} << 62;
+  if (a == 0 || b == 0) return 0;
+  return a > kSaturated / b ? kSaturated : std::min(kSaturated, a * b);
+}
+
+Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph) {
+  const config::ParallelismConfig& par = s.parallelism;
+  const std::int64_t workers = std::int64_t{s.cluster.nodes} * s.cluster.devices_per_node;
+  const std::int64_t ops = static_cast<std::int64_t>(graph.num_ops());
+  const bool simgrid = s.engine == "simgrid";
+  Estimate e;
+  e.ranks_key = "cluster";
+  e.iterations_key = "workload.iterations";
+  e.per_rank_key = "workload.model";
+  if (par.strategy == Strategy::kHybrid || par.strategy == Strategy::kModel) {
+    const bool model = par.strategy == Strategy::kModel;
+    const std::int64_t t = model ? 1 : par.hybrid.tensor_parallel;
+    const std::int64_t p = model && par.hybrid.pipeline_parallel == 1
+                               ? s.cluster.devices_per_node
+                               : par.hybrid.pipeline_parallel;
+    const std::int64_t d = std::max<std::int64_t>(1, workers / (t * p));
+    std::int64_t m = 1;
+    if (!model) {
+      const std::int64_t per_step = d * par.hybrid.micro_batch_size;
+      m = par.hybrid.global_batch > 0 ? std::max<std::int64_t>(1, par.hybrid.global_batch / per_step)
+                                      : p;
+    }
+    // Symmetric plans materialize one device per stage (sim/simulator.cc).
+    const bool symmetric = s.stragglers.Empty() && !simgrid;
+    e.ranks = symmetric ? p : workers;
+    e.iterations = s.workload.iterations;
+    // Per micro-batch: each op's forward, input and weight gradients and
+    // recomputed forward, tensor-parallel all-reduces and the activations
+    // sent between chunks; a rank holds 1/p of the ops.
+    e.per_rank_iteration = Mul(m, Mul(6, std::max<std::int64_t>(1, ops / p)) + 4 * par.hybrid.virtual_stages);
+    e.per_rank_key = model ? "workload.batch_per_device" : "parallelism.global_batch";
+    return e;
+  }
+  const bool local_sgd = par.strategy == Strategy::kLocalSgd;
+  const std::int64_t h = local_sgd ? par.averaging_period : 1;
+  const std::int64_t asked = s.workload.iterations;
+  e.iterations = asked;
+  if (h > 1) {
+    // One warm-up iteration and whole rounds of H (sim/simulator.cc
+    // IterationsToSimulate).
+    const std::int64_t rounds = std::max<std::int64_t>(1, (std::max<std::int64_t>(1, asked - 1) + h - 1) / h);
+    e.iterations = 1 + Mul(rounds, h);
+    if (h > asked) e.iterations_key = "parallelism.averaging_period";
+  }
+  const bool servers =
+      par.strategy == Strategy::kParameterServer ||
+      (local_sgd && par.averaging == config::AveragingTransport::kParameterServer);
+  if (servers) {
+    // Every worker and server is materialized; each worker talks to every
+    // server (a pull and a push per shard), each server to every worker.
+    const std::int64_t n_servers = par.parameter_server.servers;
+    e.ranks = workers + n_servers;
+    e.per_rank_iteration = Mul(4, ops) + Mul(4, std::max(n_servers, workers));
+    e.per_rank_key = "parallelism.parameter_server";
+    return e;
+  }
+  // Identical workers: the first trace_max_ranks stand for all.
+  const bool alike = s.stragglers.Empty() && !simgrid;
+  e.ranks = alike ? std::min<std::int64_t>(workers, std::max(1, s.outputs.trace_max_ranks))
+                  : workers;
+  // Forward, input and weight gradients per op, and at most one bucket per op.
+  e.per_rank_iteration = Mul(4, ops) + 4;
+  return e;
+}
+
+}  // namespace
+
+std::int64_t EstimatePlanTasks(const config::Scenario& s, const models::ModelGraph& graph) {
+  const Estimate e = Factors(s, graph);
+  return Mul(e.ranks, Mul(e.iterations, e.per_rank_iteration));
+}
+
+void CheckPlanSize(const config::Scenario& s, const models::ModelGraph& graph) {
+  const std::int64_t devices = std::int64_t{s.cluster.nodes} * s.cluster.devices_per_node;
+  if (devices > kMaxDevices) {
+    throw UserError(s.Where("cluster"),
+                    "the cluster has " + std::to_string(devices) + " devices, more than the " +
+                        std::to_string(kMaxDevices) + " dtsim simulates",
+                    "the largest GPU clusters have about 10^5 devices");
+  }
+  const Estimate e = Factors(s, graph);
+  const std::int64_t tasks = EstimatePlanTasks(s, graph);
+  if (tasks <= kMaxPlanTasks) return;
+  const std::string& key = e.iterations >= e.ranks && e.iterations >= e.per_rank_iteration
+                               ? e.iterations_key
+                           : e.ranks >= e.per_rank_iteration ? e.ranks_key
+                                                             : e.per_rank_key;
+  throw UserError(s.Where(key),
+                  "the plan would have about " + FormatCount(static_cast<double>(tasks)) +
+                      " tasks (" + std::to_string(e.ranks) + " ranks x " +
+                      std::to_string(e.iterations) + " iterations x " +
+                      std::to_string(e.per_rank_iteration) + " tasks each), more than the " +
+                      FormatCount(static_cast<double>(kMaxPlanTasks)) + " dtsim simulates",
+                  "fewer iterations, devices, servers or micro-batches; a few iterations "
+                  "suffice for a steady-state prediction");
+}
+
+}  // namespace dtsim::sim

@@ -1,0 +1,72 @@
+#include "sim/plan_size.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "sim/simulator.h"
+
+namespace dtsim::sim {
+namespace {
+
+// Simulating `yaml` (as "p.yaml") must be refused with a UserError on `line`
+// that says `says`, before any plan is built.
+::testing::AssertionResult RefusedAt(const std::string& yaml, int line, const std::string& says) {
+  try {
+    Simulate(config::ParseScenario(yaml, "p.yaml"));
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    if (e.where().line != line) {
+      return ::testing::AssertionFailure() << "expected line " << line << ", got:\n" << what;
+    }
+    if (what.find(says) == std::string::npos) {
+      return ::testing::AssertionFailure() << "expected '" << says << "' in:\n" << what;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "not refused:\n" << yaml;
+}
+
+// Issue 10 item 13: each of these ended in std::bad_alloc (or ran for hours).
+TEST(PlanSizeTest, SizesWithoutBoundsAreRefusedWithTheNumber) {
+  // At the cluster section (its first key).
+  EXPECT_TRUE(RefusedAt("cluster:\n  nodes: 1000000\n  devices_per_node: 1000\n", 2,
+                        "the cluster has 1000000000 devices, more than the 1048576"));
+  // ResNet-50 (the default model), 8 ranks: 10^6 iterations.
+  EXPECT_TRUE(RefusedAt("cluster: {devices_per_node: 8}\nworkload:\n  iterations: 1000000\n", 3,
+                        "8 ranks x 1000000 iterations"));
+  EXPECT_TRUE(RefusedAt(R"(cluster: {nodes: 8}
+parallelism:
+  strategy: parameter_server
+  parameter_server: {servers: 2000000000}
+)",
+                        4, "more than the 20.0 M dtsim simulates"));
+  // H = 2^31 - 1: one warm-up iteration and one round of H.
+  EXPECT_TRUE(RefusedAt(R"(cluster: {nodes: 2}
+parallelism:
+  strategy: local_sgd
+  averaging_period: 2147483647
+)",
+                        4, "2 ranks x 2147483648 iterations"));
+}
+
+TEST(PlanSizeTest, EstimateCoversTheBuiltPlan) {
+  // The estimate is an upper bound of the tasks the simulator builds.
+  for (const char* yaml :
+       {"cluster: {nodes: 2, devices_per_node: 4}\nworkload: {model: resnet50}\n",
+        "cluster: {nodes: 1, devices_per_node: 4}\nworkload: {model: gpt2}\n"
+        "parallelism: {strategy: hybrid, pipeline_parallel: 2, global_batch: 16}\n",
+        "cluster: {nodes: 4}\nparallelism: {strategy: parameter_server, "
+        "parameter_server: {servers: 2}}\n"}) {
+    SCOPED_TRACE(yaml);
+    const config::Scenario s = config::ParseScenario(yaml, "p.yaml");
+    const models::ModelGraph graph = config::BuildWorkloadModel(s);
+    const Prediction p = Simulate(s, SimulateOptions{.graph = &graph});
+    EXPECT_GE(EstimatePlanTasks(s, graph), static_cast<std::int64_t>(p.plan.tasks().size()));
+    EXPECT_LE(EstimatePlanTasks(s, graph), kMaxPlanTasks);
+  }
+}
+
+}  // namespace
+}  // namespace dtsim::sim

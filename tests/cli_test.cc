@@ -134,6 +134,13 @@ TEST_F(Cli, HelpExplainsAndBadArgumentsExit2) {
   EXPECT_NE(r.out.find("run"), std::string::npos);
   r = Dtsim("run");
   EXPECT_EQ(r.status, 2);
+  // Issue 10 item 18: `--lr nan` passed CLI::PositiveNumber (nan <= 0 is
+  // false) and training silently used the default rate.
+  for (const char* option : {"--lr nan", "--lr inf", "--lr-decay-rate nan"}) {
+    r = Dtsim(std::string("exec scenarios/local/cifar10-ps-2workers.yaml ") + option);
+    EXPECT_EQ(r.status, 2) << option;
+    EXPECT_NE(r.err.find("expected a finite number > 0"), std::string::npos) << r.err;
+  }
 }
 
 // Sweeps (`dtsim sweep`, sim/sweep.h).

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -19,6 +21,18 @@
 #include "tools/mpi_launch.h"
 
 namespace {
+
+// A finite number > 0. CLI::PositiveNumber lets "nan" through (nan <= 0 is
+// false), and `--lr nan` then silently trained at the default rate.
+const CLI::Validator kFinitePositive(
+    [](std::string& text) {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v <= 0)
+        return "expected a finite number > 0, got " + text;
+      return std::string();
+    },
+    "FINITE > 0");
 
 // --network and --latency of exec and validate, and the options the process
 // that builds the network passes to the ranks it starts (hidden).
@@ -178,11 +192,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   exec_cmd->add_option("--lr", exec.learning_rate,
                        "Initial learning rate (default 0.01; 0.001 for adam)")
-      ->check(CLI::PositiveNumber);
+      ->check(kFinitePositive);
   exec_cmd->add_option("--lr-decay-rate", exec.lr_decay_rate,
                        "Exponential decay: multiply the learning rate by this every "
                        "--lr-decay-steps steps (TensorFlow's exponential_decay; default: none)")
-      ->check(CLI::PositiveNumber);
+      ->check(kFinitePositive);
   exec_cmd->add_option("--lr-decay-steps", exec.lr_decay_steps, "Steps per decay factor")
       ->check(CLI::PositiveNumber);
   exec_cmd->add_flag("--lr-smooth", exec.lr_smooth,

@@ -7,10 +7,12 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "common/error.h"
 #include "exec/comm/mpi_communicator.h"
@@ -54,6 +56,12 @@ void AddNetworkOptions(CLI::App* cmd, dtsim::tools::ExecCommandOptions* o, const
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A rank started by mpirun dies with it (mpirun killed with SIGKILL
+  // cannot stop its ranks itself).
+  if (dtsim::tools::LaunchedByMpiLauncher() && !dtsim::tools::DieWithLauncher()) {
+    std::cerr << "dtsim: the MPI launcher that started this rank is gone\n";
+    return 1;
+  }
   CLI::App app{
       "dtsim: discrete-event simulator of deep-learning training clusters.\n"
       "Describe a cluster, a model and a parallelization in a scenario file (see\n"
@@ -291,17 +299,30 @@ int main(int argc, char** argv) {
     return 128 + interrupts->signal();
   };
 
+  // MPI only for the commands that run ranks, and only when a launcher
+  // started us: a plain command never needs mpirun. The communicator is
+  // declared after the session: destroyed first. Declared out here so that
+  // a rank that fails can stop the others (MPI_Abort) instead of leaving
+  // them waiting for it in a collective.
+  std::optional<dtsim::exec::MpiSession> mpi;
+  std::unique_ptr<dtsim::exec::MpiCommunicator> world;
+  // A rank's error ends every rank, and mpirun exits with `status`
+  // (RunUnderMpiLauncher passes it on, with the message).
+  auto stop_ranks = [&mpi, &world](int status) {
+    if (!world || world->size() < 2) return status;
+    std::cerr.flush();
+    // When every rank fails at once (an error they agreed on), one abort
+    // ends the job: rank 0's; simultaneous ones garble OpenMPI's report.
+    if (world->rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    mpi->Abort(status);
+    return status;
+  };
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
     if (*sweep_cmd) {
       sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
     }
-    // MPI only for the commands that run ranks, and only when a launcher
-    // started us: a plain command never needs mpirun. The communicator is
-    // declared after the session: destroyed first.
-    std::optional<dtsim::exec::MpiSession> mpi;
-    std::unique_ptr<dtsim::exec::MpiCommunicator> world;
     const bool scenario_validation = *validate_cmd && validate_target != "vtrain";
     if ((*exec_cmd || scenario_validation || (*calibrate_cmd && calibrate.ranks == 0)) &&
         dtsim::tools::LaunchedByMpiLauncher()) {
@@ -324,16 +345,18 @@ int main(int argc, char** argv) {
     if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world.get(), std::cout, std::cerr);
   } catch (const dtsim::InfeasiblePlan& e) {
     if (const int status = interrupted()) return status;
-    std::cerr << "dtsim: " << e.what() << "\n";
-    return 3;
+    std::cerr << ("dtsim: " + std::string(e.what()) + "\n");  // one write: ranks share stderr
+    if (world) dtsim::tools::RecordRankError(world->rank(), e, true);
+    return stop_ranks(3);
   } catch (const dtsim::UserError& e) {
     if (const int status = interrupted()) return status;
-    std::cerr << "dtsim: " << e.what() << "\n";
-    return 2;
+    std::cerr << ("dtsim: " + std::string(e.what()) + "\n");  // one write: ranks share stderr
+    if (world) dtsim::tools::RecordRankError(world->rank(), e, false);
+    return stop_ranks(2);
   } catch (const std::exception& e) {
     if (const int status = interrupted()) return status;
-    std::cerr << "dtsim: " << e.what() << "\n";
-    return 1;
+    std::cerr << ("dtsim: " + std::string(e.what()) + "\n");
+    return stop_ranks(1);
   }
   if (const int status = interrupted()) return status;
   std::cout.flush();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +26,8 @@
 #include "exec/netem/emulated_network.h"
 #include "exec/netem/latency_communicator.h"
 #include "exec/runtime/plan_executor.h"
+#include "exec/runtime/rank_memory.h"
+#include "exec/local_devices.h"
 #include "exec/runtime/timeline_trace.h"
 #include "report/svg_plot.h"
 #include "sim/report.h"
@@ -100,12 +103,13 @@ struct Summary {
   int measured = 0;
 };
 
-// Mean over iterations after the first of the slowest rank's time, and the
-// mean over ranks of compute and communication time.
+// Mean over the iterations run after the first (warm-up; the only one when
+// a resumed run ran one) of the slowest rank's time, and the mean over
+// ranks of compute and communication time.
 Summary Summarize(const exec::ExecResult& r) {
   Summary s;
   const int n = static_cast<int>(r.losses.size());
-  const int from = std::min(n - 1, std::max(r.first_iteration + 1, 1));
+  const int from = n > 1 ? 1 : 0;
   const auto ranks = static_cast<double>(r.times.size());
   for (int i = from; i < n; ++i) {
     double slowest = 0;
@@ -118,7 +122,7 @@ Summary Summarize(const exec::ExecResult& r) {
     s.step_s += slowest;
     ++s.measured;
   }
-  if (s.measured > 0) {
+  if (s.measured > 0 && s.step_s > 0) {
     s.step_s /= s.measured;
     s.compute_s /= s.measured;
     s.comm_s /= s.measured;
@@ -209,21 +213,21 @@ std::string StepTimeChart(const config::Scenario& s, const exec::ExecResult& r,
   chart.y.label = "seconds";
   report::Series step{"measured step (slowest rank)", {}};
   report::Series compute{"measured compute (mean over ranks)", {}};
-  const int n = static_cast<int>(r.losses.size());
-  for (int i = r.first_iteration; i < n; ++i) {
+  const int n = static_cast<int>(r.losses.size());  // iterations run, from first_iteration
+  for (int i = 0; i < n; ++i) {
     double slowest = 0, busy = 0;
     for (const auto& rank : r.times) {
       slowest = std::max(slowest, rank[static_cast<std::size_t>(i)].seconds);
       busy += rank[static_cast<std::size_t>(i)].compute / static_cast<double>(r.times.size());
     }
-    step.points.push_back({static_cast<double>(i + 1), slowest});
-    compute.points.push_back({static_cast<double>(i + 1), busy});
+    step.points.push_back({static_cast<double>(r.first_iteration + i + 1), slowest});
+    compute.points.push_back({static_cast<double>(r.first_iteration + i + 1), busy});
   }
   chart.series = {step, compute};
   for (const EnginePrediction& p : preds)
     chart.series.push_back({"predicted step (" + p.engine + ")",
                             {{static_cast<double>(r.first_iteration + 1), p.step_s},
-                             {static_cast<double>(n), p.step_s}}});
+                             {static_cast<double>(r.first_iteration + n), p.step_s}}});
   return report::RenderLineChart(chart);
 }
 
@@ -234,7 +238,12 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   json j;
   j["scenario"] = s.name;
   j["ranks"] = r.times.size();
+  // The iterations this run executed: a resumed run lists only its own,
+  // from the step it resumed from, so it never reports the earlier run's
+  // iterations as zeros.
   j["iterations"] = r.losses.size();
+  j["first_iteration"] = r.first_iteration;
+  if (o.resume) j["resumed_from_step"] = r.first_iteration;
   j["samples_per_iteration"] = r.samples_per_iteration;
   j["measured"] = {{"step_time_s", m.step_s},
                    {"throughput_samples_per_s", m.throughput},
@@ -259,7 +268,13 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   j["per_rank_iterations_columns"] = {"seconds", "compute_s", "comm_s"};
 
   char line[200];
-  out << "measured over " << m.measured << " iterations (the first is warm-up):\n";
+  if (r.first_iteration > 0)
+    out << "resumed from step " << r.first_iteration << "; ran iterations "
+        << r.first_iteration + 1 << ".." << r.first_iteration + static_cast<int>(r.losses.size())
+        << "\n";
+  out << "measured over " << m.measured << " iteration(s)"
+      << (m.measured + 1 == static_cast<int>(r.losses.size()) ? " (the first run is warm-up)" : "")
+      << ":\n";
   std::snprintf(line, sizeof line, "  step time %.4f s, %.1f samples/s, compute %.4f s, comm %.4f s\n",
                 m.step_s, m.throughput, m.compute_s, m.comm_s);
   out << line;
@@ -400,6 +415,114 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   for (const auto& path : files.Commit()) out << "wrote " << path.string() << "\n";
 }
 
+// What ExecutePlan runs with, for `ranks` processes.
+exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Scenario& s,
+                                  int ranks) {
+  const bool local_sgd = s.parallelism.strategy == config::Strategy::kLocalSgd;
+  exec::ExecOptions eo;
+  eo.iterations = o.iterations > 0 ? o.iterations : 20;
+  eo.bucket_bytes = s.parallelism.bucket_bytes;
+  eo.averaging_period = local_sgd ? s.parallelism.averaging_period : 1;
+  // Local SGD averages parameters (over all-reduce or servers), and so do
+  // parameter servers told to take parameters as their payload.
+  eo.average_parameters =
+      local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
+                    s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
+  eo.mpi_allreduce = o.mpi_allreduce;
+  eo.optimizer = OptimizerFor(s, o.learning_rate);
+  if (o.lr_decay_rate > 0) {
+    if (o.lr_decay_steps < 1)
+      throw UserError("--lr-decay-rate needs --lr-decay-steps (steps per factor)",
+                      "e.g. --lr-decay-rate 0.1 --lr-decay-steps 1000");
+    eo.optimizer.lr.kind = exec::LrScheduleKind::kExponential;
+    eo.optimizer.lr.decay_rate = o.lr_decay_rate;
+    eo.optimizer.lr.decay_steps = o.lr_decay_steps;
+    eo.optimizer.lr.staircase = !o.lr_smooth;
+  }
+  eo.seed = s.seed;
+  eo.slowdown.assign(static_cast<std::size_t>(ranks), 1.0);
+  for (const auto& slow : s.stragglers.slow_devices)
+    for (int r : slow.ranks)
+      if (r >= 0 && r < ranks) eo.slowdown[static_cast<std::size_t>(r)] = slow.factor;
+  eo.checkpoint_every = o.checkpoint_every;
+  eo.checkpoint_dir =
+      (fs::path(o.out_dir.empty() ? s.outputs.dir : o.out_dir) / "checkpoints").string();
+  eo.resume = o.resume;
+  eo.record_timeline = true;
+  return eo;
+}
+
+// Bytes of memory this machine can give a new process now: MemAvailable of
+// /proc/meminfo (the kernel's estimate of what can be allocated without
+// swapping); 0 when unknown.
+double AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+// Refuses (InfeasiblePlan) a run whose ranks, all on this machine, need
+// more memory than it has: host memory for the CPU backend, each GPU's for
+// CUDA (rank r on GPU r mod GPUs). Called before any rank starts.
+void CheckMemory(const ExecCommandOptions& o, const config::Scenario& s, const plan::Plan& plan,
+                 const models::ModelGraph& graph, int ranks) {
+  const exec::ExecOptions eo = MakeExecOptions(o, s, ranks);
+  std::vector<exec::RankMemory> per_rank;
+  for (plan::RankId r = 0; r < plan.num_ranks(); ++r)
+    per_rank.push_back(exec::EstimateRankMemory(plan, graph, eo, r));
+  auto describe = [&](const std::vector<int>& ranks_in, double need, double have,
+                      const std::string& what) {
+    exec::RankMemory sum;
+    for (int r : ranks_in) {
+      const exec::RankMemory& m = per_rank[static_cast<std::size_t>(r)];
+      sum.parameters += m.parameters;
+      sum.optimizer += m.optimizer;
+      sum.activations += m.activations;
+      sum.checkpoint += m.checkpoint;
+    }
+    std::string msg = "the run needs about " + FormatBytes(need) + " of " + what + " (" +
+                      std::to_string(ranks_in.size()) + " rank(s): parameters and gradients " +
+                      FormatBytes(sum.parameters) + ", optimizer state " +
+                      FormatBytes(sum.optimizer) + ", activations " +
+                      FormatBytes(sum.activations);
+    if (sum.checkpoint > 0) msg += ", checkpoint copies " + FormatBytes(sum.checkpoint);
+    msg += ") but has " + FormatBytes(have);
+    throw InfeasiblePlan(SourceLocation{s.source_path}, msg,
+                         "lower workload.batch_per_device or the micro-batch size, use a "
+                         "smaller model, or split it over more ranks");
+  };
+  if (o.backend == "cuda") {
+    const std::vector<hw::DeviceSpec> gpus = exec::LocalGpus();
+    if (gpus.empty()) return;  // the run reports the missing GPU itself
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      std::vector<int> on;
+      double need = 0;
+      for (int r = 0; r < plan.num_ranks(); ++r)
+        if (static_cast<std::size_t>(r) % gpus.size() == g) {
+          on.push_back(r);
+          need += per_rank[static_cast<std::size_t>(r)].total();
+        }
+      if (need > gpus[g].memory_bytes)
+        describe(on, need, gpus[g].memory_bytes, "memory on GPU " + std::to_string(g) + " (" +
+                                                     gpus[g].name + ")");
+    }
+    return;
+  }
+  const double available = AvailableMemoryBytes();
+  double need = 0;
+  std::vector<int> all;
+  for (int r = 0; r < plan.num_ranks(); ++r) {
+    all.push_back(r);
+    need += per_rank[static_cast<std::size_t>(r)].total();
+  }
+  if (available > 0 && need > available)
+    describe(all, need, available, "memory on this machine (MemAvailable in /proc/meminfo)");
+}
+
 // The device profile the prediction uses (see ExecCommandOptions::profile);
 // every rank takes part in a calibration run.
 void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::Scenario* s,
@@ -524,6 +647,9 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   const std::optional<NetworkSetting> net = ParseNetwork(o);
   if (comm == nullptr) {
     const int ranks = o.ranks > 0 ? o.ranks : needed;
+    // Every rank runs on this machine: check that they fit before starting
+    // any (ranks started by hand under mpirun do not check).
+    if (ranks == needed) CheckMemory(o, s, plan, graph, ranks);
     if (net) {
       RunInEmulatedNetwork(o, *net, ranks, err);
       return;
@@ -557,39 +683,15 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
     ShareCores(world.size(), &s);
   }
 
-  exec::ExecOptions eo;
-  eo.iterations = o.iterations > 0 ? o.iterations : 20;
-  eo.bucket_bytes = s.parallelism.bucket_bytes;
-  eo.averaging_period = local_sgd ? s.parallelism.averaging_period : 1;
-  // Local SGD averages parameters (over all-reduce or servers), and so do
-  // parameter servers told to take parameters as their payload.
-  eo.average_parameters =
-      local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
-                    s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
-  eo.mpi_allreduce = o.mpi_allreduce;
-  eo.optimizer = OptimizerFor(s, o.learning_rate);
-  if (o.lr_decay_rate > 0) {
-    if (o.lr_decay_steps < 1)
-      throw UserError("--lr-decay-rate needs --lr-decay-steps (steps per factor)",
-                      "e.g. --lr-decay-rate 0.1 --lr-decay-steps 1000");
-    eo.optimizer.lr.kind = exec::LrScheduleKind::kExponential;
-    eo.optimizer.lr.decay_rate = o.lr_decay_rate;
-    eo.optimizer.lr.decay_steps = o.lr_decay_steps;
-    eo.optimizer.lr.staircase = !o.lr_smooth;
-  }
-  eo.seed = s.seed;
-  eo.slowdown.assign(static_cast<std::size_t>(world.size()), 1.0);
-  for (const auto& slow : s.stragglers.slow_devices)
-    for (int r : slow.ranks)
-      if (r >= 0 && r < world.size()) eo.slowdown[static_cast<std::size_t>(r)] = slow.factor;
+  exec::ExecOptions eo = MakeExecOptions(o, s, world.size());
   if (root && s.stragglers.noise != config::NoiseDistribution::kNone)
     err << "note: straggler noise is simulated only; real runs inject the fixed slowdowns\n";
-  eo.checkpoint_every = o.checkpoint_every;
-  eo.checkpoint_dir =
-      (fs::path(o.out_dir.empty() ? s.outputs.dir : o.out_dir) / "checkpoints").string();
-  eo.resume = o.resume;
-  eo.record_timeline = true;
   if (!o.quiet) eo.log = [&out](const std::string& line) { out << line << "\n" << std::flush; };
+  eo.warn = [&err, &world](const std::string& line) {
+    // One write, so that ranks sharing the terminal do not interleave.
+    err << ("dtsim: rank " + std::to_string(world.rank()) + ": warning: " + line + "\n")
+        << std::flush;
+  };
 
   const auto data = MakeDataset(graph, o.dataset, s.seed);
   exec::CpuBackend cpu;

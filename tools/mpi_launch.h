@@ -10,11 +10,27 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
+
 namespace dtsim::tools {
 
 // True when an MPI launcher started this process (OMPI_COMM_WORLD_SIZE or
 // PMI_SIZE is set): main() then starts MPI.
 bool LaunchedByMpiLauncher();
+
+// In a process an MPI launcher started: asks the kernel to SIGKILL it when
+// its parent (mpirun, which forks the ranks of its node) dies, so that a
+// launcher killed with SIGKILL leaves no rank behind (prctl's
+// PR_SET_PDEATHSIG). Returns false when the parent died before the request
+// took effect (the caller then stops).
+bool DieWithLauncher();
+
+// A rank that stops on `error` (UserError; `infeasible`: InfeasiblePlan)
+// leaves it for the process that launched the ranks through
+// RunUnderMpiLauncher, which then fails with the same message, place and
+// hint (and exit status) instead of "mpirun failed". Does nothing when no
+// such process is waiting (the ranks were started by hand). Best effort.
+void RecordRankError(int rank, const UserError& error, bool infeasible);
 
 struct LaunchOptions {
   int ranks = 1;  // processes (-np), >= 1
@@ -37,8 +53,13 @@ struct LaunchOptions {
 // <this program> <args...>` and waits for it, with OpenMPI's run-as-root
 // permission in the child's environment only (containers and CI run as
 // root). The command line is echoed to `err`. mpirun starts with no signal
-// blocked, whatever this thread blocks. Throws std::runtime_error when it
-// cannot start or exits non-zero (the ranks have printed their own errors).
+// blocked, whatever this thread blocks, and gets SIGTERM when this process
+// dies (however: SIGKILL included), on which it stops its ranks.
+// A rank that stops on an error calls MPI_Abort with main()'s exit status,
+// which mpirun returns. Throws, for mpirun's status:
+//   2: UserError (3: InfeasiblePlan) with the rank's message, place and
+//      hint (RecordRankError), else a generic one;
+//   other non-zero, or not started: std::runtime_error.
 void RunUnderMpiLauncher(const LaunchOptions& options, const std::vector<std::string>& args,
                          std::ostream& err);
 // The same with only `ranks` set.

@@ -30,6 +30,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
                         std::getenv("PMI_SIZE") != nullptr;
 }
 
+void MpiSession::Abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
+
 MpiSession::~MpiSession() {
   int finalized = 0;
   if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();

@@ -17,6 +17,12 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
+  // Ends every process of MPI_COMM_WORLD (MPI_Abort): for a rank that
+  // stopped on an error while the others may wait for it in a collective,
+  // where MPI_Finalize would wait forever. The launcher (OpenMPI's mpirun)
+  // then exits with `status`. Returns only if MPI_Abort does.
+  void Abort(int status);
+
   // Rank and size in MPI_COMM_WORLD.
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }

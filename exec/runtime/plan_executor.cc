@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -477,7 +478,7 @@ std::string TryCheckpoint(const std::string& dir, std::int64_t step, std::uint64
   try {
     *ckpt = LoadCheckpoint(path);
   } catch (const UserError& e) {
-    return e.what();
+    return e.where().ToString() + ": " + e.message();
   }
   if (ckpt->step != step)
     return path + ": holds step " + std::to_string(ckpt->step) + ", its name says " +
@@ -536,33 +537,36 @@ int RankRunner::Resume() {
     }
     bound = low;
   }
-  // How many checkpoint files the ranks had at all: none means "nothing to
-  // resume from", not "damaged".
-  std::int64_t files = 0;
-  for (std::int64_t n : AllGatherInt64(comm_, static_cast<std::int64_t>(steps.size()))) files += n;
+  // How many checkpoint files each rank had, and could not use: none at all
+  // means "nothing to resume from", not "damaged".
+  const std::vector<std::int64_t> files =
+      AllGatherInt64(comm_, static_cast<std::int64_t>(steps.size()));
+  const std::vector<std::int64_t> unusable =
+      AllGatherInt64(comm_, static_cast<std::int64_t>(rejected.size()));
   if (agreed < 0) {
-    if (files == 0)
+    if (*std::max_element(files.begin(), files.end()) == 0)
       throw UserError(SourceLocation{options_.checkpoint_dir},
                       "--resume: there is no checkpoint to resume from",
                       "run with --checkpoint-every N first, or leave out --resume");
-    std::string msg = "--resume: no checkpoint step is valid on every rank";
-    if (!rejected.empty()) {
-      msg += " (rank " + std::to_string(me_) + ": " + rejected.front();
-      msg += rejected.size() > 1 ? "; and " + std::to_string(rejected.size() - 1) + " more)" : ")";
-    } else {
-      msg += " (rank " + std::to_string(me_) + " has " + std::to_string(steps.size()) +
-             " valid one(s); other ranks lack them)";
+    // Every rank says the same, with what it knows of the others.
+    std::string msg = "--resume: no checkpoint step is valid on every rank (";
+    for (std::size_t r = 0; r < files.size(); ++r) {
+      msg += r > 0 ? "; rank " : "rank ";
+      msg += std::to_string(r) + ": " + std::to_string(files[r]) + " checkpoint(s), " +
+             std::to_string(unusable[r]) + " unusable";
     }
+    msg += ")";
+    if (!rejected.empty()) msg += "; here the newest unusable is " + rejected.front();
     throw UserError(SourceLocation{dir}, msg,
                     "start over without --resume, or restore the checkpoints of every rank-R "
                     "folder");
   }
-  if (options_.warn)
-    for (const std::string& why : rejected)
-      options_.warn("skipping a checkpoint: " + why);
-  if (options_.warn && (!steps.empty() && steps.back() != agreed))
-    options_.warn("resuming from step " + std::to_string(agreed) +
-                  ", the newest checkpoint valid on every rank");
+  if (options_.warn) {
+    for (const std::string& why : rejected) options_.warn("skipping a checkpoint: " + why);
+    if (me_ == 0 && std::accumulate(unusable.begin(), unusable.end(), std::int64_t{0}) > 0)
+      options_.warn("resuming from step " + std::to_string(agreed) +
+                    ", the newest checkpoint valid on every rank");
+  }
   runtime_->UploadParams(ckpt.tensors["params"]);
   optimizer_->SetState(ckpt.tensors, ckpt.counters["optimizer_steps"]);
   return static_cast<int>(agreed);

@@ -123,7 +123,8 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph
   for (const Collective& c : plan.collectives())
     colls.push_back({{"op", CollectiveOpName(c.op)}, {"algorithm", CollectiveAlgorithmName(c.algorithm)},
                      {"bytes", c.bytes}, {"group", c.group}, {"iteration", c.iteration},
-                     {"bucket", c.bucket}, {"tasks", c.tasks}});
+                     {"bucket", c.bucket}, {"shared_op", c.shared_op},
+                     {"activations", c.activations}, {"tasks", c.tasks}});
   head["collectives"] = colls;
   std::string h = head.dump();
   h.pop_back();  // reopen the object to stream the tasks
@@ -172,6 +173,12 @@ std::string TaskLabel(const Plan& plan, const models::ModelGraph& graph, const T
     case TaskKind::kOptimizer: return "optimizer";
     case TaskKind::kCollective: {
       const auto& c = plan.collectives()[static_cast<std::size_t>(t.collective)];
+      // What it reduces: a tied weight shared by stages, tensor-parallel
+      // activations, or a gradient bucket.
+      if (c.shared_op >= 0)
+        return std::string(CollectiveOpName(c.op)) + " shared " +
+               graph.op(static_cast<models::OpId>(c.shared_op)).name;
+      if (c.activations) return std::string(CollectiveOpName(c.op)) + " tensor-parallel";
       return std::string(CollectiveOpName(c.op)) + " bucket " + std::to_string(c.bucket);
     }
     case TaskKind::kSend: return "send to " + std::to_string(t.peer);

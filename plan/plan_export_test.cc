@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/graph.h"
+#include "models/zoo.h"
 
 namespace dtsim::plan {
 namespace {
@@ -48,6 +49,29 @@ TEST(FormatPlacement, CountsEveryTaskKindUnderItsOwnLabel) {
                       "0 optimizer, 1 collective, 0 send/recv\n"),
             std::string::npos)
       << text;
+}
+
+// Collectives are labelled by what they reduce (timelines, `dtsim plan`):
+// the tied-embedding all-reduce of issue 10 item 12 showed as "bucket 0".
+TEST(TaskLabel, NamesWhatACollectiveReduces) {
+  const models::ModelGraph g = models::BuildZooModel("mnist-mlp");
+  Plan p;
+  p.ranks = {{0, 0}, {0, 1}};
+  const auto group = p.AddGroup({0, 1});
+  auto label = [&](Collective c) {
+    c.group = group;
+    const auto ci = p.AddCollective(c, {{}, {}}, 0);
+    return TaskLabel(p, g, p.task(p.collectives()[static_cast<std::size_t>(ci)].tasks[0]));
+  };
+  Collective bucket;
+  bucket.bucket = 3;
+  EXPECT_EQ(label(bucket), "all_reduce bucket 3");
+  Collective shared;
+  shared.shared_op = 1;
+  EXPECT_EQ(label(shared), "all_reduce shared " + g.op(1).name);
+  Collective tp;
+  tp.activations = true;
+  EXPECT_EQ(label(tp), "all_reduce tensor-parallel");
 }
 
 }  // namespace

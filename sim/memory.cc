@@ -129,7 +129,9 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   const double state_bytes_per_param =
       (in.mixed_precision ? kFp32Bytes : 0) + kFp32Bytes * OptimizerBuffers(in.optimizer);
   MemoryBreakdown m;
-  for (models::OpId id : in.ops) {
+  std::vector<models::OpId> holds = in.ops;
+  holds.insert(holds.end(), in.weight_copies.begin(), in.weight_copies.end());
+  for (models::OpId id : holds) {
     DTSIM_CHECK(id < graph.num_ops(), "op id " + std::to_string(id) + " out of range");
     const models::Op& op = graph.op(id);
     const double params =

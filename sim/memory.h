@@ -67,6 +67,12 @@ struct MemoryInputs {
   // The ops this device holds (a pipeline stage's op range(s); every op for
   // data parallelism), each at most once. Empty = none.
   std::vector<models::OpId> ops;
+  // Ops of other stages whose parameters this device also holds as a copy:
+  // the embedding table a tied LM head on the last pipeline stage shares
+  // (Megatron-LM keeps a copy there and all-reduces its gradient with the
+  // first stage, plan/hybrid.cc). Their parameters, gradients and optimizer
+  // state count; they keep no activations here.
+  std::vector<models::OpId> weight_copies;
   // t: tensor-split ops' params and activations divide by t (>= 1).
   int tensor_parallel = 1;
   // d: the data-parallel replicas ZeRO shards over (>= 1).

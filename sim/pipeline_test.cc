@@ -10,6 +10,7 @@
 #include "sim/engine.h"
 #include "sim/metrics.h"
 #include "sim/plan_costs.h"
+#include "sim/simulator.h"
 
 namespace dtsim::sim {
 namespace {
@@ -240,6 +241,30 @@ TEST(Pipeline, TiedEmbeddingGradientIsAllReducedBetweenFirstAndLastStage) {
     EXPECT_EQ(RunEngine(plan, costs).makespan - RunEngine(plan, free).makespan,
               costs.collective_ns[embedding_collective]);
   }
+}
+
+// The last stage's copy of a tied table costs it the table's parameters,
+// gradients and optimizer state (Megatron keeps a real copy there). GPT-2
+// (V = 50257, H = 768, tied) in 2 stages, fp32 with Adam: 16 bytes per
+// parameter (4 weight + 4 gradient + 8 for the two moments), so stage 1
+// holds 16 x (its own parameters + V x H).
+TEST(Pipeline, LastStageMemoryCountsTheTiedTableCopy) {
+  config::Scenario s;
+  s.cluster.devices_per_node = 2;
+  s.workload.model.zoo_name = "gpt2";
+  s.workload.iterations = 2;
+  s.parallelism.strategy = config::Strategy::kHybrid;
+  s.parallelism.hybrid.pipeline_parallel = 2;
+  const Prediction p = Simulate(s);
+  ASSERT_EQ(p.stage_memory.size(), 2u);
+  const models::ModelGraph& g = p.graph;
+  double own = 0;  // stage 1's own parameters
+  for (std::int32_t id : p.plan.ops_on_rank[1]) {
+    const models::Op& op = g.op(static_cast<models::OpId>(id));
+    // The copy, should the plan list it among the rank's ops, counts once.
+    if (op.kind != OpKind::kEmbedding || op.params != 50257 * 768) own += static_cast<double>(op.params);
+  }
+  EXPECT_DOUBLE_EQ(p.stage_memory[1].StaticBytes(), 16 * (own + 50257.0 * 768));
 }
 
 }  // namespace

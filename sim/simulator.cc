@@ -255,6 +255,20 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                           "'",
                       "use a catalog device (dtsim devices), e.g. cpu-host or a GPU name");
   }
+  // The SimGrid engine, and stragglers, need every rank simulated, so the
+  // plan cannot be built symmetric; the hybrid builder emits a tensor
+  // group's all-reduces one tensor rank at a time and so builds t > 1 only
+  // symmetric (one rank standing for its group). Refused rather than failing
+  // inside the plan builder.
+  if ((s.engine == "simgrid" || !s.stragglers.Empty()) &&
+      s.parallelism.strategy == Strategy::kHybrid && s.parallelism.hybrid.tensor_parallel > 1)
+    throw UserError(s.Where("parallelism.tensor_parallel"),
+                    std::string("tensor_parallel ") +
+                        std::to_string(s.parallelism.hybrid.tensor_parallel) + " with " +
+                        (s.engine == "simgrid" ? "the simgrid engine" : "stragglers") +
+                        " is not simulated yet: it needs every tensor rank simulated on its own",
+                    "use the analytic engine without stragglers for tensor-parallel plans, or "
+                    "tensor_parallel: 1");
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 
@@ -419,12 +433,27 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
       in.recompute_per_stage = par.recompute && o.schedule == plan::PipelineSchedule::kGpipe;
       p.recompute_per_stage = in.recompute_per_stage;
+      // Copies of shared weights (tied embeddings): the stages of each
+      // shared-weight all-reduce that do not hold the op itself.
+      std::vector<std::vector<models::OpId>> copies(static_cast<std::size_t>(o.pipeline));
+      for (const plan::Collective& c : p.plan.collectives()) {
+        if (c.shared_op < 0 || c.iteration != 0) continue;
+        for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
+          auto& list = copies[static_cast<std::size_t>((r / o.tensor) % o.pipeline)];
+          const auto op = static_cast<models::OpId>(c.shared_op);
+          if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
+        }
+      }
       for (int st = 0; st < o.pipeline; ++st) {
         in.ops.clear();
         for (int j = 0; j < o.virtual_stages; ++j) {
           const auto& [b, e] = o.chunks[static_cast<std::size_t>(st + j * o.pipeline)];
           for (models::OpId v = b; v < e; ++v) in.ops.push_back(v);
         }
+        in.weight_copies.clear();
+        for (models::OpId op : copies[static_cast<std::size_t>(st)])
+          if (std::find(in.ops.begin(), in.ops.end(), op) == in.ops.end())
+            in.weight_copies.push_back(op);
         in.micro_batches_in_flight =
             MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
         p.stage_memory.push_back(DeviceMemory(in));

@@ -35,6 +35,14 @@ config::Scenario FreeComm(config::Scenario s) {
   return s;
 }
 
+// GPT-2 (124M) under strategy hybrid, 2 iterations, on `s`'s cluster.
+config::Scenario HybridGpt2(config::Scenario s) {
+  s.workload.model.zoo_name = "gpt2";
+  s.workload.iterations = 2;
+  s.parallelism.strategy = config::Strategy::kHybrid;
+  return s;
+}
+
 TEST(Simulator, FreeCommunicationScalesLinearly) {
   // With communication free, N devices do N times the work of one in the
   // same step time: throughput(N) = N x throughput(1), efficiency 1.
@@ -93,10 +101,7 @@ TEST(Simulator, SameScenarioGivesIdenticalReport) {
 // unused batch_per_device default (one GPU printed 71.7%).
 TEST(Simulator, OneDeviceIsFullyEfficientForEveryStrategy) {
   config::Scenario data = Base(1, 1);
-  config::Scenario hybrid = Base(1, 1);
-  hybrid.workload.model.zoo_name = "gpt2";
-  hybrid.workload.iterations = 2;
-  hybrid.parallelism.strategy = config::Strategy::kHybrid;
+  config::Scenario hybrid = HybridGpt2(Base(1, 1));
   hybrid.parallelism.hybrid.micro_batch_size = 2;
   hybrid.parallelism.hybrid.global_batch = 8;
   config::Scenario model = Base(1, 1);
@@ -117,10 +122,7 @@ TEST(Simulator, OneDeviceIsFullyEfficientForEveryStrategy) {
 // free communication and no pipeline (t = p = 1), d replicas run exactly d
 // times the reference.
 TEST(Simulator, HybridReferenceIsOneReplicasBatch) {
-  config::Scenario s = FreeComm(Base(1, 4));
-  s.workload.model.zoo_name = "gpt2";
-  s.workload.iterations = 2;
-  s.parallelism.strategy = config::Strategy::kHybrid;
+  config::Scenario s = HybridGpt2(FreeComm(Base(1, 4)));
   s.parallelism.hybrid.micro_batch_size = 2;
   s.parallelism.hybrid.global_batch = 32;  // 4 micro-batches per replica
   const Prediction p = Simulate(s);
@@ -149,6 +151,30 @@ TEST(Simulator, DurationsBeyondTheClockAreRefused) {
   s.cluster.custom_links.back().latency_s = 1e8;
   s.workload.iterations = 1000;
   EXPECT_THROW(Simulate(s), UserError);
+}
+
+// Tensor parallelism needs a symmetric plan; with the SimGrid engine or
+// stragglers every rank is simulated and the plan builder failed with an
+// internal error (found while fixing issue 10). Now a user error that says
+// what to do.
+TEST(Simulator, TensorParallelWithoutASymmetricPlanIsRefused) {
+  config::Scenario s = HybridGpt2(Base(1, 4));
+  s.parallelism.hybrid.tensor_parallel = 2;
+  s.parallelism.hybrid.pipeline_parallel = 2;
+  EXPECT_GT(Simulate(s).metrics.throughput_samples_per_s, 0);
+  config::Scenario simgrid = s;
+  simgrid.engine = "simgrid";
+  config::Scenario slow = s;
+  slow.stragglers.slow_devices.push_back({{1}, 2.0});
+  for (const config::Scenario& x : {simgrid, slow}) {
+    try {
+      Simulate(x);
+      ADD_FAILURE() << "expected a UserError";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor_parallel 2 with"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

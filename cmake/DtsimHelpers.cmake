@@ -17,7 +17,9 @@ function(dtsim_library name)
 endfunction()
 
 # dtsim_test(NAME SOURCES ... DEPS ...): a GoogleTest program registered with
-# ctest. Tests run from the source tree so they can read scenarios/.
+# ctest. Tests run from the source tree so they can read scenarios/. Each test
+# is labelled with its program's name, so `ctest -L '^config_test$'` runs one
+# program's tests (scripts/test.sh --only).
 function(dtsim_test name)
   if(NOT DTSIM_BUILD_TESTS)
     return()
@@ -26,9 +28,10 @@ function(dtsim_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   dtsim_warnings(${name})
+  dtsim_sanitizer_options(${name})
   include(GoogleTest)
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                       DISCOVERY_TIMEOUT 60)
+                       DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
 endfunction()
 
 # dtsim_benchmark(NAME SOURCES ... DEPS ...): a Google Benchmark program.
@@ -40,6 +43,7 @@ function(dtsim_benchmark name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark)
   dtsim_warnings(${name})
+  dtsim_sanitizer_options(${name})
 endfunction()
 
 # dtsim_mpi_test(NAME SOURCES ... DEPS ... RANKS n...): a GoogleTest program
@@ -55,6 +59,7 @@ function(dtsim_mpi_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} dtsim_mpi_gtest_main)
   dtsim_warnings(${name})
+  dtsim_sanitizer_options(${name})
   foreach(np IN LISTS ARG_RANKS)
     if(np EQUAL 1)
       add_test(NAME ${name}_np1 COMMAND ${name})
@@ -66,6 +71,7 @@ function(dtsim_mpi_test name)
     set_tests_properties(${name}_np${np} PROPERTIES
                          ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
                          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                         LABELS ${name}
                          TIMEOUT 300)
   endforeach()
 endfunction()

@@ -94,15 +94,27 @@ void AddAxis(const YAML::Node& list, const std::string& path, const std::vector<
   axes->push_back(std::move(axis));
 }
 
-void CollectAxes(const YAML::Node& node, const std::string& path, std::vector<YamlStep>* steps,
-                 std::vector<SweepAxis>* axes) {
+void CollectAxes(const YAML::Node& node, const std::string& path, const std::string& filename,
+                 std::vector<YamlStep>* steps, std::vector<SweepAxis>* axes) {
   if (node.IsMap()) {
+    std::map<std::string, int> first_line;  // key -> line it was first given at
     for (const auto& kv : node) {
       // Keys that are not strings are the loader's to report.
       if (!kv.first.IsScalar()) continue;
       const std::string key = kv.first.Scalar();
+      // A repeated key would make the axis's steps from the root ambiguous
+      // (node[key] finds the first): refused here as the loader refuses it,
+      // before any point is expanded (found by fuzzing, issue 10).
+      const YAML::Mark mark = kv.first.Mark();
+      const auto [seen, added] = first_line.emplace(key, mark.line + 1);
+      if (!added) {
+        const std::string full = path.empty() ? key : path + "." + key;
+        throw UserError(SourceLocation{filename, mark.line + 1, mark.column + 1},
+                        "duplicate key '" + full + "' (first given at line " +
+                            std::to_string(seen->second) + ")");
+      }
       steps->push_back(key);
-      CollectAxes(kv.second, path.empty() ? key : path + "." + key, steps, axes);
+      CollectAxes(kv.second, path.empty() ? key : path + "." + key, filename, steps, axes);
       steps->pop_back();
     }
     return;
@@ -120,7 +132,7 @@ void CollectAxes(const YAML::Node& node, const std::string& path, std::vector<Ya
   // A list of mappings (cluster.devices, ...): its elements may hold axes.
   for (std::size_t i = 0; i < node.size(); ++i) {
     steps->push_back(i);
-    CollectAxes(node[i], path + "[" + std::to_string(i) + "]", steps, axes);
+    CollectAxes(node[i], path + "[" + std::to_string(i) + "]", filename, steps, axes);
     steps->pop_back();
   }
 }
@@ -304,17 +316,17 @@ std::string CsvField(const std::string& text) {
   return out + "\"";
 }
 
-std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root) {
+std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root, const std::string& filename) {
   std::vector<SweepAxis> axes;
   std::vector<YamlStep> steps;
   // A document that is itself a list is not a scenario; the loader says so.
-  if (root.IsMap()) CollectAxes(root, "", &steps, &axes);
+  if (root.IsMap()) CollectAxes(root, "", filename, &steps, &axes);
   return axes;
 }
 
 Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int jobs) {
   Sweep sweep;
-  sweep.axes = FindSweepAxes(ParseYamlDocument(yaml_text, filename));
+  sweep.axes = FindSweepAxes(ParseYamlDocument(yaml_text, filename), filename);
   std::size_t total = 1;
   for (const SweepAxis& axis : sweep.axes) {
     total *= axis.values.size();

@@ -69,8 +69,9 @@ struct Sweep {
   std::vector<SweepPoint> points;  // the cartesian product, first axis slowest
 };
 
-// The axes of a parsed scenario document, in file order.
-std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root);
+// The axes of a parsed scenario document, in file order. Throws UserError
+// (at `filename`:line:column) for a key repeated in one mapping.
+std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root, const std::string& filename = "");
 
 // Expands a scenario file into its points and loads each with
 // config::ParseScenarioNode, `jobs` points at a time (0 = one per core).

@@ -343,5 +343,26 @@ TEST(ParseSweep, AKeyNoPointUsesIsAnError) {
   }
 }
 
+// Found by fuzzing (issue 10): a key given twice, each time as a list,
+// made the second axis point at the first one's element after it was chosen
+// (yaml-cpp's operator[] on a scalar: an internal error). Refused at the
+// second key, as the loader refuses duplicate keys.
+TEST(ParseSweep, DuplicateKeysAreRefusedAtTheSecond) {
+  const std::string yaml =
+      "parallelism:\n"
+      "  strategy: local_sgd\n"
+      "  averaging_period: [2, 5]\n"
+      "  averaging_period: [10, 20]\n";
+  try {
+    ParseSweep(yaml, "dup.yaml");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("dup.yaml:4:3: error: duplicate key "
+                                         "'parallelism.averaging_period' (first given at line 3)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -49,8 +49,13 @@ endif()
 # leak checks on, with the suppressions for leaks inside OpenMPI and
 # SimGrid), so a test behaves the same under ctest, run by hand or as an MPI
 # rank. ASAN_OPTIONS, UBSAN_OPTIONS and LSAN_OPTIONS still override them.
+# MPI programs pass MPI: their leak reports need full stacks (see
+# sanitizer_options.cc).
 function(dtsim_sanitizer_options target)
   if(DTSIM_SANITIZE OR DTSIM_FUZZ)
     target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/sanitizer_options.cc)
+    if("MPI" IN_LIST ARGN)
+      target_compile_definitions(${target} PRIVATE DTSIM_SANITIZER_MPI_PROGRAM)
+    endif()
   endif()
 endfunction()

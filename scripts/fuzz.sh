@@ -59,6 +59,12 @@ cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_BUILD_TYPE=Releas
   { cat "$configure_log"; echo "fuzz: configure failed" >&2; exit 1; }
 cmake --build "$build" -j"$jobs" --target "${targets[@]/#/fuzz_}"
 
+# Reports name functions and lines when a symbolizer is there (llvm-16's is
+# not installed by clang-16; any recent llvm-symbolizer reads its output).
+for sym in /usr/lib/llvm-16/bin/llvm-symbolizer /usr/bin/llvm-symbolizer; do
+  if [ -x "$sym" ]; then export ASAN_SYMBOLIZER_PATH=$sym; break; fi
+done
+
 # Options every libFuzzer run gets: the memory cap (also the largest single
 # allocation, -malloc_limit_mb's default) and the time per input.
 limits=(-rss_limit_mb="$rss_limit_mb" -timeout="$timeout_s")

@@ -205,7 +205,9 @@ TEST(DeviceProfileTest, ScenarioUsesTheProfilesNumbers) {
   EXPECT_EQ(s.cluster.device_profile, (dir / "profile.yaml").string());
   const hw::HardwareCatalog catalog = ScenarioCatalog(s);
   const hw::DeviceSpec& d = *catalog.FindDevice(s.cluster.device);
-  const hw::DeviceSpec& v100 = *hw::HardwareCatalog::BuiltIn().FindDevice("V100-SXM2-32GB");
+  // A copy: the built-in catalog is a temporary (ASan found the reference
+  // into it read after it was destroyed).
+  const hw::DeviceSpec v100 = *hw::HardwareCatalog::BuiltIn().FindDevice("V100-SXM2-32GB");
   EXPECT_EQ(d.name, "V100-SXM2-32GB");
   EXPECT_DOUBLE_EQ(d.fp32_flop_per_s, 40e9);
   // fp16 falls back to the measured fp32 rate (the profile measures fp32).

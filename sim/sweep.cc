@@ -82,7 +82,21 @@ bool AllElements(const YAML::Node& list, bool (YAML::Node::*is)() const) {
 }
 
 void AddAxis(const YAML::Node& list, const std::string& path, const std::vector<YamlStep>& steps,
-             std::vector<SweepAxis>* axes) {
+             const std::string& filename, std::vector<SweepAxis>* axes,
+             std::vector<YAML::Node>* axis_nodes) {
+  // A list reached twice through an alias (`b: *a`) is one node: choosing
+  // an element for one place would write through to the other and leave the
+  // second axis pointing into a scalar (found by fuzzing, issue 10).
+  for (const YAML::Node& seen : *axis_nodes) {
+    if (seen.is(list)) {
+      const YAML::Mark mark = list.Mark();
+      throw UserError(SourceLocation{filename, mark.line + 1, mark.column + 1},
+                      path + ": a list used again through an alias (*name) cannot be an axis "
+                             "of a sweep",
+                      "write the list out at each place it is used, or sweep it once");
+    }
+  }
+  axis_nodes->push_back(list);
   SweepAxis axis;
   axis.path = path;
   axis.location = steps;
@@ -95,7 +109,8 @@ void AddAxis(const YAML::Node& list, const std::string& path, const std::vector<
 }
 
 void CollectAxes(const YAML::Node& node, const std::string& path, const std::string& filename,
-                 std::vector<YamlStep>* steps, std::vector<SweepAxis>* axes) {
+                 std::vector<YamlStep>* steps, std::vector<SweepAxis>* axes,
+                 std::vector<YAML::Node>* axis_nodes) {
   if (node.IsMap()) {
     std::map<std::string, int> first_line;  // key -> line it was first given at
     for (const auto& kv : node) {
@@ -114,7 +129,8 @@ void CollectAxes(const YAML::Node& node, const std::string& path, const std::str
                             std::to_string(seen->second) + ")");
       }
       steps->push_back(key);
-      CollectAxes(kv.second, path.empty() ? key : path + "." + key, filename, steps, axes);
+      CollectAxes(kv.second, path.empty() ? key : path + "." + key, filename, steps, axes,
+                  axis_nodes);
       steps->pop_back();
     }
     return;
@@ -122,17 +138,18 @@ void CollectAxes(const YAML::Node& node, const std::string& path, const std::str
   if (!node.IsSequence()) return;
   if (IsListValued(path)) {
     // The value is a list; a list of lists sweeps it.
-    if (AllElements(node, &YAML::Node::IsSequence)) AddAxis(node, path, *steps, axes);
+    if (AllElements(node, &YAML::Node::IsSequence))
+      AddAxis(node, path, *steps, filename, axes, axis_nodes);
     return;
   }
   if (AllElements(node, &YAML::Node::IsScalar)) {
-    AddAxis(node, path, *steps, axes);
+    AddAxis(node, path, *steps, filename, axes, axis_nodes);
     return;
   }
   // A list of mappings (cluster.devices, ...): its elements may hold axes.
   for (std::size_t i = 0; i < node.size(); ++i) {
     steps->push_back(i);
-    CollectAxes(node[i], path + "[" + std::to_string(i) + "]", filename, steps, axes);
+    CollectAxes(node[i], path + "[" + std::to_string(i) + "]", filename, steps, axes, axis_nodes);
     steps->pop_back();
   }
 }
@@ -320,7 +337,8 @@ std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root, const std::string& 
   std::vector<SweepAxis> axes;
   std::vector<YamlStep> steps;
   // A document that is itself a list is not a scenario; the loader says so.
-  if (root.IsMap()) CollectAxes(root, "", filename, &steps, &axes);
+  std::vector<YAML::Node> axis_nodes;
+  if (root.IsMap()) CollectAxes(root, "", filename, &steps, &axes, &axis_nodes);
   return axes;
 }
 
@@ -336,6 +354,19 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
                           axis.path + " is the axis that crosses the limit)",
                       "every list where the scenario expects one value is an axis of the sweep; "
                       "shorten the lists or split the sweep into several files");
+    }
+  }
+  // Point 0 first, alone: a mistake every point shares (an unknown key) is
+  // reported at once, before memory for up to a million points is taken and
+  // every one of them fails (fuzzing found a 150-byte file that took 42 s).
+  {
+    const YAML::Node doc = ParseYamlDocument(yaml_text, filename);
+    for (const SweepAxis& axis : sweep.axes) ChooseElement(doc, axis.location, 0);
+    try {
+      std::vector<config::UnusedKey> ignored;
+      config::ParseScenarioNode(doc, filename, &ignored);
+    } catch (const InfeasiblePlan&) {
+      // Reported as point 0's row below.
     }
   }
   sweep.points.resize(total);

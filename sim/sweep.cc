@@ -174,6 +174,16 @@ void ChooseElement(YAML::Node root, const std::vector<YamlStep>& location, std::
   }
 }
 
+// The document of the point that picks element choice[a] of each axis: a
+// fresh parse, since the replacements edit it in place.
+YAML::Node PointDocument(const std::string& yaml_text, const std::string& filename,
+                         const std::vector<SweepAxis>& axes,
+                         const std::vector<std::size_t>& choice) {
+  const YAML::Node doc = ParseYamlDocument(yaml_text, filename);
+  for (std::size_t a = 0; a < axes.size(); ++a) ChooseElement(doc, axes[a].location, choice[a]);
+  return doc;
+}
+
 std::string PointName(const config::Scenario& s, const std::vector<SweepAxis>& axes,
                       const std::vector<std::size_t>& choice) {
   std::string name = s.name;
@@ -359,15 +369,13 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
   // Point 0 first, alone: a mistake every point shares (an unknown key) is
   // reported at once, before memory for up to a million points is taken and
   // every one of them fails (fuzzing found a 150-byte file that took 42 s).
-  {
-    const YAML::Node doc = ParseYamlDocument(yaml_text, filename);
-    for (const SweepAxis& axis : sweep.axes) ChooseElement(doc, axis.location, 0);
-    try {
-      std::vector<config::UnusedKey> ignored;
-      config::ParseScenarioNode(doc, filename, &ignored);
-    } catch (const InfeasiblePlan&) {
-      // Reported as point 0's row below.
-    }
+  try {
+    std::vector<config::UnusedKey> ignored;
+    config::ParseScenarioNode(
+        PointDocument(yaml_text, filename, sweep.axes, std::vector<std::size_t>(sweep.axes.size(), 0)),
+        filename, &ignored);
+  } catch (const InfeasiblePlan&) {
+    // Reported as point 0's row below.
   }
   sweep.points.resize(total);
   // The keys each point's strategy does not use (sim/sweep_unused.h).
@@ -380,11 +388,7 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
       point.choice[a] = rest % sweep.axes[a].values.size();
       rest /= sweep.axes[a].values.size();
     }
-    // A fresh document per point: the replacements edit it in place.
-    const YAML::Node doc = ParseYamlDocument(yaml_text, filename);
-    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-      ChooseElement(doc, sweep.axes[a].location, point.choice[a]);
-    }
+    const YAML::Node doc = PointDocument(yaml_text, filename, sweep.axes, point.choice);
     try {
       point.scenario = config::ParseScenarioNode(doc, filename, &unused[i]);
     } catch (const InfeasiblePlan& e) {

@@ -284,7 +284,17 @@ void ApplyDeviceProfile(const DeviceProfile& profile, const std::string& source,
     throw UserError("device profile: unknown device '" + s->cluster.device + "'",
                     "cluster.device must name a catalog device");
   }
+  if (s->workload.cost_model == CostModelKind::kKernels) {
+    throw UserError(s->workload.cost_model_where,
+                    "cost_model: kernels cannot use a device profile",
+                    "a profile measures roofline efficiencies; set cost_model: roofline or "
+                    "remove cluster.device_profile");
+  }
   hw::DeviceSpec device = *base;
+  // Measured rates replace the datasheet's: the kernel model's SM count and
+  // generation no longer describe them.
+  device.arch = hw::GpuArch::kUnknown;
+  device.sm_count = 0;
   device.fp32_flop_per_s = profile.peak_fp32_flop_per_s;
   device.tf32_flop_per_s = device.fp16_flop_per_s = device.bf16_flop_per_s = 0;
   device.memory_bw_bytes_per_s = profile.memory_bw_bytes_per_s;

@@ -72,6 +72,12 @@ struct ModelRef {
                                       // against the scenario file's folder
 };
 
+// How compute tasks are priced (sim/cost_model.h).
+enum class CostModelKind {
+  kKernels,   // each op's kernels from their structure (sim/gpu_kernel_model.h)
+  kRoofline,  // flops / (peak x efficiency per op kind), bytes / bandwidth
+};
+
 struct WorkloadConfig {
   ModelRef model;
   int batch_per_device = 32;          // samples per device per iteration (>= 1)
@@ -88,6 +94,11 @@ struct WorkloadConfig {
   std::optional<double> kernel_launch_s;    // fixed overhead per kernel
   std::optional<double> optimizer_bytes_per_param;  // optimizer memory traffic per
                                                     // parameter; default 20 (sim/cost_model.h)
+  // workload.cost_model; unset: kernels where the device's microarchitecture
+  // is known and no roofline key (compute_efficiency, memory_efficiency,
+  // kernel_launch, a device profile) is set, else roofline.
+  std::optional<CostModelKind> cost_model;
+  SourceLocation cost_model_where;
 };
 
 enum class Strategy {

@@ -47,7 +47,7 @@ const std::vector<std::string> kTopLevelKeys = {
     "simgrid", "outputs"};
 const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
-    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param"};
+    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model"};
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
@@ -284,6 +284,27 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   }
   if (auto x = m.Get("memory_efficiency")) w.memory_efficiency = ReadEfficiency(*x);
   if (auto x = m.Get("kernel_launch")) w.kernel_launch_s = x->AsQuantity(Dimension::kTime);
+  if (auto x = m.Get("cost_model")) {
+    const std::string kind = x->AsString();
+    if (kind == "kernels") {
+      w.cost_model = CostModelKind::kKernels;
+    } else if (kind == "roofline") {
+      w.cost_model = CostModelKind::kRoofline;
+    } else {
+      x->Fail("unknown cost model '" + kind + "'",
+              "use kernels (each op's GPU kernels from their shapes) or roofline (one "
+              "efficiency per op kind)");
+    }
+    w.cost_model_where = x->where();
+    if (w.cost_model == CostModelKind::kKernels) {
+      for (const char* key : {"compute_efficiency", "memory_efficiency", "kernel_launch"}) {
+        if (auto k = m.Get(key))
+          k->Fail(std::string(key) + " applies to the roofline cost model, not to cost_model: "
+                  "kernels",
+                  "remove it, or set cost_model: roofline");
+      }
+    }
+  }
   if (auto x = m.Get("optimizer_bytes_per_param")) {
     w.optimizer_bytes_per_param = x->AsNumber();
     // Adam in mixed precision moves about 40 bytes a parameter.

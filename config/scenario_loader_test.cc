@@ -98,6 +98,19 @@ TEST(ScenarioLoaderTest, EfficiencyOutOfRange) {
                       "expected an oversubscription in [1, 1000], got '0.5'"));
 }
 
+// Issue 11: the kernel model and the roofline's keys do not mix; the key
+// that does not apply is refused where it is written.
+TEST(ScenarioLoaderTest, CostModelKeys) {
+  EXPECT_TRUE(FailsAt("workload:\n  cost_model: exact\n", 2, "unknown cost model 'exact'"));
+  EXPECT_TRUE(FailsAt("workload:\n  cost_model: kernels\n  kernel_launch: 5us\n", 3,
+                      "kernel_launch applies to the roofline cost model"));
+  EXPECT_TRUE(FailsAt("workload:\n  compute_efficiency: {dense: 0.5}\n  cost_model: kernels\n",
+                      2, "compute_efficiency applies to the roofline cost model"));
+  const Scenario s = ParseScenario("workload:\n  cost_model: roofline\n", "test.yaml");
+  EXPECT_EQ(s.workload.cost_model, CostModelKind::kRoofline);
+  EXPECT_FALSE(ParseScenario("workload: {}\n", "test.yaml").workload.cost_model.has_value());
+}
+
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or
 // as an error without a location ("must be > 0, got inf"); each is refused
 // at the value, naming the bound (common/yaml_reader.h BoundsOf).

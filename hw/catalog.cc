@@ -93,11 +93,13 @@ std::string DeviceSpec::Problem() const {
                 {"fp16_flop_per_s", fp16_flop_per_s, false},
                 {"bf16_flop_per_s", bf16_flop_per_s, false},
                 {"memory_bytes", memory_bytes, true},
-                {"memory_bw_bytes_per_s", memory_bw_bytes_per_s, true}};
+                {"memory_bw_bytes_per_s", memory_bw_bytes_per_s, true},
+                {"l2_bytes", l2_bytes, false}};
   for (const auto& f : fields) {
     std::string problem = CheckNumber("device", name, f.field, f.value, f.positive);
     if (!problem.empty()) return problem;
   }
+  if (sm_count < 0) return "device '" + name + "': sm_count must be >= 0";
   return "";
 }
 

@@ -11,10 +11,10 @@
 //  - Link bandwidth is per direction, after line coding (PCIe 128b/130b).
 //
 // Built-in names (lookup ignores case; aliases in hw/gpus.cc, hw/links.cc):
-//  GPUs:  K20m K80 P40 P100-PCIe-16GB P100-SXM2 V100-PCIe-16GB V100-PCIe-32GB
+//  GPUs:  K20m K80 M40 P40 P100-PCIe-16GB P100-SXM2 V100-PCIe-16GB V100-PCIe-32GB
 //         V100-SXM2-16GB V100-SXM2-32GB T4 A100-PCIe-40GB A100-PCIe-80GB
 //         A100-SXM4-40GB A100-SXM4-80GB H100-PCIe H100-SXM H200-SXM GTX-980
-//         GTX-1080Ti TITAN-X-Pascal
+//         TITAN-X-Maxwell GTX-1080Ti TITAN-X-Pascal TITAN-Xp
 //  Links: pcie3-x16 pcie4-x16 pcie5-x16 nvlink1 nvlink2 nvlink3 nvlink4
 //         nvswitch-v100 nvswitch-a100 nvswitch-h100 1GbE 10GbE 25GbE 40GbE
 //         100GbE 200GbE 400GbE 25GbE-RoCE 100GbE-RoCE 200GbE-RoCE 400GbE-RoCE
@@ -42,6 +42,15 @@ const char* PrecisionName(Precision p);  // "fp32", "tf32", "fp16", "bf16"
 Precision ParsePrecision(std::string_view name);
 Precision ParsePrecision(std::string_view name, const SourceLocation& where);
 
+// GPU generation, for the kernel-level cost model (sim/gemm_model.h): which
+// math units exist and which kernels the libraries pick. kUnknown (user
+// devices, CPUs) keeps the roofline.
+enum class GpuArch { kUnknown, kKepler, kMaxwell, kPascal, kVolta, kTuring, kAmpere, kHopper };
+const char* GpuArchName(GpuArch arch);  // "kepler", ...; "unknown"
+// Parses an architecture name, ignoring case. Throws UserError at `where`
+// listing the accepted names.
+GpuArch ParseGpuArch(std::string_view name, const SourceLocation& where);
+
 struct DeviceSpec {
   std::string name;         // catalog key, e.g. "A100-SXM4-80GB"
   std::string kind = "gpu"; // "gpu" or "cpu"
@@ -53,7 +62,23 @@ struct DeviceSpec {
   double bf16_flop_per_s = 0;
   double memory_bytes = 0;
   double memory_bw_bytes_per_s = 0;
+  // Microarchitecture, for the kernel-level cost model: the generation, the
+  // streaming multiprocessors (each runs the peak rate / sm_count) and the L2
+  // cache. 0 / kUnknown = not given: the simulator prices this device with
+  // the roofline (sim/cost_model.h).
+  GpuArch arch = GpuArch::kUnknown;
+  int sm_count = 0;
+  double l2_bytes = 0;
   std::string source;       // where the numbers come from
+
+  // True when the kernel-level cost model can price this device: a GPU with
+  // its architecture and SM count.
+  bool HasMicroarchitecture() const {
+    return kind == "gpu" && arch != GpuArch::kUnknown && sm_count > 0;
+  }
+  // Tensor cores (Volta and later): fp16 runs on them. Pascal's packed
+  // half2 rate is not a tensor core.
+  bool HasTensorCores() const { return arch >= GpuArch::kVolta; }
 
   // Peak flop/s for `p`, with the fallbacks above. Always > 0 for a valid spec.
   // REQUIRES: fp32_flop_per_s > 0 (DTSIM_CHECK).

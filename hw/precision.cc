@@ -1,4 +1,5 @@
-// Precision names and DeviceSpec::PeakFlopRate with its fallbacks.
+// Precision and GPU architecture names, and DeviceSpec::PeakFlopRate with its
+// fallbacks.
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,34 @@ Precision ParsePrecision(std::string_view name, const SourceLocation& where) {
     accepted += PrecisionName(p);
   }
   throw UserError(where, "unknown precision '" + std::string(name) + "'",
+                  "use one of: " + accepted);
+}
+
+const char* GpuArchName(GpuArch arch) {
+  switch (arch) {
+    case GpuArch::kUnknown: return "unknown";
+    case GpuArch::kKepler: return "kepler";
+    case GpuArch::kMaxwell: return "maxwell";
+    case GpuArch::kPascal: return "pascal";
+    case GpuArch::kVolta: return "volta";
+    case GpuArch::kTuring: return "turing";
+    case GpuArch::kAmpere: return "ampere";
+    case GpuArch::kHopper: return "hopper";
+  }
+  DTSIM_CHECK(false, "unknown GpuArch value " + std::to_string(static_cast<int>(arch)));
+}
+
+GpuArch ParseGpuArch(std::string_view name, const SourceLocation& where) {
+  constexpr GpuArch kAll[] = {GpuArch::kKepler, GpuArch::kMaxwell, GpuArch::kPascal,
+                              GpuArch::kVolta,  GpuArch::kTuring,  GpuArch::kAmpere,
+                              GpuArch::kHopper};
+  std::string accepted;
+  for (GpuArch a : kAll) {
+    if (internal::EqualsIgnoreCase(name, GpuArchName(a))) return a;
+    if (!accepted.empty()) accepted += ", ";
+    accepted += GpuArchName(a);
+  }
+  throw UserError(where, "unknown GPU architecture '" + std::string(name) + "'",
                   "use one of: " + accepted);
 }
 

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "sim/op_kernels.h"
 
 namespace dtsim::sim {
 
@@ -22,6 +23,8 @@ CostModel::CostModel(hw::DeviceSpec device, hw::Precision precision, CostModelOp
   peak_ = device_.PeakFlopRate(precision_);
   DTSIM_CHECK(peak_ > 0, "device '" + device_.name + "' has no peak flop rate");
   DTSIM_CHECK(device_.memory_bw_bytes_per_s > 0, "device has no memory bandwidth");
+  if (options_.kernel_model && device_.HasMicroarchitecture())
+    kernels_.emplace(device_, options_.kernel_params);
 }
 
 double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double rows) {
@@ -37,6 +40,12 @@ double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double row
 }
 
 double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const {
+  if (kernels_) {
+    double seconds = 0;
+    for (const KernelCall& k : OpKernels(op, kind, batch, precision_))
+      seconds += KernelSeconds(*kernels_, k);
+    return seconds;
+  }
   double flops = 0, bytes = 0;
   switch (kind) {
     case plan::TaskKind::kForward:
@@ -74,6 +83,7 @@ double CostModel::OptimizerSeconds(std::int64_t params, int contributions) const
   if (params <= 0) return 0;
   const double bytes = static_cast<double>(params) *
                        (options_.optimizer_bytes_per_param + 4.0 * std::max(0, contributions - 1));
+  if (kernels_) return kernels_->StreamSeconds(bytes);
   return bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency) +
          options_.kernel_launch_s;
 }

@@ -1,9 +1,17 @@
-// Time of compute tasks on a device: a roofline with per-op-kind efficiency
-// plus a fixed kernel-launch overhead,
+// Time of compute tasks on a device, by one of two models:
+//  - kernels (GPUs whose microarchitecture the catalog knows): the sum of
+//    the op's kernels (sim/op_kernels.h) priced from their structure
+//    (sim/gpu_kernel_model.h);
+//  - roofline (CPUs, devices without an SM count, device profiles, or
+//    workload.cost_model: roofline): per-op-kind efficiency plus a fixed
+//    kernel-launch overhead,
 //   t = max(flops / (peak(precision) x eff(kind)), bytes / (mem_bw x mem_eff)) + launch
 #pragma once
 
 #include <map>
+#include <optional>
+
+#include "sim/gpu_kernel_model.h"
 
 #include "hw/catalog.h"
 #include "models/op.h"
@@ -32,6 +40,9 @@ struct CostModelOptions {
   // momentum in fp32 reads param, grad, momentum and writes param, momentum
   // (5 x 4 bytes).
   double optimizer_bytes_per_param = 20;
+  // Price ops by their kernels where the device allows it (above).
+  bool kernel_model = true;
+  GpuKernelParams kernel_params;
 };
 
 // Default fraction of peak per kind: dense GEMMs 0.75, convolutions 0.55,
@@ -57,12 +68,15 @@ class CostModel {
 
   const hw::DeviceSpec& device() const { return device_; }
   double peak_flop_per_s() const { return peak_; }
+  // The kernel model in use, or nullptr for the roofline.
+  const GpuKernelModel* kernels() const { return kernels_ ? &*kernels_ : nullptr; }
 
  private:
   hw::DeviceSpec device_;
   hw::Precision precision_;
   CostModelOptions options_;
   double peak_;
+  std::optional<GpuKernelModel> kernels_;
 };
 
 }  // namespace dtsim::sim

@@ -91,6 +91,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   if (!fits) j["does_not_fit"] = p.does_not_fit;
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling_reference;
+  j["cost_model"] = p.cost_model;
   if (fits) {
     j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
                       {"exposed_comm_s", m.breakdown.exposed_comm_s},

@@ -28,6 +28,11 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   if (w.memory_efficiency) o.memory_efficiency = *w.memory_efficiency;
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
+  // Unset: the kernel model unless a roofline key is set (config/scenario.h).
+  o.kernel_model = w.cost_model ? *w.cost_model == config::CostModelKind::kKernels
+                                : w.compute_efficiency.empty() &&
+                                      w.dense_efficiency_by_rows.empty() &&
+                                      !w.memory_efficiency && !w.kernel_launch_s;
   return o;
 }
 
@@ -281,9 +286,15 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   p.device = *device;
   p.averaging_period = AveragingPeriod(s);
   const CostModelOptions cost_options = MakeCostOptions(s.workload);
+  if (s.workload.cost_model == config::CostModelKind::kKernels && !device->HasMicroarchitecture())
+    throw UserError(s.workload.cost_model_where,
+                    "cost_model: kernels needs a GPU whose architecture and SM count the catalog "
+                    "knows; device '" + device->name + "' has none",
+                    "use cost_model: roofline, or a built-in GPU (dtsim devices)");
   const std::vector<CostModel> cost_models{
       CostModel(*device, s.workload.precision, cost_options),
       CostModel(*server_device, s.workload.precision, cost_options)};
+  p.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
   const int workers = s.cluster.num_devices();
   const bool alike = WorkersAreAlike(s);
   // SimGrid simulates every rank: the flows of all of them share the links.

@@ -44,6 +44,7 @@ struct Prediction {
   double single_device_throughput_samples_per_s = 0;
   double scaling_efficiency = 0;
   std::string scaling_reference;  // the reference in words, for the report
+  std::string cost_model;         // "kernels" or "roofline": how compute was priced
   hw::DeviceSpec device;
   NetworkSpec network;
   // Bytes all ranks send over links per training sample (mean over the

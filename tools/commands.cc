@@ -12,8 +12,10 @@
 #include "exec/local_devices.h"
 #include "hw/catalog.h"
 #include "models/zoo.h"
+#include "plan/compute_tasks.h"
 #include "plan/plan_export.h"
 #include "sim/cost_model.h"
+#include "sim/op_kernels.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "tools/output_set.h"
@@ -144,6 +146,53 @@ void ModelsCommand(std::ostream& out) {
     std::snprintf(line, sizeof line, "  %-16s %s\n", e.name.c_str(), e.description.c_str());
     out << line;
   }
+}
+
+void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
+                         std::ostream& out) {
+  const hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  const hw::DeviceSpec* device = catalog.FindDevice(o.device);
+  if (device == nullptr)
+    throw UserError("--device: unknown device '" + o.device + "'", "see dtsim devices");
+  if (!device->HasMicroarchitecture())
+    throw UserError("--device: '" + device->name + "' has no SM count or architecture",
+                    "the kernel model prices GPUs of the catalog: see dtsim devices");
+  const hw::Precision precision = hw::ParsePrecision(o.precision, {"--precision", 0, 0});
+  const bool is_file = name.ends_with(".yaml") || name.ends_with(".yml");
+  const models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
+  const sim::GpuKernelModel model(*device, sim::GpuKernelParams{});
+  char line[400];
+  std::snprintf(line, sizeof line, "%s on %s, %s, batch %d (kernel model, sim/gpu_kernel_model.h)\n",
+                g.name().c_str(), device->name.c_str(), hw::PrecisionName(precision), o.batch);
+  out << line;
+  std::snprintf(line, sizeof line, "%-28s %-14s %-12s %10s  %s\n", "op", "kind", "kernel", "time us",
+                "what the model makes of it");
+  out << line;
+  double totals[3] = {0, 0, 0};
+  const plan::TaskKind passes[3] = {plan::TaskKind::kForward, plan::TaskKind::kBackwardInput,
+                                    plan::TaskKind::kBackwardWeight};
+  for (models::OpId v = 0; v < static_cast<models::OpId>(g.num_ops()); ++v) {
+    const models::Op& op = g.op(v);
+    if (plan::IsFreeOp(op)) continue;
+    for (int p = 0; p < 3; ++p) {
+      if (passes[p] == plan::TaskKind::kBackwardInput && g.ReadsOnlyGraphInputs(v)) continue;
+      if (passes[p] == plan::TaskKind::kBackwardWeight && !op.HasParams()) continue;
+      for (const sim::KernelCall& k : sim::OpKernels(op, passes[p], o.batch, precision)) {
+        const double s = sim::KernelSeconds(model, k);
+        totals[p] += s;
+        std::snprintf(line, sizeof line, "%-28.28s %-14s %-12s %10.1f  %s\n", op.name.c_str(),
+                      models::OpKindName(op.kind), k.name.c_str(), s * 1e6,
+                      sim::DescribeKernel(model, k).c_str());
+        out << line;
+      }
+    }
+  }
+  std::snprintf(line, sizeof line,
+                "total: forward %.3f ms, backward (input) %.3f ms, backward (weights) %.3f ms, "
+                "%.3f ms per iteration of %d samples before the optimizer\n",
+                totals[0] * 1e3, totals[1] * 1e3, totals[2] * 1e3,
+                (totals[0] + totals[1] + totals[2]) * 1e3, o.batch);
+  out << line;
 }
 
 void ModelCommand(const std::string& name, std::ostream& out) {

@@ -40,7 +40,7 @@ struct SweepOptions {
 void SweepCommand(const SweepOptions& options, std::ostream& out, std::ostream& err);
 
 struct ValidateOptions {
-  std::string dataset = "vtrain";                    // the only data set so far
+  std::string dataset = "vtrain";                    // "vtrain" or "deepbench"
   std::string data_dir = "../shared/validation/vtrain";  // its CSV files, from the current folder
   std::string out_dir = "results/vtrain";
   int jobs = 0;                  // rows simulated at once; 0 = one per core
@@ -67,6 +67,16 @@ void PlanCommand(const PlanOptions& options, std::ostream& out);
 void ModelsCommand(std::ostream& out);
 // `name` is a zoo name or, if it ends in .yaml/.yml, a model file.
 void ModelCommand(const std::string& name, std::ostream& out);
+// `dtsim model NAME --kernels`: every op's GPU kernels (sim/op_kernels.h)
+// forward and backward with the kernel model's time on `device` at
+// `precision` and `batch` samples, and the totals per pass.
+struct ModelKernelsOptions {
+  std::string device = "V100-SXM2-32GB";
+  std::string precision = "fp32";
+  int batch = 32;
+};
+void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& options,
+                         std::ostream& out);
 void DevicesCommand(bool local, std::ostream& out);
 
 struct CalibrateCommandOptions {

@@ -130,16 +130,23 @@ int main(int argc, char** argv) {
       "validate",
       "Compare predictions with measurements. 'vtrain' predicts vTrain's Megatron-DeepSpeed "
       "iteration times on A100 clusters (writes predictions.csv, summary.json, summary.md and "
-      "scatter.svg under results/vtrain/). A scenario file runs the scenario for real on this "
+      "scatter.svg under results/vtrain/). 'deepbench' predicts Baidu DeepBench's GEMM and "
+      "convolution kernel times on eight NVIDIA GPUs with the kernel model, refits its "
+      "constants leaving each GPU out, and writes the same files under results/deepbench/. A "
+      "scenario file runs the scenario for real on this "
       "machine (one MPI process per device) and predicts it with the local device profile, "
       "then prints predicted against measured step time, throughput, compute and "
       "communication (writes validation.json and validation.md)");
-  validate_cmd->add_option("target", validate_target, "vtrain, or a scenario YAML file")
+  validate_cmd->add_option("target", validate_target, "vtrain, deepbench, or a scenario YAML file")
       ->required();
   validate_cmd->add_option("--data", validate.data_dir,
-                           "vtrain: folder of ground_truth_single.csv and ground_truth_multi.csv")
+                           "vtrain: folder of ground_truth_single.csv and ground_truth_multi.csv; "
+                           "deepbench: of gemm.csv and conv.csv (default "
+                           "../shared/validation/deepbench)")
       ->capture_default_str();
-  validate_cmd->add_option("-o,--out", validate.out_dir, "vtrain: output folder")
+  validate_cmd->add_option("-o,--out", validate.out_dir,
+                           "vtrain and deepbench: output folder (deepbench: default "
+                           "results/deepbench)")
       ->capture_default_str();
   validate_cmd->add_option("-j,--jobs", validate.jobs,
                            "Rows simulated at once (default: one per core); results do not "
@@ -250,6 +257,19 @@ int main(int argc, char** argv) {
       "model", "Print a model's per-layer table (params, FLOPs, activations) and totals");
   model_cmd->add_option("name", model_name, "Zoo model name, or a model YAML file (*.yaml)")
       ->required();
+  bool model_kernels = false;
+  dtsim::tools::ModelKernelsOptions kernels_options;
+  model_cmd->add_flag("--kernels", model_kernels,
+                      "List each op's GPU kernels forward and backward with their predicted "
+                      "times (sim/op_kernels.h, sim/gpu_kernel_model.h)");
+  model_cmd->add_option("--device", kernels_options.device, "--kernels: a catalog GPU")
+      ->capture_default_str();
+  model_cmd->add_option("--precision", kernels_options.precision,
+                        "--kernels: fp32, tf32, fp16 or bf16")
+      ->capture_default_str();
+  model_cmd->add_option("--batch", kernels_options.batch, "--kernels: samples per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bool local = false;
   auto* devices_cmd = app.add_subcommand("devices", "List the hardware catalog (GPUs and links)");
   devices_cmd->add_flag("--local", local, "Describe this machine's CPU and GPUs instead");
@@ -282,7 +302,8 @@ int main(int argc, char** argv) {
   // A run in an emulated network removes it when interrupted: the watcher
   // stops mpirun, the command unwinds, and its destructors clean up.
   // Started before any other thread (it blocks the signals for all).
-  const bool scenario_validate = *validate_cmd && validate_target != "vtrain";
+  const bool scenario_validate =
+      *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench";
   std::optional<dtsim::tools::InterruptWatcher> interrupts;
   if (((*exec_cmd && !exec.network.empty()) ||
        (scenario_validate && !validate_exec.network.empty())) &&
@@ -323,7 +344,8 @@ int main(int argc, char** argv) {
       sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
     }
-    const bool scenario_validation = *validate_cmd && validate_target != "vtrain";
+    const bool scenario_validation =
+        *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench";
     if ((*exec_cmd || scenario_validation || (*calibrate_cmd && calibrate.ranks == 0)) &&
         dtsim::tools::LaunchedByMpiLauncher()) {
       mpi.emplace(nullptr, nullptr);
@@ -336,11 +358,19 @@ int main(int argc, char** argv) {
       dtsim::tools::ExecCommand(validate_exec, world.get(), std::cout, std::cerr);
     } else if (*validate_cmd) {
       validate.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+      validate.dataset = validate_target;
+      if (validate_target == "deepbench") {
+        if (validate_cmd->count("--data") == 0) validate.data_dir = "../shared/validation/deepbench";
+        if (validate_cmd->count("--out") == 0) validate.out_dir = "results/deepbench";
+      }
       dtsim::tools::ValidateCommand(validate, std::cout, std::cerr);
     }
     if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
-    if (*model_cmd) dtsim::tools::ModelCommand(model_name, std::cout);
+    if (*model_cmd && model_kernels)
+      dtsim::tools::ModelKernelsCommand(model_name, kernels_options, std::cout);
+    else if (*model_cmd)
+      dtsim::tools::ModelCommand(model_name, std::cout);
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
     if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world.get(), std::cout, std::cerr);
   } catch (const dtsim::InfeasiblePlan& e) {

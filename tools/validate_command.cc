@@ -1,7 +1,10 @@
 // `dtsim validate vtrain`: predicts every measured run of vTrain's data and
-// reports how far the predictions are (validation/).
+// reports how far the predictions are (validation/). `dtsim validate
+// deepbench` does the same for DeepBench's GEMM and convolution kernels.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <ostream>
 #include <thread>
@@ -12,6 +15,9 @@
 #include "tools/commands.h"
 #include "tools/output_set.h"
 #include "tools/progress_bar.h"
+#include "validation/deepbench.h"
+#include "validation/deepbench_fit.h"
+#include "validation/deepbench_report.h"
 #include "validation/vtrain.h"
 #include "validation/vtrain_predict.h"
 #include "validation/vtrain_report.h"
@@ -37,11 +43,72 @@ std::string ErrorLine(const char* group, const validation::ErrorSummary& e) {
   return line;
 }
 
+void DeepbenchCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
+  const std::vector<validation::DeepbenchMeasurement> rows = validation::LoadDeepbench(o.data_dir);
+  const hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  const sim::GpuKernelParams shipped;
+  const int jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto started = std::chrono::steady_clock::now();
+  if (!o.quiet) err << "deepbench: fitting the constants without each GPU in turn...\n";
+  const std::vector<validation::HeldOutFit> folds =
+      validation::FitLeaveOneGpuOut(rows, catalog, jobs);
+  std::string fitted = "# shipped (sim::GpuKernelParams)\n" + validation::ParamsAsText(shipped);
+  std::map<std::string, sim::GpuKernelModel> held_out, models;
+  for (const validation::HeldOutFit& f : folds) {
+    held_out.emplace(f.gpu, validation::DeepbenchModel(catalog, f.gpu, f.params));
+    models.emplace(f.gpu, validation::DeepbenchModel(catalog, f.gpu, shipped));
+    fitted += "\n# fitted without " + f.gpu + "\n" + validation::ParamsAsText(f.params);
+  }
+  // What a refit on every row gives, to compare with the shipped constants.
+  const sim::GpuKernelParams refit = validation::FitKernelParams(rows, catalog);
+  fitted += "\n# refitted on every row now (the shipped constants should match)\n" +
+            validation::ParamsAsText(refit);
+
+  std::vector<validation::DeepbenchResult> results;
+  for (const validation::DeepbenchMeasurement& m : rows) {
+    validation::DeepbenchResult r;
+    r.measurement = &m;
+    r.shipped = validation::PredictDeepbench(models.at(m.gpu), m);
+    r.held_out_s = validation::PredictDeepbench(held_out.at(m.gpu), m).predicted_s;
+    r.roofline_s = validation::RooflineDeepbench(models.at(m.gpu).device(), m);
+    results.push_back(std::move(r));
+  }
+  const std::vector<validation::DeepbenchSlice> slices = validation::SummarizeDeepbench(results);
+  OutputSet files{std::filesystem::path(o.out_dir)};
+  Write(files, "predictions.csv", validation::DeepbenchPredictionsCsv(results));
+  Write(files, "summary.json", validation::DeepbenchSummaryJson(slices, results));
+  Write(files, "summary.md", validation::DeepbenchSummaryMarkdown(slices, results, fitted));
+  Write(files, "scatter.svg", validation::DeepbenchScatterSvg(results));
+  const auto written = files.Commit();
+  if (o.quiet) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  char line[200];
+  std::snprintf(line, sizeof line, "deepbench: %zu kernels in %.1f s\n", rows.size(), seconds);
+  err << line;
+  out << "kernel      rows  median %  MAPE %  held-out median %  held-out MAPE %  roofline "
+         "median %  roofline MAPE %\n";
+  for (const validation::DeepbenchSlice& s : slices) {
+    if (s.gpu != "all") continue;
+    std::snprintf(line, sizeof line, "%-10s %5d %9.1f %7.1f %18.1f %16.1f %17.1f %16.1f\n",
+                  s.kernel.c_str(), s.shipped.predicted, s.shipped.median_ape, s.shipped.mean_ape,
+                  s.held_out.median_ape, s.held_out.mean_ape, s.roofline.median_ape,
+                  s.roofline.mean_ape);
+    out << line;
+  }
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
 }  // namespace
 
 void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.dataset == "deepbench") {
+    DeepbenchCommand(o, out, err);
+    return;
+  }
   if (o.dataset != "vtrain") {
-    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain");
+    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench");
   }
   validation::VtrainSetup setup;
   if (!o.intra_node_link.empty()) {

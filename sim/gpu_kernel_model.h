@@ -1,0 +1,212 @@
+// Time of one GPU kernel from its structure: GEMMs as tiles in waves over the
+// streaming multiprocessors, convolutions by algorithm, and memory-bound
+// kernels by the bytes they move. Replaces the roofline's one efficiency per
+// op kind for devices whose microarchitecture the catalog knows
+// (DeviceSpec::HasMicroarchitecture).
+//
+// GEMM (C = A x B, A: m x k, B: k x n, `batch` independent products):
+//   - math: fp32 runs on the CUDA cores (SIMT); tf32/fp16/bf16 run on tensor
+//     cores when the GPU has them and m, n, k are multiples of 8 (fp16/bf16)
+//     or 4 (tf32), the cuBLAS 10 "Tensor Core usage" conditions; otherwise
+//     fp16/bf16 run as "pseudo-fp16": 2-byte operands, fp32 math (what
+//     cublasGemmEx with an fp32 compute type does on Pascal and on misaligned
+//     shapes).
+//   - tiles: the library splits C into Mt x Nt tiles, one per thread block.
+//     Candidates are CUTLASS's and cuBLAS's kernel shapes (256x128 down to
+//     32x32; cuBLAS kernel names such as volta_sgemm_128x64_nn and
+//     volta_h884gemm_256x128_ldg8_nn carry them). Up to 4 blocks share an SM
+//     (as many as fit in 128x128 worth of tile), so waves =
+//     ceil(tiles / (SMs x blocks per SM)) and a wave lasts as long as one
+//     SM's share of it.
+//   - a block's speed: the SM's peak (device peak / SMs) x the achievable
+//     fraction of peak of the math (fitted) x I / (I + c), where
+//     I = Mt Nt / (Mt + Nt) is the tile's reuse (multiply-adds per element
+//     loaded) and c the reuse at which a tile runs at half speed (fitted): a
+//     small tile spends more of its time loading.
+//   - the K loop: k rounded up to the tile's k step (8 SIMT, 32 tensor) plus
+//     a fixed pipeline fill worth `k_fill` more elements of k (fitted).
+//   - split-K (cuBLAS from CUDA 9, cuDNN's filter gradients always): when the
+//     tiles do not fill the SMs, k is split over up to that many more blocks
+//     and the fp32 partial sums are reduced through memory (cuBLAS's
+//     splitKreduce kernels).
+//   - memory: A, B and C cross DRAM at least once: bytes / (bandwidth x
+//     achievable fraction). The kernel takes the longer of compute and memory.
+//   - the candidate (tile, split) with the least time is the one picked, as a
+//     library's heuristic aims to; plus a fixed cost per kernel.
+//
+// Convolution (NCHW, `groups` groups; dgrad = gradient wrt the input, wgrad =
+// wrt the filter), as cuDNN implements it:
+//   - implicit GEMM: fwd m = N P Q, n = K, k = C R S; dgrad m = N H W, n = C,
+//     k = K ceil(R / stride) ceil(S / stride) (each input pixel receives that
+//     many filter taps; a 1x1 stride-2 dgrad does 4x the forward's work, as
+//     DeepBench's times show); wgrad m = K, n = C R S, k = N P Q. Each at the
+//     implicit-GEMM fraction of GEMM speed (fitted).
+//   - Winograd (3x3, stride 1, dilation 1, CUDA-core math only): fused
+//     F(2x2, 3x3), 16 instead of 36 multiplications per 2x2 output tile
+//     (Lavin & Gray 2016); non-fused F(4x4, 3x3), 36 instead of 144 per 4x4
+//     tile, as 36 batched GEMMs between an input and an output transform
+//     that go through memory. Both at their own efficiency (fitted).
+//   - 1x1 stride-1 convolutions are plain GEMMs (no im2col).
+//   - choice: with tensor-core math, implicit GEMM (cuDNN 7's tensor-op
+//     convolutions are implicit-precomputed GEMM); otherwise the fastest of
+//     the algorithms that apply, which is what cudnnFind* (PyTorch's
+//     cudnn.benchmark, TensorFlow's autotuning, DeepBench) returns. FFT is
+//     not modelled: cuDNN picks it for few shapes (2 of 94 per DeepBench
+//     sheet), where Winograd or GEMM is priced instead.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "hw/catalog.h"
+
+namespace dtsim::sim {
+
+// Constants of the kernel model that no datasheet gives. All but
+// memory_fraction are fitted to Baidu DeepBench's 4,793 GEMM and
+// convolution times (shared/validation/deepbench) by `dtsim validate
+// deepbench` (procedure: validation/deepbench_fit.h); results/deepbench/
+// reports the error with them and leave-one-GPU-out.
+struct GpuKernelParams {
+  // The CUDA release whose libraries run the kernels (major version): cuBLAS
+  // splits k for skinny GEMMs from 9 on. Not fitted: a simulation takes a
+  // current release; the DeepBench validation sets each sheet's
+  // (specs.csv: 7.5, 8.0, 10.1).
+  int cuda_version = 12;
+  // Fraction of the peak a large tile reaches (128x128 SIMT, 256x128 tensor
+  // cores): the library's kernels and the clock the board holds under load.
+  // Per generation where DeepBench measured one (index: hw::GpuArch; 0 =
+  // none), else the value fitted to every GPU together. Ampere and Hopper,
+  // which DeepBench did not measure, take Volta's values: the same
+  // data-center class of board (Turing's only measured board, the T4, is a
+  // 70 W card held far below its boost clock).
+  double simt_fraction = 0.8318;
+  double tensor_fraction = 0.7646;
+  //                                unknown kepler maxwell pascal volta turing ampere hopper
+  std::array<double, 8> simt_fraction_by_arch =
+      {0, 0, 0.6608, 0.9371, 0.9075, 0.5628, 0.9075, 0.9075};
+  std::array<double, 8> tensor_fraction_by_arch =
+      {0, 0, 0, 0, 0.8706, 0.6435, 0.8706, 0.8706};
+  // Fraction of peak DRAM bandwidth streaming kernels reach. Not fitted:
+  // BabelStream's triad reaches about 0.77 (P100) to 0.89 (V100) of the
+  // datasheet bandwidth (Deakin et al., "Evaluating attainable memory
+  // bandwidth of parallel programming models via BabelStream", 2018).
+  double memory_fraction = 0.80;
+  double simt_half_reuse = 64.39;    // c of a SIMT tile: I / (I + c)
+  std::array<double, 8> simt_half_reuse_by_arch =
+      {0, 0, 1677, 62.88, 18.44, 18.54, 18.44, 18.44};
+  double tensor_half_reuse = 471.3;  // c of a tensor-core tile
+  double k_fill = 13.6;              // pipeline fill, in elements of k
+  double implicit_gemm_fraction = 1.041;  // implicit GEMM speed / GEMM speed
+  double winograd_fraction = 0.8105;     // Winograd GEMM speed / GEMM speed
+  // cuDNN's backward kernels are other kernels than the forward's: their
+  // speed relative to it, for every algorithm (fitted).
+  double dgrad_fraction = 0.9024;
+  double wgrad_fraction = 0.6124;
+  double kernel_fixed_s = 7.969e-6;  // per kernel: launch to completion of an empty grid
+  // Per board (catalog name): the clock it holds under load relative to the
+  // one its peak is quoted at, which differs between boards of one
+  // generation (GPU Boost runs consumer Pascal cards above their rated
+  // boost clock; a cooler-limited card runs below). Fitted last, to the
+  // DeepBench boards only; any other board takes 1.
+  std::map<std::string, double> clock_fraction_by_device = {
+      {"GTX-1080Ti", 1.038},
+      {"M40", 0.9579},
+      {"P100-PCIe-16GB", 1.048},
+      {"T4", 1},
+      {"TITAN-X-Maxwell", 1.049},
+      {"TITAN-X-Pascal", 0.8977},
+      {"TITAN-Xp", 0.9021},
+      {"V100-SXM2-16GB", 1},
+  };
+};
+
+// Which units do the multiply-adds.
+enum class MathUnit { kSimt, kTensor };
+const char* MathUnitName(MathUnit unit);  // "simt", "tensor"
+
+// In cuBLAS's column-major terms: op(A) is m x k, op(B) k x n, C m x n.
+struct GemmProblem {
+  std::int64_t m = 1, n = 1, k = 1;
+  bool a_t = false, b_t = false;     // op(A) = A^T, op(B) = B^T
+  std::int64_t batch = 1;            // independent products of this shape
+  hw::Precision precision = hw::Precision::kFp32;
+  bool accumulate = false;           // C is read too (beta != 0)
+};
+
+struct GemmEstimate {
+  double seconds = 0;
+  MathUnit unit = MathUnit::kSimt;
+  int tile_m = 0, tile_n = 0;
+  int split_k = 1;
+  std::int64_t waves = 0;
+  bool memory_bound = false;
+};
+
+enum class ConvPass { kForward, kBackwardData, kBackwardFilter };
+const char* ConvPassName(ConvPass pass);  // "fwd", "dgrad", "wgrad"
+
+enum class ConvAlgorithm { kImplicitGemm, kGemm1x1, kWinogradFused, kWinogradNonfused };
+const char* ConvAlgorithmName(ConvAlgorithm algorithm);
+
+struct ConvProblem {
+  std::int64_t n = 1;                 // batch
+  std::int64_t c = 1, h = 1, w = 1;   // input channels, height, width
+  std::int64_t k = 1;                 // output channels (filters)
+  int r = 1, s = 1;                   // filter height, width
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int groups = 1;
+  hw::Precision precision = hw::Precision::kFp32;
+  std::int64_t p() const { return (h + 2 * pad_h - r) / stride_h + 1; }  // output height
+  std::int64_t q() const { return (w + 2 * pad_w - s) / stride_w + 1; }  // output width
+};
+
+struct ConvEstimate {
+  double seconds = 0;
+  ConvAlgorithm algorithm = ConvAlgorithm::kImplicitGemm;
+  GemmEstimate gemm;  // of the algorithm's main GEMM
+};
+
+class GpuKernelModel {
+ public:
+  // REQUIRES: device.HasMicroarchitecture() (DTSIM_CHECK).
+  GpuKernelModel(hw::DeviceSpec device, GpuKernelParams params);
+
+  GemmEstimate Gemm(const GemmProblem& g) const;
+  // One tile shape and split, no choice: the building block of Gemm.
+  GemmEstimate GemmWithTile(const GemmProblem& g, int tile_m, int tile_n, int split_k) const;
+  ConvEstimate Conv(const ConvProblem& c, ConvPass pass) const;
+  // The time of `algorithm`, or a negative value when it does not apply.
+  double ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorithm algorithm,
+                  GemmEstimate* gemm = nullptr) const;
+  // A kernel that streams `bytes` through DRAM.
+  double StreamSeconds(double bytes) const;
+
+  // The unit a GEMM of this shape and precision runs on.
+  MathUnit UnitFor(const GemmProblem& g) const;
+  int ElementBytes(hw::Precision p) const;  // 4 for fp32/tf32, 2 for fp16/bf16
+
+  const hw::DeviceSpec& device() const { return device_; }
+  const GpuKernelParams& params() const { return params_; }
+  // The fraction of peak a large tile reaches on this device: its
+  // generation's, times its board's clock fraction.
+  double Fraction(MathUnit unit) const;
+
+ private:
+  double MemorySeconds(double bytes) const;
+  double ArchFraction(MathUnit unit) const;
+  // A GEMM on `unit` at `fraction_scale` x the unit's fraction of peak;
+  // `bytes` < 0: the GEMM's own operands cross memory.
+  GemmEstimate GemmCore(const GemmProblem& g, MathUnit unit, double fraction_scale, double bytes,
+                        int tile_m, int tile_n, int split_k) const;
+  GemmEstimate BestGemm(const GemmProblem& g, MathUnit unit, double fraction_scale,
+                        double bytes, bool allow_split) const;
+
+  hw::DeviceSpec device_;
+  GpuKernelParams params_;
+};
+
+}  // namespace dtsim::sim

@@ -1,0 +1,171 @@
+#include "sim/op_kernels.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace dtsim::sim {
+namespace {
+
+KernelCall Gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool a_t,
+                bool b_t, std::int64_t batch, hw::Precision precision) {
+  KernelCall c;
+  c.type = KernelCall::Type::kGemm;
+  c.name = std::move(name);
+  c.gemm.m = m;
+  c.gemm.n = n;
+  c.gemm.k = k;
+  c.gemm.a_t = a_t;
+  c.gemm.b_t = b_t;
+  c.gemm.batch = batch;
+  c.gemm.precision = precision;
+  return c;
+}
+
+KernelCall Stream(std::string name, double bytes) {
+  KernelCall c;
+  c.type = KernelCall::Type::kStream;
+  c.name = std::move(name);
+  c.bytes = bytes;
+  return c;
+}
+
+std::int64_t Product(const models::Shape& s, std::size_t from, std::size_t to) {
+  std::int64_t p = 1;
+  for (std::size_t i = from; i < to && i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+}  // namespace
+
+std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int batch,
+                                  hw::Precision precision) {
+  DTSIM_CHECK(kind == plan::TaskKind::kForward || kind == plan::TaskKind::kBackwardInput ||
+                  kind == plan::TaskKind::kBackwardWeight,
+              "not a compute task kind");
+  const bool fwd = kind == plan::TaskKind::kForward;
+  const bool dgrad = kind == plan::TaskKind::kBackwardInput;
+  const double elem = models::DTypeBytes(op.dtype);
+  std::vector<KernelCall> out;
+  const bool has_input = !op.input_shapes.empty() && !op.input_shapes[0].empty();
+  switch (op.kind) {
+    case models::OpKind::kDense:
+      if (has_input && !op.output_shape.empty()) {
+        const models::Shape& in = op.input_shapes[0];
+        const std::int64_t in_f = in.back(), out_f = op.output_shape.back();
+        const std::int64_t rows = batch * Product(in, 0, in.size() - 1);
+        if (fwd) {
+          out.push_back(Gemm("fwd gemm", out_f, rows, in_f, true, false, 1, precision));
+        } else if (dgrad) {
+          out.push_back(Gemm("dgrad gemm", in_f, rows, out_f, false, false, 1, precision));
+        } else {
+          out.push_back(Gemm("wgrad gemm", in_f, out_f, rows, false, true, 1, precision));
+          if (op.attrs.bias)
+            out.push_back(Stream("bias grad", static_cast<double>(rows * out_f) * elem));
+        }
+        return out;
+      }
+      break;
+    case models::OpKind::kConv2d:
+      if (has_input && op.input_shapes[0].size() == 3 && op.output_shape.size() == 3) {
+        KernelCall c;
+        c.type = KernelCall::Type::kConv;
+        c.conv.n = batch;
+        c.conv.c = op.input_shapes[0][0];
+        c.conv.h = op.input_shapes[0][1];
+        c.conv.w = op.input_shapes[0][2];
+        c.conv.k = op.output_shape[0];
+        c.conv.r = op.attrs.kernel_h;
+        c.conv.s = op.attrs.kernel_w;
+        c.conv.stride_h = op.attrs.stride_h;
+        c.conv.stride_w = op.attrs.stride_w;
+        c.conv.pad_h = op.attrs.pad_h;
+        c.conv.pad_w = op.attrs.pad_w;
+        c.conv.groups = op.attrs.groups;
+        c.conv.precision = precision;
+        c.pass = fwd ? ConvPass::kForward : dgrad ? ConvPass::kBackwardData
+                                                  : ConvPass::kBackwardFilter;
+        c.name = std::string(ConvPassName(c.pass)) + " conv";
+        out.push_back(c);
+        const double out_bytes = static_cast<double>(batch) *
+                                 static_cast<double>(models::NumElements(op.output_shape)) * elem;
+        if (op.attrs.bias && fwd) out.push_back(Stream("bias add", 2 * out_bytes));
+        if (op.attrs.bias && !fwd && !dgrad) out.push_back(Stream("bias grad", out_bytes));
+        return out;
+      }
+      break;
+    case models::OpKind::kMatMul:
+      if (op.input_shapes.size() == 2 && op.input_shapes[0].size() >= 2 &&
+          op.output_shape.size() >= 2) {
+        const models::Shape& a = op.input_shapes[0];
+        const std::int64_t m = a[a.size() - 2], k = a.back(), n = op.output_shape.back();
+        const std::int64_t b = batch * Product(a, 0, a.size() - 2);
+        // Row-major C (m x n) = A (m x k) B (k x n) is column-major
+        // C^T = B^T A^T: cuBLAS m = n, n = m.
+        if (fwd) {
+          out.push_back(Gemm("fwd bmm", n, m, k, op.attrs.transpose_b, false, b, precision));
+        } else if (dgrad) {
+          out.push_back(Gemm("grad a bmm", k, m, n, !op.attrs.transpose_b, false, b, precision));
+          out.push_back(Gemm("grad b bmm", n, k, m, false, true, b, precision));
+        }
+        return out;
+      }
+      break;
+    case models::OpKind::kInput:
+    case models::OpKind::kReshape:
+      return out;
+    default:
+      break;
+  }
+  // Memory-bound: the bytes the op moves (the roofline's memory term).
+  double bytes = 0;
+  if (fwd) {
+    bytes = op.FwdBytes(batch);
+  } else if (dgrad) {
+    bytes = op.BwdBytes(batch) - op.ParamBytes();
+  } else {
+    bytes = op.BwdBytes(batch);
+  }
+  if (bytes > 0) out.push_back(Stream(fwd ? "fwd" : dgrad ? "dgrad" : "wgrad", bytes));
+  return out;
+}
+
+double KernelSeconds(const GpuKernelModel& model, const KernelCall& k) {
+  switch (k.type) {
+    case KernelCall::Type::kGemm: return model.Gemm(k.gemm).seconds;
+    case KernelCall::Type::kConv: return model.Conv(k.conv, k.pass).seconds;
+    case KernelCall::Type::kStream: return model.StreamSeconds(k.bytes);
+  }
+  return 0;
+}
+
+std::string DescribeKernel(const GpuKernelModel& model, const KernelCall& k) {
+  char buf[200];
+  switch (k.type) {
+    case KernelCall::Type::kGemm: {
+      const GemmEstimate e = model.Gemm(k.gemm);
+      std::snprintf(buf, sizeof buf, "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s",
+                    static_cast<long long>(k.gemm.m), static_cast<long long>(k.gemm.n),
+                    static_cast<long long>(k.gemm.k), static_cast<long long>(k.gemm.batch),
+                    MathUnitName(e.unit), e.tile_m, e.tile_n, e.split_k,
+                    static_cast<long long>(e.waves), e.memory_bound ? " memory-bound" : "");
+      return buf;
+    }
+    case KernelCall::Type::kConv: {
+      const ConvEstimate e = model.Conv(k.conv, k.pass);
+      std::snprintf(buf, sizeof buf, "N=%lld C=%lld %lldx%lld K=%lld %dx%d/%d %s, %s %dx%d%s",
+                    static_cast<long long>(k.conv.n), static_cast<long long>(k.conv.c),
+                    static_cast<long long>(k.conv.h), static_cast<long long>(k.conv.w),
+                    static_cast<long long>(k.conv.k), k.conv.r, k.conv.s, k.conv.stride_h,
+                    ConvAlgorithmName(e.algorithm), MathUnitName(e.gemm.unit), e.gemm.tile_m,
+                    e.gemm.tile_n, e.gemm.memory_bound ? " memory-bound" : "");
+      return buf;
+    }
+    case KernelCall::Type::kStream:
+      std::snprintf(buf, sizeof buf, "%.3g MB through memory", k.bytes / 1e6);
+      return buf;
+  }
+  return "";
+}
+
+}  // namespace dtsim::sim

@@ -1,0 +1,88 @@
+// Baidu DeepBench's measured GEMM and convolution kernel times
+// (../shared/validation/deepbench/, README.md there) and their prediction
+// by the kernel-level GPU model (sim/gpu_kernel_model.h).
+//
+// gemm.csv: gpu, precision, source_app, m, n, k, a_transpose, b_transpose,
+//   time_ms, tflops. conv.csv: gpu, precision, source_app, w, h, c, n, k, s,
+//   r, pad_w, pad_h, stride_w, stride_h, p, q, fwd_ms, bwd_input_ms,
+//   bwd_params_ms, fwd_algorithm. Columns are found by header name. Each
+//   timed cell becomes one measured kernel: a GEMM, or a convolution's
+//   forward, backward-data (wrt inputs) or backward-filter (wrt parameters)
+//   pass; empty cells are skipped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hw/catalog.h"
+#include "sim/gpu_kernel_model.h"
+
+namespace dtsim::validation {
+
+enum class DeepbenchKernel { kGemm, kConvForward, kConvBackwardData, kConvBackwardFilter };
+// "gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_filter"
+const char* DeepbenchKernelName(DeepbenchKernel kind);
+
+struct DeepbenchMeasurement {
+  std::string gpu;        // the sheet's name, e.g. "V100"
+  std::string precision;  // "fp32", "fp16-mixed", "fp16-pseudo"
+  std::string file;       // "gemm.csv"
+  int line = 0;           // 1-based, header = 1
+  DeepbenchKernel kind = DeepbenchKernel::kGemm;
+  // The problem as DeepBench ran it, with its padding applied (see
+  // DeepbenchProblems in deepbench.cc): GEMMs in fp16 have the dimensions
+  // cuBLAS's tensor-core conditions need rounded up to multiples of 8;
+  // convolutions in fp16-mixed have their input channels rounded up.
+  sim::GemmProblem gemm;  // kGemm
+  sim::ConvProblem conv;  // conv kinds
+  double measured_s = 0;
+  std::string sheet_algorithm;  // conv: the forward algorithm cuDNN picked
+
+  std::string Where() const;  // "conv.csv:17 bwd_data"
+  // "m=1760 n=16 k=1760 NN" or "W=56 H=56 C=64 N=8 K=64 3x3 s1 p1"
+  std::string Shape() const;
+};
+
+// Parses gemm.csv / conv.csv text. Throws UserError at file:line for a
+// missing column, a short row, or a field that is not a number.
+std::vector<DeepbenchMeasurement> ParseDeepbenchGemm(const std::string& text,
+                                                     const std::string& filename);
+std::vector<DeepbenchMeasurement> ParseDeepbenchConv(const std::string& text,
+                                                     const std::string& filename);
+// Both files of `dir`, GEMM rows first, each in file order.
+std::vector<DeepbenchMeasurement> LoadDeepbench(const std::string& dir);
+
+// The catalog device a sheet's GPU is: "V100" -> "V100-SXM2-16GB" (the
+// DGX-1 of specs.csv), "P100" -> "P100-PCIe-16GB" (a workstation board),
+// "TitanX" -> "TITAN-X-Maxwell" (CUDA 7.5, cuDNN 5), ... Throws UserError
+// for a name it does not know.
+std::string DeepbenchDevice(const std::string& gpu);
+// The CUDA major version a sheet was measured with (specs.csv: 7.5 for M40
+// and TitanX, 8 for the Pascal boards, 10.1 for V100 and T4).
+int DeepbenchCudaVersion(const std::string& gpu);
+// The kernel model of a sheet: its board from `catalog`, `params` with the
+// sheet's CUDA version. Throws UserError for an unknown GPU.
+sim::GpuKernelModel DeepbenchModel(const hw::HardwareCatalog& catalog, const std::string& gpu,
+                                   sim::GpuKernelParams params);
+
+// The training precision of a sheet: fp32 -> fp32; fp16-mixed and
+// fp16-pseudo -> fp16 (2-byte operands; the model picks tensor cores or
+// fp32 math from the GPU and shape, which is what the sheets name).
+hw::Precision DeepbenchPrecision(const std::string& label);
+
+// The model's time for one measurement.
+struct DeepbenchPrediction {
+  double predicted_s = 0;
+  std::string algorithm;  // conv: the algorithm the model picked
+  std::string unit;       // "simt" or "tensor"
+  int tile_m = 0, tile_n = 0, split_k = 1;
+};
+DeepbenchPrediction PredictDeepbench(const sim::GpuKernelModel& model,
+                                     const DeepbenchMeasurement& m);
+
+// The roofline baseline (sim/cost_model.h's defaults: peak x 0.75 for GEMMs,
+// 0.55 for convolutions, 70% of memory bandwidth, 5 us per kernel), for the
+// same measurement.
+double RooflineDeepbench(const hw::DeviceSpec& device, const DeepbenchMeasurement& m);
+
+}  // namespace dtsim::validation

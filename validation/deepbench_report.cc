@@ -1,0 +1,216 @@
+#include "validation/deepbench_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "report/svg_plot.h"
+
+namespace dtsim::validation {
+namespace {
+
+std::string KindGroup(DeepbenchKernel k) { return k == DeepbenchKernel::kGemm ? "gemm" : "conv"; }
+
+DeepbenchSlice Summarize(const std::string& gpu, const std::string& precision,
+                         const std::string& kernel, const std::vector<const DeepbenchResult*>& rows) {
+  std::vector<double> shipped, held, roof;
+  for (const DeepbenchResult* r : rows) {
+    const double m = r->measurement->measured_s;
+    shipped.push_back(PercentError(r->shipped.predicted_s, m));
+    held.push_back(PercentError(r->held_out_s, m));
+    roof.push_back(PercentError(r->roofline_s, m));
+  }
+  return {gpu, precision, kernel, SummarizeErrors(shipped, 0), SummarizeErrors(held, 0),
+          SummarizeErrors(roof, 0)};
+}
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string Csv(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::vector<DeepbenchSlice> SummarizeDeepbench(const std::vector<DeepbenchResult>& results) {
+  std::vector<DeepbenchSlice> slices;
+  // Keys in order of first appearance.
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<const DeepbenchResult*>> groups;
+  auto add = [&](const std::string& key, const DeepbenchResult* r) {
+    if (!groups.count(key)) keys.push_back(key);
+    groups[key].push_back(r);
+  };
+  for (const DeepbenchResult& r : results) {
+    const DeepbenchMeasurement& m = *r.measurement;
+    add("A\t" + m.gpu + "\t" + m.precision + "\t" + KindGroup(m.kind), &r);
+  }
+  for (const DeepbenchResult& r : results) {
+    const DeepbenchMeasurement& m = *r.measurement;
+    if (m.kind != DeepbenchKernel::kGemm)
+      add("B\t" + m.gpu + "\t" + m.precision + "\t" + DeepbenchKernelName(m.kind), &r);
+  }
+  for (const DeepbenchResult& r : results) {
+    add("C\tall\tall\t" + KindGroup(r.measurement->kind), &r);
+    add("D\tall\tall\tgemm+conv", &r);
+  }
+  for (const std::string& key : keys) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (std::size_t tab; (tab = key.find('\t', start)) != std::string::npos; start = tab + 1)
+      parts.push_back(key.substr(start, tab - start));
+    parts.push_back(key.substr(start));
+    slices.push_back(Summarize(parts[1], parts[2], parts[3], groups[key]));
+  }
+  return slices;
+}
+
+std::string DeepbenchPredictionsCsv(const std::vector<DeepbenchResult>& results) {
+  std::string out =
+      "file,line,gpu,precision,kernel,shape,measured_ms,predicted_ms,percent_error,"
+      "held_out_ms,held_out_percent_error,roofline_ms,roofline_percent_error,algorithm,"
+      "sheet_algorithm,unit,tile,split_k\n";
+  for (const DeepbenchResult& r : results) {
+    const DeepbenchMeasurement& m = *r.measurement;
+    const double ms = m.measured_s * 1e3;
+    out += m.file + "," + std::to_string(m.line) + "," + Csv(m.gpu) + "," + Csv(m.precision) +
+           "," + DeepbenchKernelName(m.kind) + "," + Csv(m.Shape()) + "," + Fmt("%.6g", ms) +
+           "," + Fmt("%.6g", r.shipped.predicted_s * 1e3) + "," +
+           Fmt("%.2f", PercentError(r.shipped.predicted_s, m.measured_s)) + "," +
+           Fmt("%.6g", r.held_out_s * 1e3) + "," +
+           Fmt("%.2f", PercentError(r.held_out_s, m.measured_s)) + "," +
+           Fmt("%.6g", r.roofline_s * 1e3) + "," +
+           Fmt("%.2f", PercentError(r.roofline_s, m.measured_s)) + "," + r.shipped.algorithm +
+           "," + Csv(m.sheet_algorithm) + "," + r.shipped.unit + "," +
+           std::to_string(r.shipped.tile_m) + "x" + std::to_string(r.shipped.tile_n) + "," +
+           std::to_string(r.shipped.split_k) + "\n";
+  }
+  return out;
+}
+
+std::string DeepbenchSummaryMarkdown(const std::vector<DeepbenchSlice>& slices,
+                                     const std::vector<DeepbenchResult>& results,
+                                     const std::string& fitted) {
+  std::string md =
+      "# dtsim's GPU kernel model against Baidu DeepBench\n\n"
+      "Every GEMM and convolution time of DeepBench's NVIDIA training sheets "
+      "(shared/validation/deepbench), predicted by `dtsim validate deepbench` with the kernel "
+      "model of sim/gpu_kernel_model.h.\n\n"
+      "- **model**: the shipped constants (GpuKernelParams), fitted to all rows by the procedure "
+      "of validation/deepbench_fit.h.\n"
+      "- **held out**: for each GPU, constants fitted to the other GPUs' rows only "
+      "(leave-one-GPU-out): what to expect on a GPU the fit has not seen.\n"
+      "- **roofline**: the cost model before this one (peak x 0.75 for GEMMs, 0.55 for "
+      "convolutions, 70% of memory bandwidth, 5 us per kernel).\n\n"
+      "APE = |predicted - measured| / measured; signed error > 0: predicted too slow.\n\n";
+  auto table = [&](const std::string& title, auto keep) {
+    md += "## " + title + "\n\n| GPU | precision | kernel | rows | model median % | model MAPE % "
+          "| model max % | signed % | held-out median % | held-out MAPE % | roofline median % | "
+          "roofline MAPE % |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const DeepbenchSlice& s : slices) {
+      if (!keep(s)) continue;
+      md += "| " + s.gpu + " | " + s.precision + " | " + s.kernel + " | " +
+            std::to_string(s.shipped.predicted) + " | " + Fmt("%.1f", s.shipped.median_ape) +
+            " | " + Fmt("%.1f", s.shipped.mean_ape) + " | " + Fmt("%.0f", s.shipped.max_ape) +
+            " | " + Fmt("%+.1f", s.shipped.mean_signed_pe) + " | " +
+            Fmt("%.1f", s.held_out.median_ape) + " | " + Fmt("%.1f", s.held_out.mean_ape) +
+            " | " + Fmt("%.1f", s.roofline.median_ape) + " | " +
+            Fmt("%.1f", s.roofline.mean_ape) + " |\n";
+    }
+    md += "\n";
+  };
+  table("Overall", [](const DeepbenchSlice& s) { return s.gpu == "all"; });
+  table("Per GPU and precision",
+        [](const DeepbenchSlice& s) { return s.gpu != "all" && (s.kernel == "gemm" || s.kernel == "conv"); });
+  table("Convolution passes",
+        [](const DeepbenchSlice& s) { return s.gpu != "all" && s.kernel.starts_with("conv_"); });
+
+  std::vector<const DeepbenchResult*> worst;
+  for (const DeepbenchResult& r : results) worst.push_back(&r);
+  std::stable_sort(worst.begin(), worst.end(), [](const auto* a, const auto* b) {
+    return AbsPercentError(a->shipped.predicted_s, a->measurement->measured_s) >
+           AbsPercentError(b->shipped.predicted_s, b->measurement->measured_s);
+  });
+  if (worst.size() > 15) worst.resize(15);
+  md += "## Worst rows (model)\n\n| row | GPU | precision | shape | measured ms | predicted ms "
+        "| error % | algorithm | cuDNN's forward algorithm |\n|---|---|---|---|---:|---:|---:|---|---|\n";
+  for (const DeepbenchResult* r : worst) {
+    const DeepbenchMeasurement& m = *r->measurement;
+    md += "| " + m.Where() + " | " + m.gpu + " | " + m.precision + " | " + m.Shape() + " | " +
+          Fmt("%.3f", m.measured_s * 1e3) + " | " + Fmt("%.3f", r->shipped.predicted_s * 1e3) +
+          " | " + Fmt("%+.0f", PercentError(r->shipped.predicted_s, m.measured_s)) + " | " +
+          r->shipped.algorithm + " | " + m.sheet_algorithm + " |\n";
+  }
+  md += "\n## Constants\n\n```\n" + fitted + "```\n";
+  return md;
+}
+
+std::string DeepbenchSummaryJson(const std::vector<DeepbenchSlice>& slices,
+                                 const std::vector<DeepbenchResult>& results) {
+  auto errors = [](const ErrorSummary& e) {
+    return nlohmann::ordered_json{{"rows", e.predicted},
+                                  {"mape_percent", e.mean_ape},
+                                  {"median_ape_percent", e.median_ape},
+                                  {"max_ape_percent", e.max_ape},
+                                  {"mean_signed_percent", e.mean_signed_pe}};
+  };
+  nlohmann::ordered_json j;
+  j["data"] = "shared/validation/deepbench (Baidu DeepBench, NVIDIA training sheets)";
+  j["rows"] = results.size();
+  j["slices"] = nlohmann::ordered_json::array();
+  for (const DeepbenchSlice& s : slices) {
+    j["slices"].push_back({{"gpu", s.gpu},
+                           {"precision", s.precision},
+                           {"kernel", s.kernel},
+                           {"model", errors(s.shipped)},
+                           {"held_out", errors(s.held_out)},
+                           {"roofline", errors(s.roofline)}});
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string DeepbenchScatterSvg(const std::vector<DeepbenchResult>& results) {
+  report::ScatterChart chart;
+  chart.title = "GPU kernel model against DeepBench (GEMM and convolution)";
+  std::vector<std::string> gpus;
+  double lo = 0, hi = 0;
+  for (const DeepbenchResult& r : results) {
+    const std::string& gpu = r.measurement->gpu;
+    auto it = std::find(gpus.begin(), gpus.end(), gpu);
+    if (it == gpus.end()) {
+      gpus.push_back(gpu);
+      chart.series.push_back({gpu, {}});
+      it = gpus.end() - 1;
+    }
+    const double m = r.measurement->measured_s * 1e3, p = r.shipped.predicted_s * 1e3;
+    chart.series[static_cast<std::size_t>(it - gpus.begin())].points.push_back({m, p});
+    lo = lo == 0 ? std::min(m, p) : std::min({lo, m, p});
+    hi = std::max({hi, m, p});
+  }
+  chart.x = {"measured kernel time (ms)", report::Scale::kLog2, std::nullopt, std::nullopt, false};
+  chart.y = {"predicted kernel time (ms)", report::Scale::kLog2, std::nullopt, std::nullopt, false};
+  if (hi > 0) {
+    const double min = std::exp2(std::floor(std::log2(lo)));
+    double max = std::exp2(std::ceil(std::log2(hi)));
+    if (max <= min) max = min * 2;
+    chart.x.min = chart.y.min = min;
+    chart.x.max = chart.y.max = max;
+  }
+  chart.diagonal = "y = x";
+  report::ChartStyle style;
+  const report::LineChartLayout layout = report::LayOutScatterChart(chart, style);
+  style.height = style.margin_top + static_cast<int>(layout.plot.right - layout.plot.left) +
+                 style.margin_bottom;
+  return report::RenderScatterChart(chart, style);
+}
+
+}  // namespace dtsim::validation

@@ -3,6 +3,7 @@
 #include <bit>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
@@ -16,17 +17,41 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
   DTSIM_CHECK(static_cast<int>(cost_of_rank.size()) == plan.num_ranks(), "one cost model per rank");
   TaskCosts costs;
   costs.task_ns.resize(plan.num_tasks(), 0);
+  // A plan repeats each op's tasks over ranks, iterations and micro-batches:
+  // an op's time for a kind and batch is computed once per cost model (the
+  // kernel model tries every tile and algorithm).
+  // Key: cost model (4 bits), task kind (4), op (24: models::kMaxModelOps <
+  // 2^20), batch (32).
+  std::unordered_map<std::uint64_t, double> op_seconds;
+  auto compute = [&](int model, const models::Op& op, models::OpId v, plan::TaskKind kind,
+                     int batch) {
+    DTSIM_CHECK(model < 16 && static_cast<std::uint64_t>(v) < (1u << 24) && batch >= 0,
+                "op key out of range");
+    const std::uint64_t key = (static_cast<std::uint64_t>(model) << 60) |
+                              (static_cast<std::uint64_t>(kind) << 56) |
+                              (static_cast<std::uint64_t>(v) << 32) |
+                              static_cast<std::uint32_t>(batch);
+    auto it = op_seconds.find(key);
+    if (it == op_seconds.end())
+      it = op_seconds
+               .emplace(key, cost_models[static_cast<std::size_t>(model)].ComputeSeconds(op, kind,
+                                                                                         batch))
+               .first;
+    return it->second;
+  };
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
     const plan::Task& t = plan.tasks()[i];
-    const CostModel& cm =
-        cost_models[static_cast<std::size_t>(cost_of_rank[static_cast<std::size_t>(t.rank)])];
+    const int model = cost_of_rank[static_cast<std::size_t>(t.rank)];
+    const CostModel& cm = cost_models[static_cast<std::size_t>(model)];
     double seconds = 0;
     switch (t.kind) {
       case plan::TaskKind::kForward:
       case plan::TaskKind::kBackwardInput:
       case plan::TaskKind::kBackwardWeight:
-        for (std::int32_t k = 0; k < t.op_count; ++k)
-          seconds += cm.ComputeSeconds(graph.op(static_cast<models::OpId>(t.op + k)), t.kind, t.batch);
+        for (std::int32_t k = 0; k < t.op_count; ++k) {
+          const auto v = static_cast<models::OpId>(t.op + k);
+          seconds += compute(model, graph.op(v), v, t.kind, t.batch);
+        }
         break;
       case plan::TaskKind::kBackward:  // both gradients of every op of the range
         for (std::int32_t k = 0; k < t.op_count; ++k) {
@@ -34,9 +59,9 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
           const models::Op& op = graph.op(v);
           if (plan::IsFreeOp(op)) continue;
           if (!graph.ReadsOnlyGraphInputs(v))
-            seconds += cm.ComputeSeconds(op, plan::TaskKind::kBackwardInput, t.batch);
+            seconds += compute(model, op, v, plan::TaskKind::kBackwardInput, t.batch);
           if (op.HasParams())
-            seconds += cm.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, t.batch);
+            seconds += compute(model, op, v, plan::TaskKind::kBackwardWeight, t.batch);
         }
         break;
       case plan::TaskKind::kOptimizer:

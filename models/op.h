@@ -100,6 +100,13 @@ struct OpAttrs {
   std::int64_t begin = 0;    // kSlice: first index kept
   EmbeddingIds ids = EmbeddingIds::kTokens;  // kEmbedding
   std::int64_t vocab = 0;    // kEmbedding: table rows; kSoftmaxCrossEntropy: classes
+  // Set by tensor-parallel sharding (plan::TensorParallelShard), which keeps
+  // the shapes whole: this rank computes 1 / tensor_split of the op. A dense
+  // layer's split is of its output features (column-parallel) or, when
+  // tensor_split_input, of its input features (row-parallel); a matmul's is
+  // of its heads (the leading dimension).
+  int tensor_split = 1;
+  bool tensor_split_input = false;
 };
 
 struct Op {

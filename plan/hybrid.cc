@@ -110,6 +110,8 @@ models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t) {
   for (OpId v = 0; v < shard.num_ops(); ++v) {
     models::Op& op = shard.mutable_op(v);
     if (!IsTensorParallelSplit(op)) continue;
+    op.attrs.tensor_split = t;
+    op.attrs.tensor_split_input = TensorParallelCollective(op) == TpCollective::kAfterForward;
     op.fwd_flops /= t;
     op.bwd_input_flops /= t;
     op.bwd_weight_flops /= t;

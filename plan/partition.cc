@@ -68,18 +68,29 @@ std::vector<OpRange> BalancedChunksWithinMemory(const std::vector<LayerUnit>& un
                                                 const std::vector<double>& static_bytes,
                                                 const std::vector<double>& activation_bytes,
                                                 const std::vector<int>& in_flight,
-                                                double capacity_bytes, int parts, bool* fits) {
+                                                double capacity_bytes, int parts, bool* fits,
+                                                const std::vector<double>& working_bytes) {
   DTSIM_CHECK(static_bytes.size() == units.size() && activation_bytes.size() == units.size() &&
-                  in_flight.size() == static_cast<std::size_t>(parts),
+                  in_flight.size() == static_cast<std::size_t>(parts) &&
+                  (working_bytes.empty() || working_bytes.size() == units.size()),
               "memory per unit and micro-batches in flight per chunk");
-  std::vector<double> st(units.size() + 1, 0.0), act(units.size() + 1, 0.0);
-  for (std::size_t i = 0; i < units.size(); ++i) {
+  const std::size_t n = units.size();
+  std::vector<double> st(n + 1, 0.0), act(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
     st[i + 1] = st[i] + static_bytes[i];
     act[i + 1] = act[i] + activation_bytes[i];
   }
+  // most[a * n + b - 1]: the largest working set of units [a, b).
+  std::vector<double> most(working_bytes.empty() ? 0 : n * n, 0.0);
+  for (std::size_t a = 0; a < n && !working_bytes.empty(); ++a) {
+    double m = 0;
+    for (std::size_t b = a; b < n; ++b) most[a * n + b] = m = std::max(m, working_bytes[b]);
+  }
   const auto allowed = [&](int k, int a, int b) {
     const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
-    return st[ub] - st[ua] + in_flight[static_cast<std::size_t>(k)] * (act[ub] - act[ua]) <=
+    const double working = most.empty() || ub == ua ? 0.0 : most[ua * n + ub - 1];
+    return st[ub] - st[ua] + in_flight[static_cast<std::size_t>(k)] * (act[ub] - act[ua]) +
+               working <=
            capacity_bytes;
   };
   std::vector<OpRange> chunks;

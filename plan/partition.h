@@ -19,17 +19,21 @@ std::vector<OpRange> BalancedChunks(const std::vector<LayerUnit>& units,
                                     const std::vector<double>& unit_cost, int parts);
 
 // The same within a memory limit: chunk k made of units [a, b) needs
-// static_bytes[a..b) + in_flight[k] x activation_bytes[a..b) (per-unit
-// parameters, gradients and optimizer state; activations of one
-// micro-batch; micro-batches the chunk's stage holds at its peak). Splits
-// that exceed `capacity_bytes` are not considered; when none fits, the
-// unconstrained split is returned and `*fits` is set to false.
+// static_bytes[a..b) + in_flight[k] x activation_bytes[a..b) +
+// max(working_bytes[a..b)) (per-unit parameters, gradients and optimizer
+// state; activations one micro-batch keeps; micro-batches the chunk's stage
+// holds at its peak; what recomputing one unit for one micro-batch holds
+// meanwhile, once per chunk as units are recomputed one at a time; empty
+// working_bytes = none). Splits that exceed `capacity_bytes` are not
+// considered; when none fits, the unconstrained split is returned and
+// `*fits` is set to false.
 std::vector<OpRange> BalancedChunksWithinMemory(const std::vector<LayerUnit>& units,
                                                 const std::vector<double>& unit_cost,
                                                 const std::vector<double>& static_bytes,
                                                 const std::vector<double>& activation_bytes,
                                                 const std::vector<int>& in_flight,
-                                                double capacity_bytes, int parts, bool* fits);
+                                                double capacity_bytes, int parts, bool* fits,
+                                                const std::vector<double>& working_bytes = {});
 
 // Megatron-LM's split: the repeated blocks ("layer0", "layer1", ...) evenly
 // over the chunks, the units before the first block (embeddings) with the

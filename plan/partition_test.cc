@@ -84,5 +84,24 @@ TEST(Partition, MemoryLimitMovesUnitsOffTheFullStage) {
   EXPECT_EQ(chunks, (std::vector<OpRange>{{0, 4}, {4, 8}}));
 }
 
+TEST(Partition, RecomputationWorkingSetCountsOncePerChunk) {
+  // Recomputation rebuilds one unit of one micro-batch at a time: a chunk
+  // holds the largest unit's working set once, whatever its units and
+  // micro-batches in flight. 8 units of 1 byte static, 1 kept, working sets
+  // 10 (unit 0) and 4 (the others), 3 micro-batches in flight on stage 0:
+  // 4 units there need 4 + 3 x 4 + 10 = 26 bytes (not 4 + 3 x (4 + 22)).
+  const std::vector<double> one(8, 1.0);
+  const std::vector<double> working = {10, 4, 4, 4, 4, 4, 4, 4};
+  bool fits = false;
+  auto chunks =
+      BalancedChunksWithinMemory(Units(8), one, one, one, {3, 1}, 26, 2, &fits, working);
+  EXPECT_TRUE(fits);
+  EXPECT_EQ(chunks, (std::vector<OpRange>{{0, 4}, {4, 8}}));
+  // One byte less: stage 0 drops a unit (3 + 9 + 10 = 22).
+  chunks = BalancedChunksWithinMemory(Units(8), one, one, one, {3, 1}, 25, 2, &fits, working);
+  EXPECT_TRUE(fits);
+  EXPECT_EQ(chunks, (std::vector<OpRange>{{0, 3}, {3, 8}}));
+}
+
 }  // namespace
 }  // namespace dtsim::plan

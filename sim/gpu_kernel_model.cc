@@ -73,6 +73,11 @@ MathUnit GpuKernelModel::UnitFor(const GemmProblem& g) const {
     case hw::Precision::kBf16: rate = device_.bf16_flop_per_s; break;
   }
   if (!device_.HasTensorCores() || rate <= 0) return MathUnit::kSimt;
+  // cuBLAS 11 and later use tensor cores whatever the alignment (cuBLAS
+  // documentation, "Tensor Core Usage": the restrictions were lifted, best
+  // performance stays with multiples of 16 bytes); priced here as if the
+  // dimensions were padded, which the tiles do anyway.
+  if (params_.cuda_version >= 11) return MathUnit::kTensor;
   // cuBLAS 10 "Tensor Core usage": leading dimensions (column-major) are
   // multiples of 16 bytes.
   const std::int64_t lda = g.a_t ? g.k : g.m;

@@ -6,11 +6,11 @@
 //
 // GEMM (C = A x B, A: m x k, B: k x n, `batch` independent products):
 //   - math: fp32 runs on the CUDA cores (SIMT); tf32/fp16/bf16 run on tensor
-//     cores when the GPU has them and m, n, k are multiples of 8 (fp16/bf16)
-//     or 4 (tf32), the cuBLAS 10 "Tensor Core usage" conditions; otherwise
-//     fp16/bf16 run as "pseudo-fp16": 2-byte operands, fp32 math (what
-//     cublasGemmEx with an fp32 compute type does on Pascal and on misaligned
-//     shapes).
+//     cores when the GPU has them and, before CUDA 11, the leading dimensions
+//     are multiples of 8 (fp16/bf16) or 4 (tf32), the cuBLAS 10 "Tensor Core
+//     usage" conditions; otherwise fp16/bf16 run as "pseudo-fp16": 2-byte
+//     operands, fp32 math (what cublasGemmEx with an fp32 compute type does
+//     on Pascal and on misaligned shapes before CUDA 11).
 //   - tiles: the library splits C into Mt x Nt tiles, one per thread block.
 //     Candidates are CUTLASS's and cuBLAS's kernel shapes (256x128 down to
 //     32x32; cuBLAS kernel names such as volta_sgemm_128x64_nn and
@@ -71,7 +71,8 @@ namespace dtsim::sim {
 // reports the error with them and leave-one-GPU-out.
 struct GpuKernelParams {
   // The CUDA release whose libraries run the kernels (major version): cuBLAS
-  // splits k for skinny GEMMs from 9 on. Not fitted: a simulation takes a
+  // splits k for skinny GEMMs from 9 on, cuDNN skips a strided dgrad's zeros
+  // from 9 on, tensor cores take any alignment from 11 on. Not fitted: a simulation takes a
   // current release; the DeepBench validation sets each sheet's
   // (specs.csv: 7.5, 8.0, 10.1).
   int cuda_version = 12;

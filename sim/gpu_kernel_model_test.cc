@@ -59,15 +59,21 @@ TEST(GpuKernelModel, TensorCoresNeedLeadingDimensionsInMultiplesOf8) {
   // cuBLAS 10 "Tensor Core usage": fp16 operands with leading dimensions
   // that are multiples of 8 elements (16 bytes). k = 4095 breaks it for an
   // NN GEMM (ldb = k), which then runs on the CUDA cores at the fp32 rate,
-  // 8x below V100's 125 TFLOPS tensor-core rate.
-  const GpuKernelModel model(Gpu("V100-SXM2-32GB"), GpuKernelParams{});
+  // 8x below V100's 125 TFLOPS tensor-core rate. cuBLAS 11 lifted the
+  // condition.
+  GpuKernelParams cuda10;
+  cuda10.cuda_version = 10;
+  const GpuKernelModel model(Gpu("V100-SXM2-32GB"), cuda10);
+  EXPECT_EQ(GpuKernelModel(Gpu("V100-SXM2-32GB"), GpuKernelParams{})
+                .UnitFor(Gemm(4096, 4096, 4095, hw::Precision::kFp16)),
+            MathUnit::kTensor);
   const GemmProblem aligned = Gemm(4096, 4096, 4096, hw::Precision::kFp16);
   const GemmProblem misaligned = Gemm(4096, 4096, 4095, hw::Precision::kFp16);
   EXPECT_EQ(model.UnitFor(aligned), MathUnit::kTensor);
   EXPECT_EQ(model.UnitFor(misaligned), MathUnit::kSimt);
   EXPECT_GT(model.Gemm(misaligned).seconds, 4 * model.Gemm(aligned).seconds);
   // tf32 needs multiples of 4 and exists from Ampere on.
-  const GpuKernelModel a100(Gpu("A100-SXM4-80GB"), GpuKernelParams{});
+  const GpuKernelModel a100(Gpu("A100-SXM4-80GB"), cuda10);
   EXPECT_EQ(a100.UnitFor(Gemm(4096, 4096, 4092, hw::Precision::kTf32)), MathUnit::kTensor);
   EXPECT_EQ(model.UnitFor(Gemm(4096, 4096, 4096, hw::Precision::kTf32)), MathUnit::kSimt);
 }

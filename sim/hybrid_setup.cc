@@ -168,7 +168,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   } else {
     // Balance the chunks' forward + backward time for one micro-batch,
     // within the device's memory.
-    std::vector<double> cost, static_bytes, activation_bytes;
+    std::vector<double> cost, static_bytes, activation_bytes, working_bytes;
     MemoryInputs in;
     in.graph = &graph;
     in.tensor_parallel = o.tensor;
@@ -192,7 +192,15 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
       cost.push_back(c);
       const MemoryBreakdown mem = DeviceMemory(in);
       static_bytes.push_back(mem.StaticBytes());
-      activation_bytes.push_back(mem.activations_bytes);
+      // What one micro-batch keeps, apart from the recomputation's working
+      // set, which a chunk holds once (not once per unit and micro-batch in
+      // flight: the backward recomputes one unit of one micro-batch at a
+      // time).
+      double largest_unit = 0;
+      KeptBytesPerSample(graph, in.ops, in.tensor_parallel, in.recompute, &largest_unit);
+      const double working = o.micro_batch * largest_unit;
+      activation_bytes.push_back(mem.activations_bytes - working);
+      working_bytes.push_back(working);
     }
     std::vector<int> in_flight;
     for (int k = 0; k < parts; ++k) {
@@ -205,7 +213,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     o.chunks = plan::BalancedChunksWithinMemory(units, cost, static_bytes, activation_bytes,
                                                 in_flight,
                                                 cost_model.device().memory_bytes / o.virtual_stages,
-                                                parts, &fits);
+                                                parts, &fits, working_bytes);
     x.partition_note = fits ? "balanced within memory" : "balanced (no split fits in memory)";
   }
   return x;

@@ -1,5 +1,6 @@
 #include "sim/op_kernels.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/error.h"
@@ -52,7 +53,10 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
     case models::OpKind::kDense:
       if (has_input && !op.output_shape.empty()) {
         const models::Shape& in = op.input_shapes[0];
-        const std::int64_t in_f = in.back(), out_f = op.output_shape.back();
+        const int t = std::max(1, op.attrs.tensor_split);  // this rank's part of the layer
+        const std::int64_t in_f = op.attrs.tensor_split_input ? in.back() / t : in.back();
+        const std::int64_t out_f =
+            op.attrs.tensor_split_input ? op.output_shape.back() : op.output_shape.back() / t;
         const std::int64_t rows = batch * Product(in, 0, in.size() - 1);
         if (fwd) {
           out.push_back(Gemm("fwd gemm", out_f, rows, in_f, true, false, 1, precision));
@@ -99,7 +103,8 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
           op.output_shape.size() >= 2) {
         const models::Shape& a = op.input_shapes[0];
         const std::int64_t m = a[a.size() - 2], k = a.back(), n = op.output_shape.back();
-        const std::int64_t b = batch * Product(a, 0, a.size() - 2);
+        const std::int64_t b =
+            batch * Product(a, 0, a.size() - 2) / std::max(1, op.attrs.tensor_split);  // heads
         // Row-major C (m x n) = A (m x k) B (k x n) is column-major
         // C^T = B^T A^T: cuBLAS m = n, n = m.
         if (fwd) {

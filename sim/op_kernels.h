@@ -10,7 +10,8 @@
 // GEMMs are written in cuBLAS's column-major terms with PyTorch's operand
 // order (a row-major y = x W^T is C = op(W) op(x) with m = out features,
 // n = rows, k = in features), so the tensor-core alignment test sees the
-// leading dimensions PyTorch passes. Which kernels a framework fuses is the
+// leading dimensions PyTorch passes. A tensor-parallel shard's dense and
+// matmul ops are this rank's part (OpAttrs::tensor_split). Which kernels a framework fuses is the
 // framework profile's choice (next: issue 12); this list is the unfused one.
 #pragma once
 

@@ -84,6 +84,29 @@ TEST(OpKernels, AttentionMatmulIsBatchedAndHasTwoGradients) {
   for (const KernelCall& k : bwd) EXPECT_EQ(k.gemm.m * k.gemm.n * k.gemm.k, 128 * 128 * 64);
 }
 
+TEST(OpKernels, TensorParallelShardsPriceThisRanksPart) {
+  // Megatron's column-parallel layer keeps out / t features per rank, the
+  // row-parallel one in / t (Shoeybi et al. 2019, section 3): 1 / t of the
+  // GEMM, as plan::TensorParallelShard divides the flops.
+  Op column = Dense(false);
+  column.attrs.tensor_split = 4;
+  const auto c = OpKernels(column, TaskKind::kForward, 8, hw::Precision::kFp16);
+  EXPECT_EQ(c[0].gemm.m, 4096 / 4);
+  EXPECT_EQ(c[0].gemm.k, 1024);
+  Op row = column;
+  row.attrs.tensor_split_input = true;
+  const auto r = OpKernels(row, TaskKind::kBackwardWeight, 8, hw::Precision::kFp16);
+  EXPECT_EQ(r[0].gemm.m, 1024 / 4);
+  EXPECT_EQ(r[0].gemm.n, 4096);
+  Op scores;
+  scores.kind = OpKind::kMatMul;
+  scores.input_shapes = {{16, 128, 64}, {16, 64, 128}};
+  scores.output_shape = {16, 128, 128};
+  scores.attrs.tensor_split = 4;
+  EXPECT_EQ(OpKernels(scores, TaskKind::kForward, 2, hw::Precision::kFp16)[0].gemm.batch,
+            2 * 16 / 4);
+}
+
 TEST(OpKernels, OtherOpsMoveTheirBytesAndViewsLaunchNothing) {
   Op norm;
   norm.kind = OpKind::kLayerNorm;

@@ -222,17 +222,23 @@ void DevicesCommand(bool local, std::ostream& out) {
   }
   const auto catalog = hw::HardwareCatalog::BuiltIn();
   out << "devices (peak dense flop/s, '-' = no native support: that precision runs at the fp32 "
-         "rate; memory in GiB as `run` reports it; memory bandwidth):\n";
+         "rate; memory in GiB as `run` reports it; memory bandwidth; generation, SMs and L2 for "
+         "the kernel cost model):\n";
   // A rate of the device's own, or '-' where PeakFlopRate falls back to fp32.
   auto rate = [](double native) { return native > 0 ? FormatFlopRate(native) : std::string("-"); };
   for (const auto& d : catalog.devices()) {
     char memory[32];
     std::snprintf(memory, sizeof memory, "%.1f GiB", d.memory_bytes / (1024.0 * 1024.0 * 1024.0));
-    std::snprintf(line, sizeof line, "  %-18s fp32 %-14s tf32 %-14s fp16 %-14s bf16 %-14s %-10s %s\n",
+    char micro[48] = "-";
+    if (d.HasMicroarchitecture())
+      std::snprintf(micro, sizeof micro, "%s, %d SMs, L2 %.3g MiB", hw::GpuArchName(d.arch),
+                    d.sm_count, d.l2_bytes / (1024.0 * 1024.0));
+    std::snprintf(line, sizeof line,
+                  "  %-18s fp32 %-14s tf32 %-14s fp16 %-14s bf16 %-14s %-10s %-12s %s\n",
                   d.name.c_str(), FormatFlopRate(d.fp32_flop_per_s).c_str(),
                   rate(d.tf32_flop_per_s).c_str(), rate(d.fp16_flop_per_s).c_str(),
                   rate(d.bf16_flop_per_s).c_str(), memory,
-                  FormatBandwidth(d.memory_bw_bytes_per_s).c_str());
+                  FormatBandwidth(d.memory_bw_bytes_per_s).c_str(), micro);
     out << line;
   }
   out << "links (bandwidth per direction; latency):\n";

@@ -47,6 +47,7 @@ struct ValidateOptions {
   int limit = 0;                 // > 0: only the first N rows of each file
   std::string intra_node_link;   // a catalog link instead of vTrain's stated 150 GB/s
   std::string kernel_launch;     // per-op overhead for every row, e.g. "30us"; "" = default
+  std::string cost_model;        // vtrain: "kernels" or "roofline" for every row; "" = default
   bool quiet = false;            // no progress bar, no summary
   bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
 };

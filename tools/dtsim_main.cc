@@ -161,6 +161,9 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--kernel-launch", validate.kernel_launch,
                            "Overhead per op for every row (e.g. 30us for PyTorch eager's per-op "
                            "CPU cost); default: the simulator's 5 us CUDA launch latency");
+  validate_cmd->add_option("--cost-model", validate.cost_model,
+                           "vtrain: kernels or roofline for every row (default: the "
+                           "simulator's choice, the kernel model for the A100)");
   validate_cmd->add_flag("-q,--quiet", validate.quiet, "No progress bar and no summary");
   validate_cmd->add_option("--ranks", validate_exec.ranks,
                            "Scenario: processes to run (default: the plan's ranks, devices plus "

@@ -120,6 +120,18 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
   }
   if (!o.kernel_launch.empty())
     setup.kernel_launch_s = ParseQuantity(o.kernel_launch, Dimension::kTime, {"--kernel-launch"});
+  if (o.cost_model == "kernels") {
+    setup.cost_model = config::CostModelKind::kKernels;
+  } else if (o.cost_model == "roofline") {
+    setup.cost_model = config::CostModelKind::kRoofline;
+  } else if (!o.cost_model.empty()) {
+    throw UserError("--cost-model: unknown cost model '" + o.cost_model + "'",
+                    "use kernels or roofline");
+  }
+  if (setup.cost_model == config::CostModelKind::kKernels && setup.kernel_launch_s > 0)
+    throw UserError("--kernel-launch applies to the roofline cost model, not to --cost-model "
+                    "kernels",
+                    "drop one of them");
   const std::vector<validation::VtrainRow> rows = validation::LoadVtrainData(o.data_dir, o.limit);
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

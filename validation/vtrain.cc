@@ -229,6 +229,7 @@ config::Scenario VtrainScenario(const VtrainRow& row, const VtrainSetup& setup) 
   // Each device of a replica sees all of the replica's samples.
   w.batch_per_device = std::max(1, row.global_batch / row.data_parallel);
   if (setup.kernel_launch_s > 0) w.kernel_launch_s = setup.kernel_launch_s;
+  w.cost_model = setup.cost_model;
 
   config::ParallelismConfig& p = s.parallelism;
   p.strategy = config::Strategy::kHybrid;

@@ -11,6 +11,7 @@
 // Columns are found by their header names, so their order does not matter.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,9 @@ struct VtrainSetup {
   // --kernel-launch` sets it for all rows at once, e.g. to stand for the
   // framework's per-op CPU overhead (PyTorch eager).
   double kernel_launch_s = 0;
+  // workload.cost_model for every row; unset = the simulator's choice (the
+  // kernel model for the A100, the roofline with kernel_launch_s set).
+  std::optional<config::CostModelKind> cost_model;
 };
 
 // The scenario of one row: strategy hybrid on ceil(gpus / devices_per_node)

@@ -75,6 +75,17 @@ std::string IntraNodeLink(const VtrainSetup& s) {
          " GB/s per direction)";
 }
 
+// How compute is priced for every row, in words.
+std::string CostModelLabel(const VtrainSetup& setup) {
+  if (setup.cost_model == config::CostModelKind::kRoofline || setup.kernel_launch_s > 0) {
+    char launch[64];
+    std::snprintf(launch, sizeof launch, "%.0f us",
+                  (setup.kernel_launch_s > 0 ? setup.kernel_launch_s : 5e-6) * 1e6);
+    return std::string("roofline (") + launch + " per kernel)";
+  }
+  return "kernels (sim/gpu_kernel_model.h)";
+}
+
 Json SetupJson(const VtrainSetup& s) {
   Json j;
   j["device"] = s.device;
@@ -88,6 +99,7 @@ Json SetupJson(const VtrainSetup& s) {
   j["schedule"] = config::PipelineScheduleName(s.schedule);
   j["recompute"] = s.recompute;
   j["overlap_gradient_all_reduce"] = s.overlap;
+  j["cost_model"] = CostModelLabel(s);
   j["bucket_bytes"] = s.bucket_bytes;
   j["iterations"] = s.iterations;
   return j;
@@ -246,13 +258,14 @@ std::string SummaryMarkdown(const VtrainSummary& s, const std::vector<RowResult>
   std::ostringstream o;
   o << "# dtsim against vTrain's measurements\n\n"
     << "Megatron-DeepSpeed iteration times on A100 clusters (vTrain, MICRO 2024), predicted by "
-       "`dtsim validate vtrain` with every efficiency at its default.\n\n"
+       "`dtsim validate vtrain` with every constant at its default.\n\n"
     << "Setup: " << setup.device << ", " << setup.devices_per_node << " per node; intra-node "
     << IntraNodeLink(setup) << "; " << setup.nics_per_node << " x " << setup.network_link
     << " per node; " << hw::PrecisionName(setup.precision) << "; schedule "
     << config::PipelineScheduleName(setup.schedule) << "; recompute "
     << (setup.recompute ? "on" : "off") << "; gradient all-reduce "
-    << (setup.overlap ? "overlapped with backward" : "after backward, one bucket") << ".\n\n";
+    << (setup.overlap ? "overlapped with backward" : "after backward, one bucket")
+    << "; cost model " << CostModelLabel(setup) << ".\n\n";
 
   o << "## Errors\n\n| group " << kErrorHeader << "\n|---" << kErrorRule << "\n";
   o << "| all " << ErrorCells(s.overall) << "\n";

@@ -90,7 +90,7 @@ void CheckUnique(const YamlValue& v, const std::string& name, std::vector<std::s
 
 hw::DeviceSpec ReadDevice(const YamlValue& v) {
   const YamlMap m = v.AsMap({"name", "kind", "fp32", "tf32", "fp16", "bf16", "memory",
-                             "memory_bandwidth", "source"});
+                             "memory_bandwidth", "architecture", "sms", "l2", "source"});
   hw::DeviceSpec d;
   d.name = m.Require("name").AsString();
   if (auto x = m.Get("kind")) {
@@ -105,6 +105,17 @@ hw::DeviceSpec ReadDevice(const YamlValue& v) {
   d.memory_bytes = m.Require("memory").AsPositiveQuantity(Dimension::kBytes);
   d.memory_bw_bytes_per_s =
       m.Require("memory_bandwidth").AsPositiveQuantity(Dimension::kBandwidth);
+  // The kernel cost model's inputs: all three or none.
+  const auto arch = m.Get("architecture"), sms = m.Get("sms"), l2 = m.Get("l2");
+  if (arch || sms || l2) {
+    if (!arch || !sms || !l2)
+      v.Fail("a device with any of architecture, sms and l2 needs all three",
+             "they describe the GPU to the kernel cost model (docs/scenario.md, Cost models)");
+    if (d.kind != "gpu") arch->Fail("architecture, sms and l2 describe a GPU, not a cpu");
+    d.arch = hw::ParseGpuArch(arch->AsString(), arch->where());
+    d.sm_count = sms->AsInt(1);
+    d.l2_bytes = l2->AsPositiveQuantity(Dimension::kBytes);
+  }
   d.source = "scenario " + v.where().file;
   if (auto x = m.Get("source")) d.source = x->AsString();
   // The reads above already ensure validity; hw has the last word.

@@ -109,6 +109,18 @@ TEST(ScenarioLoaderTest, CostModelKeys) {
   const Scenario s = ParseScenario("workload:\n  cost_model: roofline\n", "test.yaml");
   EXPECT_EQ(s.workload.cost_model, CostModelKind::kRoofline);
   EXPECT_FALSE(ParseScenario("workload: {}\n", "test.yaml").workload.cost_model.has_value());
+  // A scenario's own GPU for the kernel model: architecture, sms and l2 together.
+  const std::string device =
+      "cluster:\n  devices:\n    - {name: g, fp32: 10TFLOPS, memory: 16GiB, "
+      "memory_bandwidth: 1TBps";
+  const Scenario own = ParseScenario(device + ", architecture: ampere, sms: 80, l2: 40MiB}\n",
+                                     "test.yaml");
+  ASSERT_EQ(own.cluster.custom_devices.size(), 1u);
+  EXPECT_TRUE(own.cluster.custom_devices[0].HasMicroarchitecture());
+  EXPECT_EQ(own.cluster.custom_devices[0].sm_count, 80);
+  EXPECT_TRUE(FailsAt(device + ", sms: 80}\n", 3, "needs all three"));
+  EXPECT_TRUE(FailsAt(device + ", architecture: blackwell, sms: 80, l2: 40MiB}\n", 3,
+                      "unknown GPU architecture 'blackwell'"));
 }
 
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or

@@ -3,7 +3,6 @@
 #include <bit>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
@@ -19,25 +18,26 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
   costs.task_ns.resize(plan.num_tasks(), 0);
   // A plan repeats each op's tasks over ranks, iterations and micro-batches:
   // an op's time for a kind and batch is computed once per cost model (the
-  // kernel model tries every tile and algorithm).
-  // Key: cost model (4 bits), task kind (4), op (24: models::kMaxModelOps <
-  // 2^20), batch (32).
-  std::unordered_map<std::uint64_t, double> op_seconds;
+  // kernel model tries every tile and algorithm) into a table per (cost
+  // model, batch) indexed by op and kind; < 0 = not computed yet.
+  constexpr int kKinds = 3;  // forward, backward input, backward weight
+  std::map<std::pair<int, int>, std::vector<double>> tables;
+  std::pair<int, int> last_key{-1, -1};
+  std::vector<double>* last = nullptr;
   auto compute = [&](int model, const models::Op& op, models::OpId v, plan::TaskKind kind,
                      int batch) {
-    DTSIM_CHECK(model < 16 && static_cast<std::uint64_t>(v) < (1u << 24) && batch >= 0,
-                "op key out of range");
-    const std::uint64_t key = (static_cast<std::uint64_t>(model) << 60) |
-                              (static_cast<std::uint64_t>(kind) << 56) |
-                              (static_cast<std::uint64_t>(v) << 32) |
-                              static_cast<std::uint32_t>(batch);
-    auto it = op_seconds.find(key);
-    if (it == op_seconds.end())
-      it = op_seconds
-               .emplace(key, cost_models[static_cast<std::size_t>(model)].ComputeSeconds(op, kind,
-                                                                                         batch))
-               .first;
-    return it->second;
+    if (last == nullptr || last_key != std::pair<int, int>{model, batch}) {
+      last_key = {model, batch};
+      auto it = tables.find(last_key);
+      if (it == tables.end())
+        it = tables.emplace(last_key, std::vector<double>(graph.num_ops() * kKinds, -1.0)).first;
+      last = &it->second;
+    }
+    const int k = kind == plan::TaskKind::kForward ? 0
+                  : kind == plan::TaskKind::kBackwardInput ? 1 : 2;
+    double& slot = (*last)[static_cast<std::size_t>(v) * kKinds + static_cast<std::size_t>(k)];
+    if (slot < 0) slot = cost_models[static_cast<std::size_t>(model)].ComputeSeconds(op, kind, batch);
+    return slot;
   };
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
     const plan::Task& t = plan.tasks()[i];

@@ -43,6 +43,26 @@ config::Scenario HybridGpt2(config::Scenario s) {
   return s;
 }
 
+// Issue 11: built-in GPUs are priced by their kernels unless a roofline key
+// asks otherwise; the kernel model on a device it does not know is refused.
+TEST(Simulator, CostModelFollowsTheScenario) {
+  config::Scenario s = Base(1, 1);
+  EXPECT_EQ(Simulate(s).cost_model, "kernels");
+  s.workload.kernel_launch_s = 5e-6;  // a roofline key
+  EXPECT_EQ(Simulate(s).cost_model, "roofline");
+  s = Base(1, 1);
+  s.workload.cost_model = config::CostModelKind::kRoofline;
+  EXPECT_EQ(Simulate(s).cost_model, "roofline");
+  hw::DeviceSpec own = *hw::HardwareCatalog::BuiltIn().FindDevice("V100-SXM2-32GB");
+  own.name = "my-gpu";
+  own.sm_count = 0;  // a scenario's device without its microarchitecture
+  s.cluster.custom_devices.push_back(own);
+  s.cluster.device = "my-gpu";
+  EXPECT_EQ(Simulate(s).cost_model, "roofline");
+  s.workload.cost_model = config::CostModelKind::kKernels;
+  EXPECT_THROW(Simulate(s), UserError);
+}
+
 TEST(Simulator, FreeCommunicationScalesLinearly) {
   // With communication free, N devices do N times the work of one in the
   // same step time: throughput(N) = N x throughput(1), efficiency 1.

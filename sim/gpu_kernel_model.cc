@@ -152,7 +152,17 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   const double b = static_cast<double>(g.batch);
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
-  if (bytes < 0) bytes = b * ((m * k + k * n) * elem + m * n * elem * (g.accumulate ? 2 : 1));
+  if (bytes < 0) {
+    // A and B cross DRAM once when the smaller one stays in L2 while the
+    // larger streams past it (half the L2 for it: the other half holds the
+    // streaming operand's tiles and C); otherwise the smaller is read again
+    // by every wave of tiles.
+    const double a_bytes = m * k * elem, b_bytes = k * n * elem;
+    const double small = std::min(a_bytes, b_bytes), large = std::max(a_bytes, b_bytes);
+    const double rereads =
+        small <= device_.l2_bytes / 2 ? 1.0 : static_cast<double>(std::max<std::int64_t>(1, waves));
+    bytes = b * (large + small * rereads + m * n * elem * (g.accumulate ? 2 : 1));
+  }
   double t_memory = MemorySeconds(bytes);
   double fixed = params_.kernel_fixed_s;
   if (split_k > 1) {  // fp32 partial sums written, then read by the reduction kernel

@@ -29,7 +29,8 @@
 //     tiles do not fill the SMs, k is split over up to that many more blocks
 //     and the fp32 partial sums are reduced through memory (cuBLAS's
 //     splitKreduce kernels).
-//   - memory: A, B and C cross DRAM at least once: bytes / (bandwidth x
+//   - memory: A, B and C cross DRAM once when the smaller of A and B fits in
+//     half the L2 (else it is read again by every wave): bytes / (bandwidth x
 //     achievable fraction). The kernel takes the longer of compute and memory.
 //   - the candidate (tile, split) with the least time is the one picked, as a
 //     library's heuristic aims to; plus a fixed cost per kernel.
@@ -83,43 +84,43 @@ struct GpuKernelParams {
   // which DeepBench did not measure, take Volta's values: the same
   // data-center class of board (Turing's only measured board, the T4, is a
   // 70 W card held far below its boost clock).
-  double simt_fraction = 0.8318;
-  double tensor_fraction = 0.7646;
+  double simt_fraction = 0.8233;
+  double tensor_fraction = 0.7864;
   //                                unknown kepler maxwell pascal volta turing ampere hopper
   std::array<double, 8> simt_fraction_by_arch =
-      {0, 0, 0.6608, 0.9371, 0.9075, 0.5628, 0.9075, 0.9075};
+      {0, 0, 0.6607, 0.928, 0.9092, 0.557, 0.9092, 0.9092};
   std::array<double, 8> tensor_fraction_by_arch =
-      {0, 0, 0, 0, 0.8706, 0.6435, 0.8706, 0.8706};
+      {0, 0, 0, 0, 0.8772, 0.6484, 0.8772, 0.8772};
   // Fraction of peak DRAM bandwidth streaming kernels reach. Not fitted:
   // BabelStream's triad reaches about 0.77 (P100) to 0.89 (V100) of the
   // datasheet bandwidth (Deakin et al., "Evaluating attainable memory
   // bandwidth of parallel programming models via BabelStream", 2018).
   double memory_fraction = 0.80;
-  double simt_half_reuse = 64.39;    // c of a SIMT tile: I / (I + c)
+  double simt_half_reuse = 61.9;    // c of a SIMT tile: I / (I + c)
   std::array<double, 8> simt_half_reuse_by_arch =
-      {0, 0, 1677, 62.88, 18.44, 18.54, 18.44, 18.44};
-  double tensor_half_reuse = 471.3;  // c of a tensor-core tile
-  double k_fill = 13.6;              // pipeline fill, in elements of k
-  double implicit_gemm_fraction = 1.041;  // implicit GEMM speed / GEMM speed
+      {0, 0, 1230, 62.31, 21.11, 15.72, 21.11, 21.11};
+  double tensor_half_reuse = 546.8;  // c of a tensor-core tile
+  double k_fill = 12.82;              // pipeline fill, in elements of k
+  double implicit_gemm_fraction = 1.02;  // implicit GEMM speed / GEMM speed
   double winograd_fraction = 0.8105;     // Winograd GEMM speed / GEMM speed
   // cuDNN's backward kernels are other kernels than the forward's: their
   // speed relative to it, for every algorithm (fitted).
-  double dgrad_fraction = 0.9024;
-  double wgrad_fraction = 0.6124;
-  double kernel_fixed_s = 7.969e-6;  // per kernel: launch to completion of an empty grid
+  double dgrad_fraction = 0.9115;
+  double wgrad_fraction = 0.6248;
+  double kernel_fixed_s = 8.236e-6;  // per kernel: launch to completion of an empty grid
   // Per board (catalog name): the clock it holds under load relative to the
   // one its peak is quoted at, which differs between boards of one
   // generation (GPU Boost runs consumer Pascal cards above their rated
   // boost clock; a cooler-limited card runs below). Fitted last, to the
   // DeepBench boards only; any other board takes 1.
   std::map<std::string, double> clock_fraction_by_device = {
-      {"GTX-1080Ti", 1.038},
+      {"GTX-1080Ti", 1.048},
       {"M40", 0.9579},
-      {"P100-PCIe-16GB", 1.048},
+      {"P100-PCIe-16GB", 1.049},
       {"T4", 1},
-      {"TITAN-X-Maxwell", 1.049},
-      {"TITAN-X-Pascal", 0.8977},
-      {"TITAN-Xp", 0.9021},
+      {"TITAN-X-Maxwell", 1.038},
+      {"TITAN-X-Pascal", 0.9021},
+      {"TITAN-Xp", 0.9115},
       {"V100-SXM2-16GB", 1},
   };
 };

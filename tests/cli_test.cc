@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -62,6 +63,59 @@ class Cli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
+
+// Issue 11: the kernel list of a model and the DeepBench validation, as a
+// user runs them.
+TEST_F(Cli, ModelKernelsListsEachOpsKernelsWithTimes) {
+  Result r = Dtsim("model resnet50 --kernels --device V100 --precision fp16 --batch 8");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* text : {"V100-SXM2-32GB, fp16, batch 8", "fwd conv", "dgrad conv",
+                           "wgrad conv", "gemm_1x1", "through memory", "total: forward"})
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << " in:\n" << r.out.substr(0, 2000);
+  Result bad = Dtsim("model resnet50 --kernels --device no-such-gpu");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("unknown device"), std::string::npos) << bad.err;
+  bad = Dtsim("model resnet50 --kernels --precision fp8");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("unknown precision"), std::string::npos) << bad.err;
+}
+
+TEST_F(Cli, ValidateDeepbenchWritesItsReportsTheSameEachTime) {
+  // A few rows of two GPUs in DeepBench's layout (two, so that each can be
+  // left out of the fit).
+  const fs::path data = dir_ / "data";
+  fs::create_directories(data);
+  std::ofstream(data / "gemm.csv")
+      << "gpu,precision,source_app,m,n,k,a_transpose,b_transpose,time_ms,tflops\n"
+         "V100,fp32,,1760,16,1760,N,N,0.038,2.6\n"
+         "V100,fp32,,4096,7000,4096,N,N,15.894,14.8\n"
+         "P100,fp32,,1760,16,1760,N,N,0.055,1.8\n"
+         "P100,fp32,,4096,7000,4096,N,N,26.304,8.9\n";
+  std::ofstream(data / "conv.csv")
+      << "gpu,precision,source_app,w,h,c,n,k,s,r,pad_w,pad_h,stride_w,stride_h,p,q,fwd_ms,"
+         "bwd_input_ms,bwd_params_ms,fwd_algorithm\n"
+         "V100,fp32,,56,56,64,8,64,3,3,1,1,1,1,56,56,0.145,0.146,0.302,WINOGRAD\n"
+         "P100,fp32,,56,56,64,8,64,3,3,1,1,1,1,56,56,0.2,0.21,0.4,WINOGRAD\n";
+  for (const char* out : {"a", "b"}) {
+    Result r = Dtsim("validate deepbench --data " + data.string() + " --out " +
+                     (dir_ / out).string() + " --quiet");
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  for (const char* f : {"predictions.csv", "summary.json", "summary.md", "scatter.svg"}) {
+    ASSERT_TRUE(fs::exists(dir_ / "a" / f)) << f;
+    EXPECT_EQ(Slurp(dir_ / "a" / f), Slurp(dir_ / "b" / f)) << f << " differs between runs";
+  }
+  // 4 GEMM rows and 2 x 3 convolution passes, each with a prediction.
+  const std::string csv = Slurp(dir_ / "a" / "predictions.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 + 6) << csv;
+  const auto summary = nlohmann::json::parse(Slurp(dir_ / "a" / "summary.json"));
+  EXPECT_EQ(summary.at("rows").get<int>(), 10);
+  Result missing = Dtsim("validate deepbench --data " + (dir_ / "none").string() + " --out " +
+                         (dir_ / "c").string());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c"));
+}
 
 TEST_F(Cli, RunWritesFullReportAndIsDeterministic) {
   Result a = Dtsim("run scenarios/default.yaml --out " + (dir_ / "a").string());

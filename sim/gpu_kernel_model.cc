@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -123,9 +124,11 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   const double peak = simt ? device_.fp32_flop_per_s : device_.PeakFlopRate(g.precision);
   const double sm_rate = peak / device_.sm_count;
   const int blocks_per_sm = std::clamp(128 * 128 / (tile_m * tile_n), 1, 4);
-  const std::int64_t tiles = g.batch * CeilDiv(g.m, tile_m) * CeilDiv(g.n, tile_n) * split_k;
-  const std::int64_t slots = static_cast<std::int64_t>(device_.sm_count) * blocks_per_sm;
-  const std::int64_t waves = CeilDiv(tiles, slots);
+  // Counts in double: batch x tiles may exceed 64 bits for absurd shapes.
+  const double tiles = static_cast<double>(g.batch) * static_cast<double>(CeilDiv(g.m, tile_m)) *
+                       static_cast<double>(CeilDiv(g.n, tile_n)) * split_k;
+  const double slots = static_cast<double>(device_.sm_count) * blocks_per_sm;
+  const double waves = std::ceil(tiles / slots);
   const int k_step = simt ? 8 : 32;
   const double k_block =
       static_cast<double>(CeilDiv(CeilDiv(g.k, split_k), k_step) * k_step) + params_.k_fill;
@@ -140,10 +143,9 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   // it. Full waves put blocks_per_sm blocks on every SM; the last wave puts
   // ceil(remaining / SMs) on the busiest one.
   const double block_alone = 2.0 * tile_m * tile_n * k_block / (sm_rate * fraction);
-  const std::int64_t full_waves = tiles / slots, remaining = tiles % slots;
+  const double full_waves = std::floor(tiles / slots), remaining = tiles - full_waves * slots;
   const double t_compute =
-      block_alone * static_cast<double>(full_waves * blocks_per_sm +
-                                        CeilDiv(remaining, device_.sm_count));
+      block_alone * (full_waves * blocks_per_sm + std::ceil(remaining / device_.sm_count));
 
   // Pseudo-fp16 (2-byte operands on the CUDA cores) runs the fp32 kernels'
   // schedule: DeepBench's P100 fp16-pseudo GEMMs take the fp32 times
@@ -159,8 +161,7 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
     // by every wave of tiles.
     const double a_bytes = m * k * elem, b_bytes = k * n * elem;
     const double small = std::min(a_bytes, b_bytes), large = std::max(a_bytes, b_bytes);
-    const double rereads =
-        small <= device_.l2_bytes / 2 ? 1.0 : static_cast<double>(std::max<std::int64_t>(1, waves));
+    const double rereads = small <= device_.l2_bytes / 2 ? 1.0 : std::max(1.0, waves);
     bytes = b * (large + small * rereads + m * n * elem * (g.accumulate ? 2 : 1));
   }
   double t_memory = MemorySeconds(bytes);
@@ -174,7 +175,7 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   e.tile_m = tile_m;
   e.tile_n = tile_n;
   e.split_k = split_k;
-  e.waves = waves;
+  e.waves = waves < 9e18 ? static_cast<std::int64_t>(waves) : INT64_MAX;
   e.memory_bound = t_memory > t_compute;
   e.seconds = std::max(t_compute, t_memory) + fixed;
   return e;
@@ -191,7 +192,9 @@ GemmEstimate GpuKernelModel::BestGemm(const GemmProblem& g, MathUnit unit, doubl
       // Each split keeps at least 4 k steps; splitting only pays while the
       // tiles leave SMs idle.
       if (split > 1 && (!allow_split || g.k / split < 4 * k_step ||
-                        g.batch * CeilDiv(g.m, t.m) * CeilDiv(g.n, t.n) >= device_.sm_count))
+                        static_cast<double>(g.batch) * static_cast<double>(CeilDiv(g.m, t.m)) *
+                                static_cast<double>(CeilDiv(g.n, t.n)) >=
+                            device_.sm_count))
         break;
       GemmEstimate e = GemmCore(g, unit, fraction_scale, bytes, t.m, t.n, split);
       if (e.seconds < best.seconds) best = e;

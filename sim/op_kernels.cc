@@ -37,6 +37,17 @@ std::int64_t Product(const models::Shape& s, std::size_t from, std::size_t to) {
   return p;
 }
 
+// batch x count as a GEMM dimension; refused beyond 2^53 (models/op.h's
+// bound on sizes) instead of wrapping.
+std::int64_t Rows(int batch, std::int64_t count, const models::Op& op) {
+  const double rows = static_cast<double>(batch) * static_cast<double>(count);
+  if (rows > static_cast<double>(models::kMaxModelCount))
+    throw UserError("op " + op.name + ": a batch of " + std::to_string(batch) + " makes " +
+                        std::to_string(rows) + " rows, more than dtsim prices (2^53)",
+                    "use a smaller batch");
+  return static_cast<std::int64_t>(rows);
+}
+
 }  // namespace
 
 std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int batch,
@@ -57,7 +68,7 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         const std::int64_t in_f = op.attrs.tensor_split_input ? in.back() / t : in.back();
         const std::int64_t out_f =
             op.attrs.tensor_split_input ? op.output_shape.back() : op.output_shape.back() / t;
-        const std::int64_t rows = batch * Product(in, 0, in.size() - 1);
+        const std::int64_t rows = Rows(batch, Product(in, 0, in.size() - 1), op);
         if (fwd) {
           out.push_back(Gemm("fwd gemm", out_f, rows, in_f, true, false, 1, precision));
         } else if (dgrad) {
@@ -104,7 +115,7 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         const models::Shape& a = op.input_shapes[0];
         const std::int64_t m = a[a.size() - 2], k = a.back(), n = op.output_shape.back();
         const std::int64_t b =
-            batch * Product(a, 0, a.size() - 2) / std::max(1, op.attrs.tensor_split);  // heads
+            Rows(batch, Product(a, 0, a.size() - 2), op) / std::max(1, op.attrs.tensor_split);
         // Row-major C (m x n) = A (m x k) B (k x n) is column-major
         // C^T = B^T A^T: cuBLAS m = n, n = m.
         if (fwd) {

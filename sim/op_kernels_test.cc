@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "hw/catalog.h"
 #include "sim/cost_model.h"
 
@@ -105,6 +106,17 @@ TEST(OpKernels, TensorParallelShardsPriceThisRanksPart) {
   scores.attrs.tensor_split = 4;
   EXPECT_EQ(OpKernels(scores, TaskKind::kForward, 2, hw::Precision::kFp16)[0].gemm.batch,
             2 * 16 / 4);
+}
+
+TEST(OpKernels, RowsBeyondWhatDoublesHoldAreRefused) {
+  // 2^40 tokens of 8 features per sample x a batch of 2^20 = 2^60 GEMM rows:
+  // above models::kMaxModelCount (2^53), refused as the user's mistake
+  // instead of wrapping in 64-bit arithmetic.
+  Op op = Dense(false);
+  op.input_shapes = {{std::int64_t{1} << 40, 8}};
+  op.output_shape = {std::int64_t{1} << 40, 8};
+  EXPECT_THROW(OpKernels(op, TaskKind::kForward, 1 << 20, hw::Precision::kFp32), UserError);
+  EXPECT_NO_THROW(OpKernels(op, TaskKind::kForward, 1, hw::Precision::kFp32));
 }
 
 TEST(OpKernels, OtherOpsMoveTheirBytesAndViewsLaunchNothing) {

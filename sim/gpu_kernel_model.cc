@@ -233,9 +233,16 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
                           c.pad_h == 0 && c.pad_w == 0;
   const bool winograd_shape = c.r == 3 && c.s == 3 && c.stride_h == 1 && c.stride_w == 1 &&
                               unit == MathUnit::kSimt && g == 1;
-  const double pass_fraction = pass == ConvPass::kForward        ? 1.0
-                               : pass == ConvPass::kBackwardData ? params_.dgrad_fraction
-                                                                 : params_.wgrad_fraction;
+  const auto arch = static_cast<std::size_t>(device_.arch);
+  const auto pick = [arch](const std::array<double, 8>& by_arch, double shared) {
+    return by_arch[arch] > 0 ? by_arch[arch] : shared;
+  };
+  const double pass_fraction =
+      pass == ConvPass::kForward        ? 1.0
+      : pass == ConvPass::kBackwardData ? pick(params_.dgrad_fraction_by_arch, params_.dgrad_fraction)
+                                        : pick(params_.wgrad_fraction_by_arch, params_.wgrad_fraction);
+  const double winograd_fraction =
+      pick(params_.winograd_fraction_by_arch, params_.winograd_fraction);
   GemmProblem gp;
   gp.precision = c.precision;
   gp.batch = g;
@@ -285,7 +292,7 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
         gp.m = tiles; gp.n = to; gp.k = from;
       }
       if (fused) {
-        e = BestGemm(gp, unit, params_.winograd_fraction * pass_fraction, io_bytes,
+        e = BestGemm(gp, unit, winograd_fraction * pass_fraction, io_bytes,
                      pass == ConvPass::kBackwardFilter);
         seconds = e.seconds;
       } else {
@@ -293,7 +300,7 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
         // and channel) are written and read back, and so are the products.
         const double t_in = static_cast<double>(points * tiles * from) * 4.0;
         const double t_out = static_cast<double>(points * tiles * to) * 4.0;
-        e = BestGemm(gp, unit, params_.winograd_fraction * pass_fraction,
+        e = BestGemm(gp, unit, winograd_fraction * pass_fraction,
                      t_in + t_out + filter_bytes, pass == ConvPass::kBackwardFilter);
         seconds = e.seconds + StreamSeconds((data ? out_bytes : in_bytes) + t_in) +
                   StreamSeconds(t_out + (data ? in_bytes : out_bytes));

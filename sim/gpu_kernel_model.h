@@ -88,9 +88,9 @@ struct GpuKernelParams {
   double tensor_fraction = 0.7864;
   //                                unknown kepler maxwell pascal volta turing ampere hopper
   std::array<double, 8> simt_fraction_by_arch =
-      {0, 0, 0.6607, 0.928, 0.9092, 0.557, 0.9092, 0.9092};
+      {0, 0, 0.6488, 0.9374, 0.8893, 0.5448, 0.8893, 0.8893};
   std::array<double, 8> tensor_fraction_by_arch =
-      {0, 0, 0, 0, 0.8772, 0.6484, 0.8772, 0.8772};
+      {0, 0, 0, 0, 0.8667, 0.6467, 0.8667, 0.8667};
   // Fraction of peak DRAM bandwidth streaming kernels reach. Not fitted:
   // BabelStream's triad reaches about 0.77 (P100) to 0.89 (V100) of the
   // datasheet bandwidth (Deakin et al., "Evaluating attainable memory
@@ -98,13 +98,21 @@ struct GpuKernelParams {
   double memory_fraction = 0.80;
   double simt_half_reuse = 61.9;    // c of a SIMT tile: I / (I + c)
   std::array<double, 8> simt_half_reuse_by_arch =
-      {0, 0, 1230, 62.31, 21.11, 15.72, 21.11, 21.11};
+      {0, 0, 482.2, 60.34, 20.09, 14.7, 20.09, 20.09};
   double tensor_half_reuse = 546.8;  // c of a tensor-core tile
   double k_fill = 12.82;              // pipeline fill, in elements of k
   double implicit_gemm_fraction = 1.02;  // implicit GEMM speed / GEMM speed
   double winograd_fraction = 0.8105;     // Winograd GEMM speed / GEMM speed
   // cuDNN's backward kernels are other kernels than the forward's: their
   // speed relative to it, for every algorithm (fitted).
+  // Per generation (each came with its own cuDNN), as the fractions above; 0
+  // = the shared value.
+  std::array<double, 8> winograd_fraction_by_arch =
+      {0, 0, 0.655, 0.8186, 0.9414, 0.8228, 0.9414, 0.9414};
+  std::array<double, 8> dgrad_fraction_by_arch =
+      {0, 0, 1.017, 0.8934, 0.9114, 0.9917, 0.9114, 0.9114};
+  std::array<double, 8> wgrad_fraction_by_arch =
+      {0, 0, 0.6356, 0.6045, 0.8122, 0.6728, 0.8122, 0.8122};
   double dgrad_fraction = 0.9115;
   double wgrad_fraction = 0.6248;
   double kernel_fixed_s = 8.236e-6;  // per kernel: launch to completion of an empty grid
@@ -114,13 +122,13 @@ struct GpuKernelParams {
   // boost clock; a cooler-limited card runs below). Fitted last, to the
   // DeepBench boards only; any other board takes 1.
   std::map<std::string, double> clock_fraction_by_device = {
-      {"GTX-1080Ti", 1.048},
-      {"M40", 0.9579},
-      {"P100-PCIe-16GB", 1.049},
+      {"GTX-1080Ti", 1.038},
+      {"M40", 0.97},
+      {"P100-PCIe-16GB", 1.038},
       {"T4", 1},
-      {"TITAN-X-Maxwell", 1.038},
-      {"TITAN-X-Pascal", 0.9021},
-      {"TITAN-Xp", 0.9115},
+      {"TITAN-X-Maxwell", 1.059},
+      {"TITAN-X-Pascal", 0.9111},
+      {"TITAN-Xp", 0.9111},
       {"V100-SXM2-16GB", 1},
   };
 };

@@ -27,6 +27,9 @@ void DescendWith(const std::vector<DeepbenchMeasurement>& rows, const hw::Hardwa
       return true;
     for (const double& f : params->simt_fraction_by_arch) if (x == &f) return true;
     for (const double& f : params->tensor_fraction_by_arch) if (x == &f) return true;
+    for (const auto* a : {&params->winograd_fraction_by_arch, &params->dgrad_fraction_by_arch,
+                          &params->wgrad_fraction_by_arch})
+      for (const double& f : *a) if (x == &f) return true;
     return false;
   };
   double best = DeepbenchObjective(rows, catalog, *params);
@@ -88,6 +91,9 @@ sim::GpuKernelParams FitStart() {
   p.simt_fraction_by_arch.fill(0);
   p.tensor_fraction_by_arch.fill(0);
   p.simt_half_reuse_by_arch.fill(0);
+  p.winograd_fraction_by_arch.fill(0);
+  p.dgrad_fraction_by_arch.fill(0);
+  p.wgrad_fraction_by_arch.fill(0);
   p.clock_fraction_by_device.clear();
   return p;
 }
@@ -111,8 +117,13 @@ sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& ro
   for (const auto& [arch, arch_rows] : by_arch) {
     p.simt_fraction_by_arch[arch] = p.simt_fraction;
     p.simt_half_reuse_by_arch[arch] = p.simt_half_reuse;
-    std::vector<double*> coordinates = {&p.simt_fraction_by_arch[arch],
-                                        &p.simt_half_reuse_by_arch[arch]};
+    p.winograd_fraction_by_arch[arch] = p.winograd_fraction;
+    p.dgrad_fraction_by_arch[arch] = p.dgrad_fraction;
+    p.wgrad_fraction_by_arch[arch] = p.wgrad_fraction;
+    std::vector<double*> coordinates = {
+        &p.simt_fraction_by_arch[arch], &p.simt_half_reuse_by_arch[arch],
+        &p.winograd_fraction_by_arch[arch], &p.dgrad_fraction_by_arch[arch],
+        &p.wgrad_fraction_by_arch[arch]};
     if (has_tensor[arch]) {
       p.tensor_fraction_by_arch[arch] = p.tensor_fraction;
       coordinates.push_back(&p.tensor_fraction_by_arch[arch]);
@@ -169,6 +180,12 @@ std::string ParamsAsText(const sim::GpuKernelParams& p) {
     const char* arch = hw::GpuArchName(static_cast<hw::GpuArch>(a));
     if (p.simt_fraction_by_arch[a] > 0)
       add(("simt_fraction[" + std::string(arch) + "]").c_str(), p.simt_fraction_by_arch[a]);
+    for (const auto& [label, values] :
+         {std::pair{"winograd_fraction", &p.winograd_fraction_by_arch},
+          std::pair{"dgrad_fraction", &p.dgrad_fraction_by_arch},
+          std::pair{"wgrad_fraction", &p.wgrad_fraction_by_arch}})
+      if ((*values)[a] > 0)
+        add((std::string(label) + "[" + arch + "]").c_str(), (*values)[a]);
     if (p.simt_half_reuse_by_arch[a] > 0)
       add(("simt_half_reuse[" + std::string(arch) + "]").c_str(), p.simt_half_reuse_by_arch[a]);
     if (p.tensor_fraction_by_arch[a] > 0)

@@ -135,7 +135,10 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
   }
   // Memory-bound: the bytes the op moves (the roofline's memory term).
   double bytes = 0;
-  if (fwd) {
+  if (fwd && op.kind == models::OpKind::kEmbedding) {
+    // A lookup gathers the rows it needs, not the whole table.
+    bytes = op.FwdBytes(batch) - op.ParamBytes();
+  } else if (fwd) {
     bytes = op.FwdBytes(batch);
   } else if (dgrad) {
     bytes = op.BwdBytes(batch) - op.ParamBytes();

@@ -6,7 +6,9 @@
 //             gradient)
 //   matmul    fwd: 1 batched GEMM; backward: 2 batched GEMMs (both inputs)
 //   others    one memory-bound kernel per pass, priced by the bytes the op
-//             moves (models/op.h: FwdBytes, BwdBytes)
+//             moves (models/op.h: FwdBytes, BwdBytes; an embedding's forward
+//             gathers its rows, not the table; its weight gradient is dense,
+//             as PyTorch's default, and writes the whole table)
 // GEMMs are written in cuBLAS's column-major terms with PyTorch's operand
 // order (a row-major y = x W^T is C = op(W) op(x) with m = out features,
 // n = rows, k = in features), so the tensor-core alignment test sees the

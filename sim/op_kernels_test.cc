@@ -130,6 +130,16 @@ TEST(OpKernels, OtherOpsMoveTheirBytesAndViewsLaunchNothing) {
   ASSERT_EQ(k.size(), 1u);
   EXPECT_EQ(k[0].type, KernelCall::Type::kStream);
   EXPECT_DOUBLE_EQ(k[0].bytes, norm.FwdBytes(8));
+  // An embedding's forward reads the ids and the rows it gathers and writes
+  // them (models/graph_builder.cc's counts), not the 50,257 x 1,024 table.
+  Op embed;
+  embed.kind = OpKind::kEmbedding;
+  embed.params = 50257 * 1024;
+  embed.read_elements_per_sample = 128 + 128 * 1024;
+  embed.written_elements_per_sample = 128 * 1024;
+  const auto e = OpKernels(embed, TaskKind::kForward, 8, hw::Precision::kFp32);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_DOUBLE_EQ(e[0].bytes, 8.0 * (128 + 2 * 128 * 1024) * 4);
   Op view;
   view.kind = OpKind::kReshape;
   EXPECT_TRUE(OpKernels(view, TaskKind::kForward, 8, hw::Precision::kFp16).empty());

@@ -87,11 +87,11 @@ void DeepbenchCommand(const ValidateOptions& o, std::ostream& out, std::ostream&
   char line[200];
   std::snprintf(line, sizeof line, "deepbench: %zu kernels in %.1f s\n", rows.size(), seconds);
   err << line;
-  out << "kernel      rows  median %  MAPE %  held-out median %  held-out MAPE %  roofline "
+  out << "kernel           rows  median %  MAPE %  held-out median %  held-out MAPE %  roofline "
          "median %  roofline MAPE %\n";
   for (const validation::DeepbenchSlice& s : slices) {
     if (s.gpu != "all") continue;
-    std::snprintf(line, sizeof line, "%-10s %5d %9.1f %7.1f %18.1f %16.1f %17.1f %16.1f\n",
+    std::snprintf(line, sizeof line, "%-15s %5d %9.1f %7.1f %18.1f %16.1f %17.1f %16.1f\n",
                   s.kernel.c_str(), s.shipped.predicted, s.shipped.median_ape, s.shipped.mean_ape,
                   s.held_out.median_ape, s.held_out.mean_ape, s.roofline.median_ape,
                   s.roofline.mean_ape);

@@ -63,6 +63,10 @@ std::vector<DeepbenchSlice> SummarizeDeepbench(const std::vector<DeepbenchResult
     add("C\tall\tall\t" + KindGroup(r.measurement->kind), &r);
     add("D\tall\tall\tgemm+conv", &r);
   }
+  for (const DeepbenchResult& r : results) {
+    if (r.measurement->kind != DeepbenchKernel::kGemm)
+      add("E\tall\tall\t" + std::string(DeepbenchKernelName(r.measurement->kind)), &r);
+  }
   for (const std::string& key : keys) {
     std::vector<std::string> parts;
     std::size_t start = 0;

@@ -29,7 +29,8 @@ struct DeepbenchSlice {
 
 // Slices: per GPU x precision x kernel kind (gemm, conv = the three conv
 // passes together), then per GPU x precision x conv pass, then per kernel
-// kind over everything, in that order; rows in data order inside.
+// kind and everything together over all GPUs, then per conv pass over all
+// GPUs, in that order; rows in data order inside.
 std::vector<DeepbenchSlice> SummarizeDeepbench(const std::vector<DeepbenchResult>& results);
 
 std::string DeepbenchPredictionsCsv(const std::vector<DeepbenchResult>& results);

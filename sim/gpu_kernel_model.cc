@@ -18,12 +18,27 @@ struct Tile {
 // kernel names; the same set for both units (tensor-core kernels of every
 // generation come in these sizes too).
 // SIMT kernels stop at 128x128 (cuBLAS's sgemm_128x128 is its largest).
-constexpr Tile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128},
-                           {64, 64},   {128, 32},  {32, 128},  {64, 32},  {32, 64},
-                           {32, 32},   {128, 16},  {16, 128},  {64, 16},  {16, 64},
+constexpr Tile kTiles[] = {{256, 128},
+                           {128, 256},
+                           {128, 128},
+                           {128, 64},
+                           {64, 128},
+                           {64, 64},
+                           {128, 32},
+                           {32, 128},
+                           {64, 32},
+                           {32, 64},
+                           {32, 32},
+                           {128, 16},
+                           {16, 128},
+                           {64, 16},
+                           {16, 64},
                            // Narrow kernels for a dimension of a few (GEMV-like
                            // cuBLAS kernels, cuDNN's few-channel convolutions).
-                           {256, 8},   {8, 256},   {256, 4},   {4, 256}};
+                           {256, 8},
+                           {8, 256},
+                           {256, 4},
+                           {4, 256}};
 constexpr int kSplits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
 // Reuse of a tile: multiply-adds per element of A and B it loads per k step.
@@ -37,19 +52,26 @@ const char* MathUnitName(MathUnit unit) { return unit == MathUnit::kSimt ? "simt
 
 const char* ConvPassName(ConvPass pass) {
   switch (pass) {
-    case ConvPass::kForward: return "fwd";
-    case ConvPass::kBackwardData: return "dgrad";
-    case ConvPass::kBackwardFilter: return "wgrad";
+    case ConvPass::kForward:
+      return "fwd";
+    case ConvPass::kBackwardData:
+      return "dgrad";
+    case ConvPass::kBackwardFilter:
+      return "wgrad";
   }
   return "?";
 }
 
 const char* ConvAlgorithmName(ConvAlgorithm algorithm) {
   switch (algorithm) {
-    case ConvAlgorithm::kImplicitGemm: return "implicit_gemm";
-    case ConvAlgorithm::kGemm1x1: return "gemm_1x1";
-    case ConvAlgorithm::kWinogradFused: return "winograd";
-    case ConvAlgorithm::kWinogradNonfused: return "winograd_nonfused";
+    case ConvAlgorithm::kImplicitGemm:
+      return "implicit_gemm";
+    case ConvAlgorithm::kGemm1x1:
+      return "gemm_1x1";
+    case ConvAlgorithm::kWinogradFused:
+      return "winograd";
+    case ConvAlgorithm::kWinogradNonfused:
+      return "winograd_nonfused";
   }
   return "?";
 }
@@ -68,10 +90,18 @@ MathUnit GpuKernelModel::UnitFor(const GemmProblem& g) const {
   double rate = 0;
   int align = 8;
   switch (g.precision) {
-    case hw::Precision::kFp32: return MathUnit::kSimt;
-    case hw::Precision::kTf32: rate = device_.tf32_flop_per_s; align = 4; break;
-    case hw::Precision::kFp16: rate = device_.fp16_flop_per_s; break;
-    case hw::Precision::kBf16: rate = device_.bf16_flop_per_s; break;
+    case hw::Precision::kFp32:
+      return MathUnit::kSimt;
+    case hw::Precision::kTf32:
+      rate = device_.tf32_flop_per_s;
+      align = 4;
+      break;
+    case hw::Precision::kFp16:
+      rate = device_.fp16_flop_per_s;
+      break;
+    case hw::Precision::kBf16:
+      rate = device_.bf16_flop_per_s;
+      break;
   }
   if (!device_.HasTensorCores() || rate <= 0) return MathUnit::kSimt;
   // cuBLAS 11 and later use tensor cores whatever the alignment (cuBLAS
@@ -85,7 +115,7 @@ MathUnit GpuKernelModel::UnitFor(const GemmProblem& g) const {
   const std::int64_t ldb = g.b_t ? g.n : g.k;
   const std::int64_t ldc = g.m;
   return lda % align == 0 && ldb % align == 0 && ldc % align == 0 ? MathUnit::kTensor
-                                                                   : MathUnit::kSimt;
+                                                                  : MathUnit::kSimt;
 }
 
 double GpuKernelModel::Fraction(MathUnit unit) const {
@@ -117,9 +147,9 @@ GemmEstimate GpuKernelModel::GemmWithTile(const GemmProblem& g, int tile_m, int 
 
 GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, double fraction_scale,
                                       double bytes, int tile_m, int tile_n, int split_k) const {
-  DTSIM_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0 && tile_m > 0 && tile_n > 0 &&
-                  split_k > 0,
-              "GEMM sizes must be positive");
+  DTSIM_CHECK(
+      g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0 && tile_m > 0 && tile_n > 0 && split_k > 0,
+      "GEMM sizes must be positive");
   const bool simt = unit == MathUnit::kSimt;
   const double peak = simt ? device_.fp32_flop_per_s : device_.PeakFlopRate(g.precision);
   const double sm_rate = peak / device_.sm_count;
@@ -133,8 +163,9 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   const double k_block =
       static_cast<double>(CeilDiv(CeilDiv(g.k, split_k), k_step) * k_step) + params_.k_fill;
   const double arch_half = params_.simt_half_reuse_by_arch[static_cast<std::size_t>(device_.arch)];
-  const double half = !simt ? params_.tensor_half_reuse
-                            : arch_half > 0 ? arch_half : params_.simt_half_reuse;
+  const double half = !simt           ? params_.tensor_half_reuse
+                      : arch_half > 0 ? arch_half
+                                      : params_.simt_half_reuse;
   const double ref = simt ? Reuse(128, 128) : Reuse(256, 128);
   const double reuse = Reuse(tile_m, tile_n);
   const double fraction =
@@ -229,18 +260,18 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
   const double filter_bytes = static_cast<double>(c.k * cg * rs) * elem;
   const double io_bytes = in_bytes + out_bytes + filter_bytes;
 
-  const bool one_by_one = c.r == 1 && c.s == 1 && c.stride_h == 1 && c.stride_w == 1 &&
-                          c.pad_h == 0 && c.pad_w == 0;
+  const bool one_by_one =
+      c.r == 1 && c.s == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_h == 0 && c.pad_w == 0;
   const bool winograd_shape = c.r == 3 && c.s == 3 && c.stride_h == 1 && c.stride_w == 1 &&
                               unit == MathUnit::kSimt && g == 1;
   const auto arch = static_cast<std::size_t>(device_.arch);
   const auto pick = [arch](const std::array<double, 8>& by_arch, double shared) {
     return by_arch[arch] > 0 ? by_arch[arch] : shared;
   };
-  const double pass_fraction =
-      pass == ConvPass::kForward        ? 1.0
-      : pass == ConvPass::kBackwardData ? pick(params_.dgrad_fraction_by_arch, params_.dgrad_fraction)
-                                        : pick(params_.wgrad_fraction_by_arch, params_.wgrad_fraction);
+  const double pass_fraction = pass == ConvPass::kForward ? 1.0
+                               : pass == ConvPass::kBackwardData
+                                   ? pick(params_.dgrad_fraction_by_arch, params_.dgrad_fraction)
+                                   : pick(params_.wgrad_fraction_by_arch, params_.wgrad_fraction);
   const double winograd_fraction =
       pick(params_.winograd_fraction_by_arch, params_.winograd_fraction);
   GemmProblem gp;
@@ -253,20 +284,30 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
     case ConvAlgorithm::kImplicitGemm: {
       if ((algorithm == ConvAlgorithm::kGemm1x1) != one_by_one) return -1;
       switch (pass) {
-        case ConvPass::kForward: gp.m = c.n * p * q; gp.n = kg; gp.k = cg * rs; break;
+        case ConvPass::kForward:
+          gp.m = c.n * p * q;
+          gp.n = kg;
+          gp.k = cg * rs;
+          break;
         case ConvPass::kBackwardData: {
           // Input pixels no filter tap reaches (a 1x1 stride-2 convolution
           // reaches 1 in 4) get a zero gradient: cuDNN 7 on (CUDA 9 on)
           // skips them, cuDNN 5 and 6 multiply them too.
           const bool skip = params_.cuda_version >= 9;
-          const std::int64_t rows_h = skip && c.r < c.stride_h ? CeilDiv(c.h * c.r, c.stride_h) : c.h;
-          const std::int64_t rows_w = skip && c.s < c.stride_w ? CeilDiv(c.w * c.s, c.stride_w) : c.w;
+          const std::int64_t rows_h =
+              skip && c.r < c.stride_h ? CeilDiv(c.h * c.r, c.stride_h) : c.h;
+          const std::int64_t rows_w =
+              skip && c.s < c.stride_w ? CeilDiv(c.w * c.s, c.stride_w) : c.w;
           gp.m = c.n * rows_h * rows_w;
           gp.n = cg;
           gp.k = kg * CeilDiv(c.r, c.stride_h) * CeilDiv(c.s, c.stride_w);
           break;
         }
-        case ConvPass::kBackwardFilter: gp.m = kg; gp.n = cg * rs; gp.k = c.n * p * q; break;
+        case ConvPass::kBackwardFilter:
+          gp.m = kg;
+          gp.n = cg * rs;
+          gp.k = c.n * p * q;
+          break;
       }
       const double scale = (one_by_one ? 1.0 : params_.implicit_gemm_fraction) * pass_fraction;
       e = BestGemm(gp, unit, scale, io_bytes, pass == ConvPass::kBackwardFilter);
@@ -277,7 +318,7 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
     case ConvAlgorithm::kWinogradNonfused: {
       if (!winograd_shape) return -1;
       const bool fused = algorithm == ConvAlgorithm::kWinogradFused;
-      const int tile = fused ? 2 : 4;          // outputs per tile side: F(2x2,3x3), F(4x4,3x3)
+      const int tile = fused ? 2 : 4;              // outputs per tile side: F(2x2,3x3), F(4x4,3x3)
       const int points = (tile + 2) * (tile + 2);  // 16 or 36 products per tile
       // dgrad is the same convolution from K channels to C over the input's
       // pixels (padding 1 keeps the size).
@@ -287,9 +328,13 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
       const std::int64_t tiles = c.n * CeilDiv(oh, tile) * CeilDiv(ow, tile);
       gp.batch = points;
       if (pass == ConvPass::kBackwardFilter) {
-        gp.m = to; gp.n = from; gp.k = tiles;
+        gp.m = to;
+        gp.n = from;
+        gp.k = tiles;
       } else {
-        gp.m = tiles; gp.n = to; gp.k = from;
+        gp.m = tiles;
+        gp.n = to;
+        gp.k = from;
       }
       if (fused) {
         e = BestGemm(gp, unit, winograd_fraction * pass_fraction, io_bytes,
@@ -300,8 +345,8 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
         // and channel) are written and read back, and so are the products.
         const double t_in = static_cast<double>(points * tiles * from) * 4.0;
         const double t_out = static_cast<double>(points * tiles * to) * 4.0;
-        e = BestGemm(gp, unit, winograd_fraction * pass_fraction,
-                     t_in + t_out + filter_bytes, pass == ConvPass::kBackwardFilter);
+        e = BestGemm(gp, unit, winograd_fraction * pass_fraction, t_in + t_out + filter_bytes,
+                     pass == ConvPass::kBackwardFilter);
         seconds = e.seconds + StreamSeconds((data ? out_bytes : in_bytes) + t_in) +
                   StreamSeconds(t_out + (data ? in_bytes : out_bytes));
       }

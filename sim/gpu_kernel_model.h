@@ -87,34 +87,32 @@ struct GpuKernelParams {
   double simt_fraction = 0.8233;
   double tensor_fraction = 0.7864;
   //                                unknown kepler maxwell pascal volta turing ampere hopper
-  std::array<double, 8> simt_fraction_by_arch =
-      {0, 0, 0.6488, 0.9374, 0.8893, 0.5448, 0.8893, 0.8893};
-  std::array<double, 8> tensor_fraction_by_arch =
-      {0, 0, 0, 0, 0.8667, 0.6467, 0.8667, 0.8667};
+  std::array<double, 8> simt_fraction_by_arch = {0,      0,      0.6488, 0.9374,
+                                                 0.8893, 0.5448, 0.8893, 0.8893};
+  std::array<double, 8> tensor_fraction_by_arch = {0, 0, 0, 0, 0.8667, 0.6467, 0.8667, 0.8667};
   // Fraction of peak DRAM bandwidth streaming kernels reach. Not fitted:
   // BabelStream's triad reaches about 0.77 (P100) to 0.89 (V100) of the
   // datasheet bandwidth (Deakin et al., "Evaluating attainable memory
   // bandwidth of parallel programming models via BabelStream", 2018).
   double memory_fraction = 0.80;
-  double simt_half_reuse = 61.9;    // c of a SIMT tile: I / (I + c)
-  std::array<double, 8> simt_half_reuse_by_arch =
-      {0, 0, 482.2, 60.34, 20.09, 14.7, 20.09, 20.09};
-  double tensor_half_reuse = 546.8;  // c of a tensor-core tile
-  double k_fill = 12.82;              // pipeline fill, in elements of k
+  double simt_half_reuse = 61.9;  // c of a SIMT tile: I / (I + c)
+  std::array<double, 8> simt_half_reuse_by_arch = {0, 0, 482.2, 60.34, 20.09, 14.7, 20.09, 20.09};
+  double tensor_half_reuse = 546.8;      // c of a tensor-core tile
+  double k_fill = 12.82;                 // pipeline fill, in elements of k
   double implicit_gemm_fraction = 1.02;  // implicit GEMM speed / GEMM speed
   double winograd_fraction = 0.8105;     // Winograd GEMM speed / GEMM speed
   // cuDNN's backward kernels are other kernels than the forward's: their
   // speed relative to it, for every algorithm (fitted).
-  // Per generation (each came with its own cuDNN), as the fractions above; 0
-  // = the shared value.
-  std::array<double, 8> winograd_fraction_by_arch =
-      {0, 0, 0.655, 0.8186, 0.9414, 0.8228, 0.9414, 0.9414};
-  std::array<double, 8> dgrad_fraction_by_arch =
-      {0, 0, 1.017, 0.8934, 0.9114, 0.9917, 0.9114, 0.9114};
-  std::array<double, 8> wgrad_fraction_by_arch =
-      {0, 0, 0.6356, 0.6045, 0.8122, 0.6728, 0.8122, 0.8122};
   double dgrad_fraction = 0.9115;
   double wgrad_fraction = 0.6248;
+  // The Winograd, dgrad and wgrad speeds per generation (each came with its
+  // own cuDNN), as the fractions above; 0 = the shared value.
+  std::array<double, 8> winograd_fraction_by_arch = {0,      0,      0.655,  0.8186,
+                                                     0.9414, 0.8228, 0.9414, 0.9414};
+  std::array<double, 8> dgrad_fraction_by_arch = {0,      0,      1.017,  0.8934,
+                                                  0.9114, 0.9917, 0.9114, 0.9114};
+  std::array<double, 8> wgrad_fraction_by_arch = {0,      0,      0.6356, 0.6045,
+                                                  0.8122, 0.6728, 0.8122, 0.8122};
   double kernel_fixed_s = 8.236e-6;  // per kernel: launch to completion of an empty grid
   // Per board (catalog name): the clock it holds under load relative to the
   // one its peak is quoted at, which differs between boards of one
@@ -122,14 +120,10 @@ struct GpuKernelParams {
   // boost clock; a cooler-limited card runs below). Fitted last, to the
   // DeepBench boards only; any other board takes 1.
   std::map<std::string, double> clock_fraction_by_device = {
-      {"GTX-1080Ti", 1.038},
-      {"M40", 0.97},
-      {"P100-PCIe-16GB", 1.038},
-      {"T4", 1},
-      {"TITAN-X-Maxwell", 1.059},
-      {"TITAN-X-Pascal", 0.9111},
-      {"TITAN-Xp", 0.9111},
-      {"V100-SXM2-16GB", 1},
+      {"GTX-1080Ti", 1.038},      {"M40", 0.97},
+      {"P100-PCIe-16GB", 1.038},  {"T4", 1},
+      {"TITAN-X-Maxwell", 1.059}, {"TITAN-X-Pascal", 0.9111},
+      {"TITAN-Xp", 0.9111},       {"V100-SXM2-16GB", 1},
   };
 };
 
@@ -140,10 +134,10 @@ const char* MathUnitName(MathUnit unit);  // "simt", "tensor"
 // In cuBLAS's column-major terms: op(A) is m x k, op(B) k x n, C m x n.
 struct GemmProblem {
   std::int64_t m = 1, n = 1, k = 1;
-  bool a_t = false, b_t = false;     // op(A) = A^T, op(B) = B^T
-  std::int64_t batch = 1;            // independent products of this shape
+  bool a_t = false, b_t = false;  // op(A) = A^T, op(B) = B^T
+  std::int64_t batch = 1;         // independent products of this shape
   hw::Precision precision = hw::Precision::kFp32;
-  bool accumulate = false;           // C is read too (beta != 0)
+  bool accumulate = false;  // C is read too (beta != 0)
 };
 
 struct GemmEstimate {
@@ -162,10 +156,10 @@ enum class ConvAlgorithm { kImplicitGemm, kGemm1x1, kWinogradFused, kWinogradNon
 const char* ConvAlgorithmName(ConvAlgorithm algorithm);
 
 struct ConvProblem {
-  std::int64_t n = 1;                 // batch
-  std::int64_t c = 1, h = 1, w = 1;   // input channels, height, width
-  std::int64_t k = 1;                 // output channels (filters)
-  int r = 1, s = 1;                   // filter height, width
+  std::int64_t n = 1;                // batch
+  std::int64_t c = 1, h = 1, w = 1;  // input channels, height, width
+  std::int64_t k = 1;                // output channels (filters)
+  int r = 1, s = 1;                  // filter height, width
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;
   int groups = 1;
@@ -212,8 +206,8 @@ class GpuKernelModel {
   // `bytes` < 0: the GEMM's own operands cross memory.
   GemmEstimate GemmCore(const GemmProblem& g, MathUnit unit, double fraction_scale, double bytes,
                         int tile_m, int tile_n, int split_k) const;
-  GemmEstimate BestGemm(const GemmProblem& g, MathUnit unit, double fraction_scale,
-                        double bytes, bool allow_split) const;
+  GemmEstimate BestGemm(const GemmProblem& g, MathUnit unit, double fraction_scale, double bytes,
+                        bool allow_split) const;
 
   hw::DeviceSpec device_;
   GpuKernelParams params_;

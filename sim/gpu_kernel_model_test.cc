@@ -142,15 +142,19 @@ TEST(GpuKernelModel, WinogradFor3x3Stride1Fp32Only) {
   const GpuKernelModel model(Gpu("V100-SXM2-32GB"), GpuKernelParams{});
   for (ConvPass pass : {ConvPass::kForward, ConvPass::kBackwardData, ConvPass::kBackwardFilter}) {
     SCOPED_TRACE(ConvPassName(pass));
-    EXPECT_TRUE(IsWinograd(model.Conv(Conv(256, 14, 256, 3, 1, hw::Precision::kFp32), pass).algorithm));
-    EXPECT_FALSE(IsWinograd(model.Conv(Conv(256, 14, 256, 1, 1, hw::Precision::kFp32), pass).algorithm));
-    EXPECT_FALSE(IsWinograd(model.Conv(Conv(256, 28, 256, 3, 2, hw::Precision::kFp32), pass).algorithm));
+    EXPECT_TRUE(
+        IsWinograd(model.Conv(Conv(256, 14, 256, 3, 1, hw::Precision::kFp32), pass).algorithm));
+    EXPECT_FALSE(
+        IsWinograd(model.Conv(Conv(256, 14, 256, 1, 1, hw::Precision::kFp32), pass).algorithm));
+    EXPECT_FALSE(
+        IsWinograd(model.Conv(Conv(256, 28, 256, 3, 2, hw::Precision::kFp32), pass).algorithm));
     // Tensor-core math: cuDNN 7's tensor-op convolutions are implicit GEMMs.
     EXPECT_EQ(model.Conv(Conv(256, 14, 256, 3, 1, hw::Precision::kFp16), pass).algorithm,
               ConvAlgorithm::kImplicitGemm);
   }
-  EXPECT_EQ(model.Conv(Conv(256, 14, 256, 1, 1, hw::Precision::kFp32), ConvPass::kForward).algorithm,
-            ConvAlgorithm::kGemm1x1);
+  EXPECT_EQ(
+      model.Conv(Conv(256, 14, 256, 1, 1, hw::Precision::kFp32), ConvPass::kForward).algorithm,
+      ConvAlgorithm::kGemm1x1);
   EXPECT_LT(model.ConvWith(Conv(256, 14, 256, 1, 1, hw::Precision::kFp32), ConvPass::kForward,
                            ConvAlgorithm::kWinogradFused),
             0);  // does not apply

@@ -98,8 +98,9 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         c.conv.pad_w = op.attrs.pad_w;
         c.conv.groups = op.attrs.groups;
         c.conv.precision = precision;
-        c.pass = fwd ? ConvPass::kForward : dgrad ? ConvPass::kBackwardData
-                                                  : ConvPass::kBackwardFilter;
+        c.pass = fwd     ? ConvPass::kForward
+                 : dgrad ? ConvPass::kBackwardData
+                         : ConvPass::kBackwardFilter;
         c.name = std::string(ConvPassName(c.pass)) + " conv";
         out.push_back(c);
         const double out_bytes = static_cast<double>(batch) *
@@ -151,9 +152,12 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
 
 double KernelSeconds(const GpuKernelModel& model, const KernelCall& k) {
   switch (k.type) {
-    case KernelCall::Type::kGemm: return model.Gemm(k.gemm).seconds;
-    case KernelCall::Type::kConv: return model.Conv(k.conv, k.pass).seconds;
-    case KernelCall::Type::kStream: return model.StreamSeconds(k.bytes);
+    case KernelCall::Type::kGemm:
+      return model.Gemm(k.gemm).seconds;
+    case KernelCall::Type::kConv:
+      return model.Conv(k.conv, k.pass).seconds;
+    case KernelCall::Type::kStream:
+      return model.StreamSeconds(k.bytes);
   }
   return 0;
 }
@@ -163,7 +167,8 @@ std::string DescribeKernel(const GpuKernelModel& model, const KernelCall& k) {
   switch (k.type) {
     case KernelCall::Type::kGemm: {
       const GemmEstimate e = model.Gemm(k.gemm);
-      std::snprintf(buf, sizeof buf, "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s",
+      std::snprintf(buf, sizeof buf,
+                    "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s",
                     static_cast<long long>(k.gemm.m), static_cast<long long>(k.gemm.n),
                     static_cast<long long>(k.gemm.k), static_cast<long long>(k.gemm.batch),
                     MathUnitName(e.unit), e.tile_m, e.tile_n, e.split_k,

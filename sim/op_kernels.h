@@ -29,11 +29,11 @@ namespace dtsim::sim {
 struct KernelCall {
   enum class Type { kGemm, kConv, kStream };
   Type type = Type::kStream;
-  std::string name;   // e.g. "fwd gemm", "dgrad conv", "bias grad"
-  GemmProblem gemm;   // kGemm
-  ConvProblem conv;   // kConv
+  std::string name;  // e.g. "fwd gemm", "dgrad conv", "bias grad"
+  GemmProblem gemm;  // kGemm
+  ConvProblem conv;  // kConv
   ConvPass pass = ConvPass::kForward;
-  double bytes = 0;   // kStream
+  double bytes = 0;  // kStream
 };
 
 // The kernels of `op` for compute task kind `kind` (kForward,

@@ -36,8 +36,8 @@ class CsvTable {
         continue;
       }
       if (fields.size() != header_.size())
-        Fail(number, "expected " + std::to_string(header_.size()) + " fields as in the header, got " +
-                         std::to_string(fields.size()));
+        Fail(number, "expected " + std::to_string(header_.size()) +
+                         " fields as in the header, got " + std::to_string(fields.size()));
       rows_.push_back({number, std::move(fields)});
     }
     if (header_.empty())
@@ -75,7 +75,8 @@ class CsvTable {
   }
   std::int64_t Count(const Row& row, std::size_t column) const {
     const double v = *Number(row, column, false);
-    if (v != std::floor(v) || v > 1e12) Fail(row.line, "column '" + header_[column] + "' is not a count");
+    if (v != std::floor(v) || v > 1e12)
+      Fail(row.line, "column '" + header_[column] + "' is not a count");
     return static_cast<std::int64_t>(v);
   }
   std::int64_t Positive(const Row& row, std::size_t column) const {
@@ -106,10 +107,14 @@ std::string Base(const std::string& filename) { return fs::path(filename).filena
 
 const char* DeepbenchKernelName(DeepbenchKernel kind) {
   switch (kind) {
-    case DeepbenchKernel::kGemm: return "gemm";
-    case DeepbenchKernel::kConvForward: return "conv_fwd";
-    case DeepbenchKernel::kConvBackwardData: return "conv_bwd_data";
-    case DeepbenchKernel::kConvBackwardFilter: return "conv_bwd_filter";
+    case DeepbenchKernel::kGemm:
+      return "gemm";
+    case DeepbenchKernel::kConvForward:
+      return "conv_fwd";
+    case DeepbenchKernel::kConvBackwardData:
+      return "conv_bwd_data";
+    case DeepbenchKernel::kConvBackwardFilter:
+      return "conv_bwd_filter";
   }
   return "?";
 }
@@ -143,10 +148,10 @@ std::string DeepbenchDevice(const std::string& gpu) {
   static constexpr struct {
     const char* sheet;
     const char* device;
-  } kMap[] = {{"1080Ti", "GTX-1080Ti"},       {"M40", "M40"},
-              {"P100", "P100-PCIe-16GB"},     {"T4", "T4"},
-              {"TitanX", "TITAN-X-Maxwell"},  {"TitanX_Pascal", "TITAN-X-Pascal"},
-              {"TitanXp", "TITAN-Xp"},        {"V100", "V100-SXM2-16GB"}};
+  } kMap[] = {{"1080Ti", "GTX-1080Ti"},      {"M40", "M40"},
+              {"P100", "P100-PCIe-16GB"},    {"T4", "T4"},
+              {"TitanX", "TITAN-X-Maxwell"}, {"TitanX_Pascal", "TITAN-X-Pascal"},
+              {"TitanXp", "TITAN-Xp"},       {"V100", "V100-SXM2-16GB"}};
   for (const auto& e : kMap)
     if (gpu == e.sheet) return e.device;
   throw UserError("unknown DeepBench GPU '" + gpu + "'",
@@ -319,12 +324,15 @@ double RooflineDeepbench(const hw::DeviceSpec& device, const DeepbenchMeasuremen
     precision = c.precision;
     const double e = precision == hw::Precision::kFp16 ? 2 : 4;
     flops = 2.0 * c.n * c.p() * c.q() * c.k * (c.c / c.groups) * c.r * c.s;
-    bytes = (static_cast<double>(c.n) * c.c * c.h * c.w + static_cast<double>(c.n) * c.k * c.p() * c.q() +
-             static_cast<double>(c.k) * c.c * c.r * c.s) * e;
+    bytes = (static_cast<double>(c.n) * c.c * c.h * c.w +
+             static_cast<double>(c.n) * c.k * c.p() * c.q() +
+             static_cast<double>(c.k) * c.c * c.r * c.s) *
+            e;
     efficiency = kConv;
   }
   return std::max(flops / (device.PeakFlopRate(precision) * efficiency),
-                  bytes / (device.memory_bw_bytes_per_s * kMemory)) + kLaunch;
+                  bytes / (device.memory_bw_bytes_per_s * kMemory)) +
+         kLaunch;
 }
 
 }  // namespace dtsim::validation

@@ -25,11 +25,14 @@ void DescendWith(const std::vector<DeepbenchMeasurement>& rows, const hw::Hardwa
         x == &params->implicit_gemm_fraction || x == &params->winograd_fraction ||
         x == &params->dgrad_fraction || x == &params->wgrad_fraction)
       return true;
-    for (const double& f : params->simt_fraction_by_arch) if (x == &f) return true;
-    for (const double& f : params->tensor_fraction_by_arch) if (x == &f) return true;
+    for (const double& f : params->simt_fraction_by_arch)
+      if (x == &f) return true;
+    for (const double& f : params->tensor_fraction_by_arch)
+      if (x == &f) return true;
     for (const auto* a : {&params->winograd_fraction_by_arch, &params->dgrad_fraction_by_arch,
                           &params->wgrad_fraction_by_arch})
-      for (const double& f : *a) if (x == &f) return true;
+      for (const double& f : *a)
+        if (x == &f) return true;
     return false;
   };
   double best = DeepbenchObjective(rows, catalog, *params);
@@ -70,7 +73,8 @@ double DeepbenchObjective(const std::vector<DeepbenchMeasurement>& rows,
   double sum = 0;
   for (const DeepbenchMeasurement& m : rows) {
     auto it = models.find(m.gpu);
-    if (it == models.end()) it = models.emplace(m.gpu, DeepbenchModel(catalog, m.gpu, params)).first;
+    if (it == models.end())
+      it = models.emplace(m.gpu, DeepbenchModel(catalog, m.gpu, params)).first;
     sum += std::fabs(std::log(PredictDeepbench(it->second, m).predicted_s / m.measured_s));
   }
   return rows.empty() ? 0 : sum / static_cast<double>(rows.size());
@@ -102,9 +106,9 @@ sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& ro
                                      const hw::HardwareCatalog& catalog) {
   sim::GpuKernelParams p = FitStart();
   Descend(rows, catalog,
-          {&p.simt_fraction, &p.tensor_fraction, &p.simt_half_reuse,
-           &p.tensor_half_reuse, &p.k_fill, &p.implicit_gemm_fraction, &p.winograd_fraction,
-           &p.dgrad_fraction, &p.wgrad_fraction, &p.kernel_fixed_s},
+          {&p.simt_fraction, &p.tensor_fraction, &p.simt_half_reuse, &p.tensor_half_reuse,
+           &p.k_fill, &p.implicit_gemm_fraction, &p.winograd_fraction, &p.dgrad_fraction,
+           &p.wgrad_fraction, &p.kernel_fixed_s},
           &p);
   // Per generation: start from the shared value, fit on that generation's rows.
   std::map<std::size_t, std::vector<DeepbenchMeasurement>> by_arch;
@@ -184,8 +188,7 @@ std::string ParamsAsText(const sim::GpuKernelParams& p) {
          {std::pair{"winograd_fraction", &p.winograd_fraction_by_arch},
           std::pair{"dgrad_fraction", &p.dgrad_fraction_by_arch},
           std::pair{"wgrad_fraction", &p.wgrad_fraction_by_arch}})
-      if ((*values)[a] > 0)
-        add((std::string(label) + "[" + arch + "]").c_str(), (*values)[a]);
+      if ((*values)[a] > 0) add((std::string(label) + "[" + arch + "]").c_str(), (*values)[a]);
     if (p.simt_half_reuse_by_arch[a] > 0)
       add(("simt_half_reuse[" + std::string(arch) + "]").c_str(), p.simt_half_reuse_by_arch[a]);
     if (p.tensor_fraction_by_arch[a] > 0)

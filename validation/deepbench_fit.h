@@ -6,7 +6,8 @@
 //  1. Objective: the mean over rows of |ln(predicted / measured)|, which
 //     weighs a 2x error the same in both directions and is not dominated by
 //     the few very slow rows.
-//  2. Shared constants (simt_fraction, tensor_fraction, simt_half_reuse, tensor_half_reuse, k_fill, implicit_gemm_fraction,
+//  2. Shared constants (simt_fraction, tensor_fraction, simt_half_reuse, tensor_half_reuse, k_fill,
+//  implicit_gemm_fraction,
 //     winograd_fraction, kernel_fixed_s), with no per-generation fraction:
 //     coordinate descent from FitStart()'s values (round numbers chosen
 //     before looking at the data), each constant in

@@ -14,7 +14,8 @@ namespace {
 std::string KindGroup(DeepbenchKernel k) { return k == DeepbenchKernel::kGemm ? "gemm" : "conv"; }
 
 DeepbenchSlice Summarize(const std::string& gpu, const std::string& precision,
-                         const std::string& kernel, const std::vector<const DeepbenchResult*>& rows) {
+                         const std::string& kernel,
+                         const std::vector<const DeepbenchResult*>& rows) {
   std::vector<double> shipped, held, roof;
   for (const DeepbenchResult* r : rows) {
     const double m = r->measurement->measured_s;
@@ -22,7 +23,11 @@ DeepbenchSlice Summarize(const std::string& gpu, const std::string& precision,
     held.push_back(PercentError(r->held_out_s, m));
     roof.push_back(PercentError(r->roofline_s, m));
   }
-  return {gpu, precision, kernel, SummarizeErrors(shipped, 0), SummarizeErrors(held, 0),
+  return {gpu,
+          precision,
+          kernel,
+          SummarizeErrors(shipped, 0),
+          SummarizeErrors(held, 0),
           SummarizeErrors(roof, 0)};
 }
 
@@ -86,17 +91,16 @@ std::string DeepbenchPredictionsCsv(const std::vector<DeepbenchResult>& results)
   for (const DeepbenchResult& r : results) {
     const DeepbenchMeasurement& m = *r.measurement;
     const double ms = m.measured_s * 1e3;
-    out += m.file + "," + std::to_string(m.line) + "," + Csv(m.gpu) + "," + Csv(m.precision) +
-           "," + DeepbenchKernelName(m.kind) + "," + Csv(m.Shape()) + "," + Fmt("%.6g", ms) +
-           "," + Fmt("%.6g", r.shipped.predicted_s * 1e3) + "," +
+    out += m.file + "," + std::to_string(m.line) + "," + Csv(m.gpu) + "," + Csv(m.precision) + "," +
+           DeepbenchKernelName(m.kind) + "," + Csv(m.Shape()) + "," + Fmt("%.6g", ms) + "," +
+           Fmt("%.6g", r.shipped.predicted_s * 1e3) + "," +
            Fmt("%.2f", PercentError(r.shipped.predicted_s, m.measured_s)) + "," +
            Fmt("%.6g", r.held_out_s * 1e3) + "," +
            Fmt("%.2f", PercentError(r.held_out_s, m.measured_s)) + "," +
            Fmt("%.6g", r.roofline_s * 1e3) + "," +
-           Fmt("%.2f", PercentError(r.roofline_s, m.measured_s)) + "," + r.shipped.algorithm +
-           "," + Csv(m.sheet_algorithm) + "," + r.shipped.unit + "," +
-           std::to_string(r.shipped.tile_m) + "x" + std::to_string(r.shipped.tile_n) + "," +
-           std::to_string(r.shipped.split_k) + "\n";
+           Fmt("%.2f", PercentError(r.roofline_s, m.measured_s)) + "," + r.shipped.algorithm + "," +
+           Csv(m.sheet_algorithm) + "," + r.shipped.unit + "," + std::to_string(r.shipped.tile_m) +
+           "x" + std::to_string(r.shipped.tile_n) + "," + std::to_string(r.shipped.split_k) + "\n";
   }
   return out;
 }
@@ -117,7 +121,8 @@ std::string DeepbenchSummaryMarkdown(const std::vector<DeepbenchSlice>& slices,
       "convolutions, 70% of memory bandwidth, 5 us per kernel).\n\n"
       "APE = |predicted - measured| / measured; signed error > 0: predicted too slow.\n\n";
   auto table = [&](const std::string& title, auto keep) {
-    md += "## " + title + "\n\n| GPU | precision | kernel | rows | model median % | model MAPE % "
+    md += "## " + title +
+          "\n\n| GPU | precision | kernel | rows | model median % | model MAPE % "
           "| model max % | signed % | held-out median % | held-out MAPE % | roofline median % | "
           "roofline MAPE % |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const DeepbenchSlice& s : slices) {
@@ -126,15 +131,15 @@ std::string DeepbenchSummaryMarkdown(const std::vector<DeepbenchSlice>& slices,
             std::to_string(s.shipped.predicted) + " | " + Fmt("%.1f", s.shipped.median_ape) +
             " | " + Fmt("%.1f", s.shipped.mean_ape) + " | " + Fmt("%.0f", s.shipped.max_ape) +
             " | " + Fmt("%+.1f", s.shipped.mean_signed_pe) + " | " +
-            Fmt("%.1f", s.held_out.median_ape) + " | " + Fmt("%.1f", s.held_out.mean_ape) +
-            " | " + Fmt("%.1f", s.roofline.median_ape) + " | " +
-            Fmt("%.1f", s.roofline.mean_ape) + " |\n";
+            Fmt("%.1f", s.held_out.median_ape) + " | " + Fmt("%.1f", s.held_out.mean_ape) + " | " +
+            Fmt("%.1f", s.roofline.median_ape) + " | " + Fmt("%.1f", s.roofline.mean_ape) + " |\n";
     }
     md += "\n";
   };
   table("Overall", [](const DeepbenchSlice& s) { return s.gpu == "all"; });
-  table("Per GPU and precision",
-        [](const DeepbenchSlice& s) { return s.gpu != "all" && (s.kernel == "gemm" || s.kernel == "conv"); });
+  table("Per GPU and precision", [](const DeepbenchSlice& s) {
+    return s.gpu != "all" && (s.kernel == "gemm" || s.kernel == "conv");
+  });
   table("Convolution passes",
         [](const DeepbenchSlice& s) { return s.gpu != "all" && s.kernel.starts_with("conv_"); });
 
@@ -145,8 +150,10 @@ std::string DeepbenchSummaryMarkdown(const std::vector<DeepbenchSlice>& slices,
            AbsPercentError(b->shipped.predicted_s, b->measurement->measured_s);
   });
   if (worst.size() > 15) worst.resize(15);
-  md += "## Worst rows (model)\n\n| row | GPU | precision | shape | measured ms | predicted ms "
-        "| error % | algorithm | cuDNN's forward algorithm |\n|---|---|---|---|---:|---:|---:|---|---|\n";
+  md +=
+      "## Worst rows (model)\n\n| row | GPU | precision | shape | measured ms | predicted ms "
+      "| error % | algorithm | cuDNN's forward algorithm "
+      "|\n|---|---|---|---|---:|---:|---:|---|---|\n";
   for (const DeepbenchResult* r : worst) {
     const DeepbenchMeasurement& m = *r->measurement;
     md += "| " + m.Where() + " | " + m.gpu + " | " + m.precision + " | " + m.Shape() + " | " +

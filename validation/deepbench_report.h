@@ -15,9 +15,9 @@ namespace dtsim::validation {
 
 struct DeepbenchResult {
   const DeepbenchMeasurement* measurement = nullptr;
-  DeepbenchPrediction shipped;   // the shipped constants (GpuKernelParams{})
-  double held_out_s = 0;         // constants fitted without this GPU
-  double roofline_s = 0;         // the roofline baseline
+  DeepbenchPrediction shipped;  // the shipped constants (GpuKernelParams{})
+  double held_out_s = 0;        // constants fitted without this GPU
+  double roofline_s = 0;        // the roofline baseline
 };
 
 struct DeepbenchSlice {

@@ -43,7 +43,7 @@ TEST(Deepbench, ParsesEachTimedConvolutionPass) {
   ASSERT_EQ(rows.size(), 2u);  // the empty backward-data cell is skipped
   EXPECT_EQ(rows[0].kind, DeepbenchKernel::kConvForward);
   EXPECT_EQ(rows[1].kind, DeepbenchKernel::kConvBackwardFilter);
-  EXPECT_EQ(rows[0].conv.c, 8);  // conv_bench.cu pads channels to 8 for tensor cores
+  EXPECT_EQ(rows[0].conv.c, 8);     // conv_bench.cu pads channels to 8 for tensor cores
   EXPECT_EQ(rows[0].conv.p(), 79);  // (161 - 5) / 2 + 1
   EXPECT_EQ(rows[0].conv.q(), 341);
   EXPECT_EQ(rows[0].sheet_algorithm, "IMPLICIT_PRECOMP_GEMM");
@@ -51,9 +51,10 @@ TEST(Deepbench, ParsesEachTimedConvolutionPass) {
 
 TEST(Deepbench, RefusesBadFieldsAtTheirLine) {
   try {
-    ParseDeepbenchGemm("gpu,precision,source_app,m,n,k,a_transpose,b_transpose,time_ms\n"
-                       "V100,fp32,,12x,16,16,N,N,1\n",
-                       "gemm.csv");
+    ParseDeepbenchGemm(
+        "gpu,precision,source_app,m,n,k,a_transpose,b_transpose,time_ms\n"
+        "V100,fp32,,12x,16,16,N,N,1\n",
+        "gemm.csv");
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("gemm.csv:2"), std::string::npos) << e.what();

@@ -6,7 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "report/svg_plot.h"
+#include "sim/sweep.h"
+#include "validation/scatter.h"
 
 namespace dtsim::validation {
 namespace {
@@ -35,13 +36,6 @@ std::string Fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-std::string Csv(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 }  // namespace
@@ -91,15 +85,15 @@ std::string DeepbenchPredictionsCsv(const std::vector<DeepbenchResult>& results)
   for (const DeepbenchResult& r : results) {
     const DeepbenchMeasurement& m = *r.measurement;
     const double ms = m.measured_s * 1e3;
-    out += m.file + "," + std::to_string(m.line) + "," + Csv(m.gpu) + "," + Csv(m.precision) + "," +
-           DeepbenchKernelName(m.kind) + "," + Csv(m.Shape()) + "," + Fmt("%.6g", ms) + "," +
+    out += m.file + "," + std::to_string(m.line) + "," + sim::CsvField(m.gpu) + "," + sim::CsvField(m.precision) + "," +
+           DeepbenchKernelName(m.kind) + "," + sim::CsvField(m.Shape()) + "," + Fmt("%.6g", ms) + "," +
            Fmt("%.6g", r.shipped.predicted_s * 1e3) + "," +
            Fmt("%.2f", PercentError(r.shipped.predicted_s, m.measured_s)) + "," +
            Fmt("%.6g", r.held_out_s * 1e3) + "," +
            Fmt("%.2f", PercentError(r.held_out_s, m.measured_s)) + "," +
            Fmt("%.6g", r.roofline_s * 1e3) + "," +
            Fmt("%.2f", PercentError(r.roofline_s, m.measured_s)) + "," + r.shipped.algorithm + "," +
-           Csv(m.sheet_algorithm) + "," + r.shipped.unit + "," + std::to_string(r.shipped.tile_m) +
+           sim::CsvField(m.sheet_algorithm) + "," + r.shipped.unit + "," + std::to_string(r.shipped.tile_m) +
            "x" + std::to_string(r.shipped.tile_n) + "," + std::to_string(r.shipped.split_k) + "\n";
   }
   return out;
@@ -190,38 +184,22 @@ std::string DeepbenchSummaryJson(const std::vector<DeepbenchSlice>& slices,
 }
 
 std::string DeepbenchScatterSvg(const std::vector<DeepbenchResult>& results) {
-  report::ScatterChart chart;
-  chart.title = "GPU kernel model against DeepBench (GEMM and convolution)";
   std::vector<std::string> gpus;
-  double lo = 0, hi = 0;
+  std::vector<report::Series> series;
   for (const DeepbenchResult& r : results) {
     const std::string& gpu = r.measurement->gpu;
     auto it = std::find(gpus.begin(), gpus.end(), gpu);
     if (it == gpus.end()) {
       gpus.push_back(gpu);
-      chart.series.push_back({gpu, {}});
+      series.push_back({gpu, {}});
       it = gpus.end() - 1;
     }
-    const double m = r.measurement->measured_s * 1e3, p = r.shipped.predicted_s * 1e3;
-    chart.series[static_cast<std::size_t>(it - gpus.begin())].points.push_back({m, p});
-    lo = lo == 0 ? std::min(m, p) : std::min({lo, m, p});
-    hi = std::max({hi, m, p});
+    series[static_cast<std::size_t>(it - gpus.begin())].points.push_back(
+        {r.measurement->measured_s * 1e3, r.shipped.predicted_s * 1e3});
   }
-  chart.x = {"measured kernel time (ms)", report::Scale::kLog2, std::nullopt, std::nullopt, false};
-  chart.y = {"predicted kernel time (ms)", report::Scale::kLog2, std::nullopt, std::nullopt, false};
-  if (hi > 0) {
-    const double min = std::exp2(std::floor(std::log2(lo)));
-    double max = std::exp2(std::ceil(std::log2(hi)));
-    if (max <= min) max = min * 2;
-    chart.x.min = chart.y.min = min;
-    chart.x.max = chart.y.max = max;
-  }
-  chart.diagonal = "y = x";
-  report::ChartStyle style;
-  const report::LineChartLayout layout = report::LayOutScatterChart(chart, style);
-  style.height = style.margin_top + static_cast<int>(layout.plot.right - layout.plot.left) +
-                 style.margin_bottom;
-  return report::RenderScatterChart(chart, style);
+  return PredictedVsMeasuredSvg("GPU kernel model against DeepBench (GEMM and convolution)",
+                                "measured kernel time (ms)", "predicted kernel time (ms)",
+                                std::move(series));
 }
 
 }  // namespace dtsim::validation

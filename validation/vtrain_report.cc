@@ -12,6 +12,7 @@
 
 #include "report/svg_plot.h"
 #include "sim/sweep.h"
+#include "validation/scatter.h"
 
 namespace dtsim::validation {
 namespace {
@@ -41,8 +42,13 @@ SliceValue Count(int v) { return {static_cast<double>(v), std::to_string(v)}; }
 // hidden size and layers ("h1024 L24"), sorted by hidden size, then layers.
 SliceValue ModelValue(const VtrainRow& r) {
   if (r.params_billion > 0) return {r.params_billion, Format("%gB", r.params_billion)};
-  return {r.hidden * 1e4 + r.layers,
-          "h" + std::to_string(r.hidden) + " L" + std::to_string(r.layers)};
+  // Built by appending: GCC 12 warns falsely (-Wrestrict) on
+  // "h" + std::to_string(...) once this file is inlined differently.
+  std::string label = "h";
+  label += std::to_string(r.hidden);
+  label += " L";
+  label += std::to_string(r.layers);
+  return {r.hidden * 1e4 + r.layers, label};
 }
 
 const std::vector<Parameter>& Parameters() {
@@ -314,36 +320,15 @@ std::string SummaryMarkdown(const VtrainSummary& s, const std::vector<RowResult>
 }
 
 std::string ScatterSvg(const std::vector<RowResult>& results) {
-  report::ScatterChart chart;
-  chart.title = "dtsim against vTrain's measurements (Megatron-DeepSpeed, A100)";
-  chart.series = {{"single-node", {}}, {"multi-node", {}}};
-  double lo = 0, hi = 0;
+  std::vector<report::Series> series = {{"single-node", {}}, {"multi-node", {}}};
   for (const RowResult& r : results) {
     if (!r.prediction->ok()) continue;
-    const double m = r.row->measured_ms, p = r.prediction->predicted_ms;
-    chart.series[r.row->group == VtrainGroup::kSingleNode ? 0 : 1].points.push_back({m, p});
-    lo = lo == 0 ? std::min(m, p) : std::min({lo, m, p});
-    hi = std::max({hi, m, p});
+    series[r.row->group == VtrainGroup::kSingleNode ? 0 : 1].points.push_back(
+        {r.row->measured_ms, r.prediction->predicted_ms});
   }
-  // Both axes over the same powers of two, so that y = x is the diagonal.
-  chart.x = {"measured iteration time (ms)", report::Scale::kLog2, std::nullopt, std::nullopt,
-             false};
-  chart.y = {"predicted iteration time (ms)", report::Scale::kLog2, std::nullopt, std::nullopt,
-             false};
-  if (hi > 0) {
-    const double min = std::exp2(std::floor(std::log2(lo)));
-    double max = std::exp2(std::ceil(std::log2(hi)));
-    if (max <= min) max = min * 2;
-    chart.x.min = chart.y.min = min;
-    chart.x.max = chart.y.max = max;
-  }
-  chart.diagonal = "y = x";
-  // A square plot, so that y = x runs at 45 degrees.
-  report::ChartStyle style;
-  const report::LineChartLayout layout = report::LayOutScatterChart(chart, style);
-  style.height = style.margin_top + static_cast<int>(layout.plot.right - layout.plot.left) +
-                 style.margin_bottom;
-  return report::RenderScatterChart(chart, style);
+  return PredictedVsMeasuredSvg("dtsim against vTrain's measurements (Megatron-DeepSpeed, A100)",
+                                "measured iteration time (ms)", "predicted iteration time (ms)",
+                                std::move(series));
 }
 
 }  // namespace dtsim::validation

@@ -2,6 +2,10 @@
 // catalog and its model.
 #include "config/scenario.h"
 
+#include <string>
+
+#include "common/error.h"
+
 namespace dtsim::config {
 
 SourceLocation Scenario::Where(const std::string& path) const {
@@ -108,15 +112,18 @@ models::ModelGraph BuildWorkloadModel(const Scenario& s) {
   models::ModelGraph graph = ref.transformer ? models::BuildTransformer(*ref.transformer)
                              : !ref.file.empty() ? models::LoadModelFile(ref.file)
                                                  : models::BuildZooModel(ref.zoo_name);
-  // Mixed precision keeps weights, activations and gradients in 16 bits; fp32
-  // and tf32 (a tensor-core math mode over fp32 storage) keep 32.
-  switch (s.workload.precision) {
-    case hw::Precision::kFp16: graph.SetDType(models::DType::kFp16); break;
-    case hw::Precision::kBf16: graph.SetDType(models::DType::kBf16); break;
-    case hw::Precision::kFp32:
-    case hw::Precision::kTf32: graph.SetDType(models::DType::kFp32); break;
-  }
+  graph.SetDType(StorageDType(s.workload.precision));
   return graph;
+}
+
+models::DType StorageDType(hw::Precision p) {
+  switch (p) {
+    case hw::Precision::kFp16: return models::DType::kFp16;
+    case hw::Precision::kBf16: return models::DType::kBf16;
+    case hw::Precision::kFp32:
+    case hw::Precision::kTf32: return models::DType::kFp32;
+  }
+  DTSIM_CHECK(false, "unknown Precision value " + std::to_string(static_cast<int>(p)));
 }
 
 }  // namespace dtsim::config

@@ -328,5 +328,9 @@ Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename,
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);
 // Builds the model graph the workload names, in the workload's precision.
 models::ModelGraph BuildWorkloadModel(const Scenario& s);
+// How tensors are stored when training at `p`: mixed precision keeps
+// weights, activations and gradients in 16 bits; fp32 and tf32 (a
+// tensor-core math mode over fp32 storage) keep 32.
+models::DType StorageDType(hw::Precision p);
 
 }  // namespace dtsim::config

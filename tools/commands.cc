@@ -160,10 +160,7 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
   const hw::Precision precision = hw::ParsePrecision(o.precision, {"--precision", 0, 0});
   const bool is_file = name.ends_with(".yaml") || name.ends_with(".yml");
   models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
-  // Storage as a scenario at this precision keeps it (config/scenario.cc).
-  g.SetDType(precision == hw::Precision::kFp16   ? models::DType::kFp16
-             : precision == hw::Precision::kBf16 ? models::DType::kBf16
-                                                 : models::DType::kFp32);
+  g.SetDType(config::StorageDType(precision));  // as a scenario at this precision
   const sim::GpuKernelModel model(*device, sim::GpuKernelParams{});
   char line[400];
   std::snprintf(line, sizeof line, "%s on %s, %s, batch %d (kernel model, sim/gpu_kernel_model.h)\n",

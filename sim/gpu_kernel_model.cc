@@ -87,49 +87,42 @@ int GpuKernelModel::ElementBytes(hw::Precision p) const {
 }
 
 MathUnit GpuKernelModel::UnitFor(const GemmProblem& g) const {
+  // cuBLAS 10 "Tensor Core usage": leading dimensions (column-major) are
+  // multiples of 16 bytes.
+  const std::int64_t align = g.precision == hw::Precision::kTf32 ? 4 : 8;
+  const std::int64_t lda = g.a_t ? g.k : g.m;
+  const std::int64_t ldb = g.b_t ? g.n : g.k;
+  const std::int64_t ldc = g.m;
+  return UnitFor(g.precision, lda % align == 0 && ldb % align == 0 && ldc % align == 0);
+}
+
+MathUnit GpuKernelModel::UnitFor(hw::Precision p, bool aligned) const {
   double rate = 0;
-  int align = 8;
-  switch (g.precision) {
-    case hw::Precision::kFp32:
-      return MathUnit::kSimt;
-    case hw::Precision::kTf32:
-      rate = device_.tf32_flop_per_s;
-      align = 4;
-      break;
-    case hw::Precision::kFp16:
-      rate = device_.fp16_flop_per_s;
-      break;
-    case hw::Precision::kBf16:
-      rate = device_.bf16_flop_per_s;
-      break;
+  switch (p) {
+    case hw::Precision::kFp32: return MathUnit::kSimt;
+    case hw::Precision::kTf32: rate = device_.tf32_flop_per_s; break;
+    case hw::Precision::kFp16: rate = device_.fp16_flop_per_s; break;
+    case hw::Precision::kBf16: rate = device_.bf16_flop_per_s; break;
   }
   if (!device_.HasTensorCores() || rate <= 0) return MathUnit::kSimt;
   // cuBLAS 11 and later use tensor cores whatever the alignment (cuBLAS
   // documentation, "Tensor Core Usage": the restrictions were lifted, best
   // performance stays with multiples of 16 bytes); priced here as if the
   // dimensions were padded, which the tiles do anyway.
-  if (params_.cuda_version >= 11) return MathUnit::kTensor;
-  // cuBLAS 10 "Tensor Core usage": leading dimensions (column-major) are
-  // multiples of 16 bytes.
-  const std::int64_t lda = g.a_t ? g.k : g.m;
-  const std::int64_t ldb = g.b_t ? g.n : g.k;
-  const std::int64_t ldc = g.m;
-  return lda % align == 0 && ldb % align == 0 && ldc % align == 0 ? MathUnit::kTensor
-                                                                  : MathUnit::kSimt;
+  return params_.cuda_version >= 11 || aligned ? MathUnit::kTensor : MathUnit::kSimt;
+}
+
+double GpuKernelModel::ByArch(const std::array<double, 8>& by_arch, double shared) const {
+  const double v = by_arch[static_cast<std::size_t>(device_.arch)];
+  return v > 0 ? v : shared;
 }
 
 double GpuKernelModel::Fraction(MathUnit unit) const {
   const auto it = params_.clock_fraction_by_device.find(device_.name);
   const double clock = it == params_.clock_fraction_by_device.end() ? 1.0 : it->second;
-  return clock * ArchFraction(unit);
-}
-
-double GpuKernelModel::ArchFraction(MathUnit unit) const {
-  const auto arch = static_cast<std::size_t>(device_.arch);
-  const double by_arch = unit == MathUnit::kSimt ? params_.simt_fraction_by_arch[arch]
-                                                 : params_.tensor_fraction_by_arch[arch];
-  if (by_arch > 0) return by_arch;
-  return unit == MathUnit::kSimt ? params_.simt_fraction : params_.tensor_fraction;
+  return clock * (unit == MathUnit::kSimt
+                      ? ByArch(params_.simt_fraction_by_arch, params_.simt_fraction)
+                      : ByArch(params_.tensor_fraction_by_arch, params_.tensor_fraction));
 }
 
 double GpuKernelModel::MemorySeconds(double bytes) const {
@@ -162,10 +155,8 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   const int k_step = simt ? 8 : 32;
   const double k_block =
       static_cast<double>(CeilDiv(CeilDiv(g.k, split_k), k_step) * k_step) + params_.k_fill;
-  const double arch_half = params_.simt_half_reuse_by_arch[static_cast<std::size_t>(device_.arch)];
-  const double half = !simt           ? params_.tensor_half_reuse
-                      : arch_half > 0 ? arch_half
-                                      : params_.simt_half_reuse;
+  const double half = simt ? ByArch(params_.simt_half_reuse_by_arch, params_.simt_half_reuse)
+                           : params_.tensor_half_reuse;
   const double ref = simt ? Reuse(128, 128) : Reuse(256, 128);
   const double reuse = Reuse(tile_m, tile_n);
   const double fraction =
@@ -250,10 +241,7 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
   const std::int64_t p = c.p(), q = c.q(), rs = static_cast<std::int64_t>(c.r) * c.s;
   // cuDNN 7 tensor-op convolutions need input and output channels that are
   // multiples of 8 (cuDNN developer guide, "Tensor Core operations").
-  GemmProblem probe;
-  probe.precision = c.precision;
-  probe.m = probe.n = probe.k = (cg % 8 == 0 && kg % 8 == 0) ? 8 : 1;
-  const MathUnit unit = UnitFor(probe);
+  const MathUnit unit = UnitFor(c.precision, cg % 8 == 0 && kg % 8 == 0);
   const double elem = unit == MathUnit::kSimt ? 4 : ElementBytes(c.precision);  // as in GemmCore
   const double in_bytes = static_cast<double>(c.n * c.c * c.h * c.w) * elem;
   const double out_bytes = static_cast<double>(c.n * c.k * p * q) * elem;
@@ -264,16 +252,12 @@ double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorit
       c.r == 1 && c.s == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_h == 0 && c.pad_w == 0;
   const bool winograd_shape = c.r == 3 && c.s == 3 && c.stride_h == 1 && c.stride_w == 1 &&
                               unit == MathUnit::kSimt && g == 1;
-  const auto arch = static_cast<std::size_t>(device_.arch);
-  const auto pick = [arch](const std::array<double, 8>& by_arch, double shared) {
-    return by_arch[arch] > 0 ? by_arch[arch] : shared;
-  };
   const double pass_fraction = pass == ConvPass::kForward ? 1.0
                                : pass == ConvPass::kBackwardData
-                                   ? pick(params_.dgrad_fraction_by_arch, params_.dgrad_fraction)
-                                   : pick(params_.wgrad_fraction_by_arch, params_.wgrad_fraction);
+                                   ? ByArch(params_.dgrad_fraction_by_arch, params_.dgrad_fraction)
+                                   : ByArch(params_.wgrad_fraction_by_arch, params_.wgrad_fraction);
   const double winograd_fraction =
-      pick(params_.winograd_fraction_by_arch, params_.winograd_fraction);
+      ByArch(params_.winograd_fraction_by_arch, params_.winograd_fraction);
   GemmProblem gp;
   gp.precision = c.precision;
   gp.batch = g;

@@ -201,7 +201,11 @@ class GpuKernelModel {
 
  private:
   double MemorySeconds(double bytes) const;
-  double ArchFraction(MathUnit unit) const;
+  // The same for precision `p`, with `aligned` telling whether the operands
+  // meet cuBLAS 10's (and cuDNN 7's channel) alignment for tensor cores.
+  MathUnit UnitFor(hw::Precision p, bool aligned) const;
+  // by_arch[this device's generation], or `shared` where that is 0.
+  double ByArch(const std::array<double, 8>& by_arch, double shared) const;
   // A GEMM on `unit` at `fraction_scale` x the unit's fraction of peak;
   // `bytes` < 0: the GEMM's own operands cross memory.
   GemmEstimate GemmCore(const GemmProblem& g, MathUnit unit, double fraction_scale, double bytes,

@@ -196,11 +196,8 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
       // set, which a chunk holds once (not once per unit and micro-batch in
       // flight: the backward recomputes one unit of one micro-batch at a
       // time).
-      double largest_unit = 0;
-      KeptBytesPerSample(graph, in.ops, in.tensor_parallel, in.recompute, &largest_unit);
-      const double working = o.micro_batch * largest_unit;
-      activation_bytes.push_back(mem.activations_bytes - working);
-      working_bytes.push_back(working);
+      activation_bytes.push_back(mem.activations_bytes - mem.recompute_bytes);
+      working_bytes.push_back(mem.recompute_bytes);
     }
     std::vector<int> in_flight;
     for (int k = 0; k < parts; ++k) {

@@ -152,7 +152,10 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   for (double bytes : kept) kept_per_sample += bytes;
   const double batch = in.micro_batch_size;
   m.activations_bytes = batch * in.micro_batches_in_flight * kept_per_sample;
-  if (in.micro_batches_in_flight > 0) m.activations_bytes += batch * largest_unit;
+  if (in.micro_batches_in_flight > 0) {
+    m.recompute_bytes = batch * largest_unit;
+    m.activations_bytes += m.recompute_bytes;
+  }
   m.workspace_bytes = in.workspace_bytes;
   return m;
 }

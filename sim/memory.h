@@ -52,6 +52,10 @@ struct MemoryBreakdown {
   double grads_bytes = 0;
   double optimizer_bytes = 0;    // optimizer state, fp32 master copy included
   double activations_bytes = 0;  // saved for backward, all micro-batches in flight
+  // Of activations_bytes: what recomputing the largest unit of one
+  // micro-batch holds meanwhile (0 without recomputation), held once
+  // whatever the micro-batches in flight.
+  double recompute_bytes = 0;
   double workspace_bytes = 0;    // MemoryInputs::workspace_bytes
 
   // params + grads + optimizer: what the device holds for the whole step.

@@ -9,7 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
 #include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/cuda_check.h"
 
 namespace dtsim::exec {
 namespace {
@@ -117,6 +121,60 @@ void BM_Attention(benchmark::State& state) {
   SetFlops(state, 2.0 * 2.0 * batch * seq * seq * d);
 }
 BENCHMARK(BM_Attention)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// cuBLAS GEMM n x n x n per precision, outside the backend (which runs
+// fp32 only): the card's matrix throughput, to set against its datasheet
+// peak. Precision (range 0): 0 fp32 on the CUDA cores, 1 tf32 tensor cores
+// (fp32 storage), 2 fp16 and 3 bf16 storage with fp32 accumulation, the
+// mixed-precision training setting. Inputs are zero: the time of a GEMM does
+// not depend on its values beyond power throttling, which zeros reduce (the
+// H200's bf16 GEMM ran 788 TFLOP/s on random data and 894 on zeros, see
+// /work/.library/device/KINDS.md), so these are upper bounds by a few %.
+void BM_CublasGemm(benchmark::State& state) {
+  std::string why;
+  if (CudaBackend::VisibleDevices(&why) == 0) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  static constexpr const char* kNames[] = {"fp32", "tf32", "fp16", "bf16"};
+  const int precision = static_cast<int>(state.range(0));
+  const std::int64_t n = state.range(1);
+  const cudaDataType_t storage = precision == 2   ? CUDA_R_16F
+                                 : precision == 3 ? CUDA_R_16BF
+                                                  : CUDA_R_32F;
+  const cublasComputeType_t compute =
+      precision == 1 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const std::size_t element = storage == CUDA_R_32F ? 4 : 2;
+  const auto bytes = static_cast<std::size_t>(n * n) * element;
+  void* buffers[3] = {nullptr, nullptr, nullptr};
+  for (void*& p : buffers) {
+    DTSIM_CUDA_CHECK(cudaMalloc(&p, bytes));
+    DTSIM_CUDA_CHECK(cudaMemset(p, 0, bytes));
+  }
+  cublasHandle_t handle = nullptr;
+  DTSIM_CUBLAS_CHECK(cublasCreate(&handle));
+  const float alpha = 1.0f, beta = 0.0f;
+  const int dim = static_cast<int>(n);
+  auto gemm = [&] {
+    DTSIM_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha,
+                                    buffers[0], storage, dim, buffers[1], storage, dim, &beta,
+                                    buffers[2], storage, dim, compute, CUBLAS_GEMM_DEFAULT));
+  };
+  gemm();  // heuristics and workspace outside the timed loop
+  DTSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto _ : state) {
+    gemm();
+    DTSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  SetFlops(state, 2.0 * static_cast<double>(n) * n * n);
+  state.SetLabel(kNames[precision]);
+  DTSIM_CUBLAS_CHECK(cublasDestroy(handle));
+  for (void* p : buffers) DTSIM_CUDA_CHECK(cudaFree(p));
+}
+BENCHMARK(BM_CublasGemm)
+    ->ArgsProduct({{0, 1, 2, 3}, {1024, 4096, 8192}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace dtsim::exec

@@ -28,8 +28,11 @@ struct DeviceRuntime {
 
 // A CUDA backend on GPU (local rank % visible GPUs), local rank being this
 // rank's index among the ranks of its node (OMPI_COMM_WORLD_LOCAL_RANK, else
-// the world rank); with NCCL, the world's communicator (its id broadcast
-// from rank 0 over `world`). Every rank of `world` must call it. Throws
+// the world rank); with NCCL, when this node's ranks do not outnumber its
+// GPUs, the world's communicator (its id broadcast from rank 0 over
+// `world`); ranks that share a GPU get no all_reduce (NCCL refuses them), so
+// their all-reduces go through MPI in host memory. Assumes every node has as
+// many ranks per GPU. Every rank of `world` must call it. Throws
 // UserError when dtsim was built without CUDA or no GPU is visible.
 DeviceRuntime MakeCudaRuntime(Communicator& world);
 

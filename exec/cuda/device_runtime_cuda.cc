@@ -48,6 +48,12 @@ int LocalRank(const Communicator& world) {
   return world.rank();
 }
 
+// Ranks on this node (OMPI_COMM_WORLD_LOCAL_SIZE, else the world's size).
+int LocalSize(const Communicator& world) {
+  if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::atoi(s);
+  return world.size();
+}
+
 }  // namespace
 
 DeviceRuntime MakeCudaRuntime(Communicator& world) {
@@ -57,7 +63,11 @@ DeviceRuntime MakeCudaRuntime(Communicator& world) {
   auto backend = std::make_unique<CudaBackend>(LocalRank(world) % gpus);
   DeviceRuntime runtime;
 #if DTSIM_WITH_NCCL
-  if (world.size() > 1)
+  // NCCL refuses two ranks of one communicator on the same GPU ("Duplicate
+  // GPU detected", NCCL 2.x); ranks that share GPUs all-reduce through MPI,
+  // staged in host memory, as without NCCL. Every rank of a node sees the
+  // same counts, so all of them take the same path.
+  if (world.size() > 1 && LocalSize(world) <= gpus)
     runtime.all_reduce =
         std::make_unique<NcclAllReduce>(SharedId(world), world.size(), world.rank(), *backend);
 #endif

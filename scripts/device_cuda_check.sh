@@ -25,6 +25,7 @@
 #         4. two MPI ranks sharing the GPU (MPI-staged all-reduce): the
 #            data-parallel and pipeline CIFAR-10 scenarios of scenarios/local/;
 #         5. the standalone build of the CUDA tests from source, and its tests.
+#       DTSIM_SKIP_STANDALONE=1 skips step 5.
 #       Writes summary.txt (every result line), bench.json and logs.tar.gz to
 #       $OUT when set (else build-device/out). Exits non-zero when a test
 #       fails or is skipped (no usable GPU; DTSIM_ALLOW_SKIP=1 accepts skips),
@@ -153,12 +154,15 @@ case "${1:-}" in
       fi
     done
 
-    # 5. The standalone build (CUDA and GoogleTest only), sm_90.
+    # 5. The standalone build (CUDA and GoogleTest only), sm_90; skipped with
+    # DTSIM_SKIP_STANDALONE=1 (a rerun after it passed).
     cuda_args=()
     if ! command -v nvcc > /dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
       cuda_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
     fi
-    if timeout "${DTSIM_STANDALONE_TIMEOUT:-150}" bash -c '
+    if [[ ${DTSIM_SKIP_STANDALONE:-0} == 1 ]]; then
+      say "standalone build: skipped (DTSIM_SKIP_STANDALONE=1)"
+    elif timeout "${DTSIM_STANDALONE_TIMEOUT:-150}" bash -c '
         cmake -S exec/cuda/standalone -B "$0/build" -DCMAKE_BUILD_TYPE=Release \
           -DGTEST_SRC="$PWD/$0/googletest" -DEIGEN_DIR="$PWD/$0/eigen3" \
           -DDTSIM_CUDA_ARCHITECTURES="${DTSIM_CUDA_ARCHS:-90}" "${@:1}" &&

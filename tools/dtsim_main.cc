@@ -235,6 +235,11 @@ int main(int argc, char** argv) {
                        "kernels, NCCL for all-reduces over every rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  exec_cmd->add_option("--input-threads", exec.input_threads,
+                       "Threads per rank that draw the next iteration's batches while this one "
+                       "trains (default: 0 with --backend cpu, 4 with cuda); the time a rank "
+                       "waits for its batch is reported as input")
+      ->check(CLI::NonNegativeNumber);
   exec_cmd->add_option("--checkpoint-every", exec.checkpoint_every,
                        "Save a checkpoint every N iterations (atomic; under <out>/checkpoints)")
       ->check(CLI::PositiveNumber);

@@ -99,7 +99,7 @@ void CheckExecutable(const config::Scenario& s) {
 }
 
 struct Summary {
-  double step_s = 0, compute_s = 0, comm_s = 0, throughput = 0;
+  double step_s = 0, compute_s = 0, comm_s = 0, input_s = 0, throughput = 0;
   int measured = 0;
 };
 
@@ -118,6 +118,7 @@ Summary Summarize(const exec::ExecResult& r) {
       slowest = std::max(slowest, t.seconds);
       s.compute_s += t.compute / ranks;
       s.comm_s += t.comm / ranks;
+      s.input_s += t.input / ranks;
     }
     s.step_s += slowest;
     ++s.measured;
@@ -126,6 +127,7 @@ Summary Summarize(const exec::ExecResult& r) {
     s.step_s /= s.measured;
     s.compute_s /= s.measured;
     s.comm_s /= s.measured;
+    s.input_s /= s.measured;
     s.throughput = static_cast<double>(r.samples_per_iteration) / s.step_s;
   }
   return s;
@@ -249,6 +251,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
                    {"throughput_samples_per_s", m.throughput},
                    {"compute_s", m.compute_s},
                    {"comm_s", m.comm_s},
+                   {"input_wait_s", m.input_s},
                    {"iterations_measured", m.measured}};
   j["loss"] = r.losses;
   if (r.server_updates > 0) {
@@ -261,11 +264,11 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   json per_rank = json::array();
   for (const auto& rank : r.times) {
     json it = json::array();
-    for (const auto& t : rank) it.push_back({t.seconds, t.compute, t.comm});
+    for (const auto& t : rank) it.push_back({t.seconds, t.compute, t.comm, t.input});
     per_rank.push_back(it);
   }
   j["per_rank_iterations"] = per_rank;
-  j["per_rank_iterations_columns"] = {"seconds", "compute_s", "comm_s"};
+  j["per_rank_iterations_columns"] = {"seconds", "compute_s", "comm_s", "input_wait_s"};
 
   char line[200];
   if (r.first_iteration > 0)
@@ -275,8 +278,10 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   out << "measured over " << m.measured << " iteration(s)"
       << (m.measured + 1 == static_cast<int>(r.losses.size()) ? " (the first run is warm-up)" : "")
       << ":\n";
-  std::snprintf(line, sizeof line, "  step time %.4f s, %.1f samples/s, compute %.4f s, comm %.4f s\n",
-                m.step_s, m.throughput, m.compute_s, m.comm_s);
+  std::snprintf(line, sizeof line,
+                "  step time %.4f s, %.1f samples/s, compute %.4f s, comm %.4f s, input wait "
+                "%.4f s\n",
+                m.step_s, m.throughput, m.compute_s, m.comm_s, m.input_s);
   out << line;
   if (r.server_updates > 0) {
     std::snprintf(line, sizeof line,
@@ -429,6 +434,9 @@ exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Sce
       local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
                     s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
   eo.mpi_allreduce = o.mpi_allreduce;
+  eo.input_threads = o.input_threads >= 0 ? o.input_threads
+                     : o.backend == "cuda" ? kCudaInputThreads
+                                           : 0;
   eo.optimizer = OptimizerFor(s, o.learning_rate);
   if (o.lr_decay_rate > 0) {
     if (o.lr_decay_steps < 1)
@@ -567,6 +575,8 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   if (o.iterations > 0) a.insert(a.end(), {"--iterations", std::to_string(o.iterations)});
   if (o.mpi_allreduce) a.emplace_back("--mpi-allreduce");
   if (o.backend != "cpu") a.insert(a.end(), {"--backend", o.backend});
+  if (o.input_threads >= 0)
+    a.insert(a.end(), {"--input-threads", std::to_string(o.input_threads)});
   if (o.learning_rate > 0) a.insert(a.end(), {"--lr", std::to_string(o.learning_rate)});
   if (o.lr_decay_rate > 0)
     a.insert(a.end(), {"--lr-decay-rate", std::to_string(o.lr_decay_rate), "--lr-decay-steps",

@@ -16,6 +16,11 @@ class Communicator;
 
 namespace dtsim::tools {
 
+// Input-pipeline threads per GPU rank by default: PyTorch DataLoader's
+// num_workers as its ImageNet example sets it (4 per GPU;
+// pytorch/examples imagenet/main.py, --workers default 4).
+inline constexpr int kCudaInputThreads = 4;
+
 struct ExecCommandOptions {
   std::string scenario_path;
   // >= 1: run `mpirun -np <ranks> dtsim exec ...` (or validate) instead of
@@ -25,6 +30,11 @@ struct ExecCommandOptions {
   bool mpi_allreduce = false;    // MPI_Allreduce instead of the plan's ring/tree
   // "cpu" (Eigen) or "cuda" (a GPU per rank, NCCL all-reduce; exec only).
   std::string backend = "cpu";
+  // Input-pipeline threads per rank that draw the next batches during the
+  // current iteration (ExecOptions::input_threads); -1 = the backend's
+  // default: 0 on cpu (each rank has one core, which the pipeline would take
+  // from compute), kCudaInputThreads on cuda.
+  int input_threads = -1;
   double learning_rate = 0;      // 0 = the optimizer's default (sgd/momentum 0.01, adam 1e-3)
   // Exponential decay (TensorFlow's exponential_decay): lr x rate^(step /
   // decay_steps), the exponent floored unless lr_smooth. 0 = constant.

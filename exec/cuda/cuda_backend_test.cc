@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -374,32 +375,38 @@ TEST_F(CudaVsCpu, LayerNorm) {
 }
 
 TEST_F(CudaVsCpu, BatchNorm) {
-  const std::int64_t n = 8, c = 5, spatial = 49;
-  const std::int64_t count = n * c * spatial;
-  Check("BatchNormForward", {Random(count, -1, 3), Random(c), Random(c), Random(count),
-                             Random(c), Random(c)},
-        [&](Backend& b, auto& p) {
-          b.BatchNormForward(n, c, spatial, 1e-5f, p[0], p[1], p[2], p[3], p[4], p[5]);
-        },
-        kReduction);
-  const std::vector<float> x = Random(count), gamma = Random(c);
-  const Buffers fwd = RunOn(cpu_, {x, gamma, Random(c), Random(count), Random(c), Random(c)},
-                            [&](Backend& b, auto& p) {
-                              b.BatchNormForward(n, c, spatial, 1e-5f, p[0], p[1], p[2], p[3],
-                                                 p[4], p[5]);
-                            });
-  Check("BatchNormBackward", {x, gamma, fwd[4], fwd[5], Random(count), Random(count),
-                              Random(c), Random(c)},
-        [&](Backend& b, auto& p) {
-          b.BatchNormBackward(n, c, spatial, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
-        },
-        kReduction);
-  Check("BatchNormBackward params only", {x, gamma, fwd[4], fwd[5], Random(count), Random(c),
-                                          Random(c)},
-        [&](Backend& b, auto& p) {
-          b.BatchNormBackward(n, c, spatial, p[0], p[1], p[2], p[3], p[4], nullptr, p[5], p[6]);
-        },
-        kReduction);
+  // Channels are cut into slices of samples, one block each: 8 x 5 gives
+  // 8 slices of one sample, 3 x 130 three slices, 64 x 4 the most (64), and
+  // 2 x 600 one slice per channel.
+  for (const auto& [n, c, spatial] : std::vector<std::array<std::int64_t, 3>>{
+           {8, 5, 49}, {3, 130, 7}, {64, 4, 9}, {2, 600, 3}}) {
+    SCOPED_TRACE("n " + std::to_string(n) + " c " + std::to_string(c));
+    const std::int64_t count = n * c * spatial;
+    Check("BatchNormForward", {Random(count, -1, 3), Random(c), Random(c), Random(count),
+                               Random(c), Random(c)},
+          [&](Backend& b, auto& p) {
+            b.BatchNormForward(n, c, spatial, 1e-5f, p[0], p[1], p[2], p[3], p[4], p[5]);
+          },
+          kReduction);
+    const std::vector<float> x = Random(count), gamma = Random(c);
+    const Buffers fwd = RunOn(cpu_, {x, gamma, Random(c), Random(count), Random(c), Random(c)},
+                              [&](Backend& b, auto& p) {
+                                b.BatchNormForward(n, c, spatial, 1e-5f, p[0], p[1], p[2], p[3],
+                                                   p[4], p[5]);
+                              });
+    Check("BatchNormBackward", {x, gamma, fwd[4], fwd[5], Random(count), Random(count),
+                                Random(c), Random(c)},
+          [&](Backend& b, auto& p) {
+            b.BatchNormBackward(n, c, spatial, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+          },
+          kReduction);
+    Check("BatchNormBackward params only", {x, gamma, fwd[4], fwd[5], Random(count), Random(c),
+                                            Random(c)},
+          [&](Backend& b, auto& p) {
+            b.BatchNormBackward(n, c, spatial, p[0], p[1], p[2], p[3], p[4], nullptr, p[5], p[6]);
+          },
+          kReduction);
+  }
 }
 
 TEST_F(CudaVsCpu, Lrn) {

@@ -5,6 +5,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <stdexcept>
@@ -136,66 +137,134 @@ __global__ void LayerNormBackwardParamsKernel(std::int64_t rows, std::int64_t co
   }
 }
 
-// ---- batch norm: one block per channel, reducing over (N, spatial).
+// ---- batch norm. Each channel's N x spatial values are cut into `parts`
+// contiguous slices of samples, one block per (channel, slice) (blockIdx.x =
+// channel, blockIdx.y = slice), so that a layer of 64 channels still fills
+// the GPU. Partial sums go to a workspace of channels x parts floats per
+// quantity; every block that needs a channel's total adds that channel's
+// partials in slice order, so each total is computed in a fixed order
+// (deterministic) and is the same in every block.
 
-__global__ void BatchNormForwardKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
-                                       float eps, const float* x, const float* gamma,
-                                       const float* beta, float* y, float* mean, float* rstd) {
-  const std::int64_t m = n * spatial;
-  for (std::int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    float sum = 0.0f;
-    for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x)
-      sum += x[((i / spatial) * c + ch) * spatial + i % spatial];
-    const float mu = BlockSum(sum) / static_cast<float>(m);
-    float sq = 0.0f;
-    for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-      const float d = x[((i / spatial) * c + ch) * spatial + i % spatial] - mu;
-      sq += d * d;
-    }
-    const float rs = 1.0f / sqrtf(BlockSum(sq) / static_cast<float>(m) + eps);
-    const float g = gamma[ch], b = beta[ch];
-    for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-      const std::int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
-      y[at] = (x[at] - mu) * rs * g + b;
-    }
-    if (threadIdx.x == 0) {
-      mean[ch] = mu;
-      rstd[ch] = rs;
-    }
+// Samples [begin, end) of slice blockIdx.y of `parts` over n samples.
+__device__ inline void SliceOf(std::int64_t n, int parts, std::int64_t* begin,
+                               std::int64_t* end) {
+  *begin = n * blockIdx.y / parts;
+  *end = n * (blockIdx.y + 1) / parts;
+}
+
+// Sum over slices of `partial` (channels x parts) for channel `ch`.
+__device__ inline float SumOfParts(const float* partial, std::int64_t ch, int parts) {
+  float total = 0.0f;
+  for (int p = 0; p < parts; ++p) total += partial[ch * parts + p];
+  return total;
+}
+
+// Applies `f(at)` to every element of this block's (channel, slice), `at`
+// being its index in x: ((sample * c + ch) * spatial + j).
+template <class F>
+__device__ inline void ForSlice(std::int64_t n, std::int64_t c, std::int64_t spatial, int parts,
+                                F f) {
+  std::int64_t begin, end;
+  SliceOf(n, parts, &begin, &end);
+  const std::int64_t ch = blockIdx.x, m = (end - begin) * spatial;
+  for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+    const std::int64_t sample = begin + i / spatial;
+    f((sample * c + ch) * spatial + i % spatial);
+  }
+}
+
+// partial_sum[ch, slice] = sum of x over the slice.
+__global__ void BatchNormSumKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
+                                   int parts, const float* x, float* partial_sum) {
+  float sum = 0.0f;
+  ForSlice(n, c, spatial, parts, [&](std::int64_t at) { sum += x[at]; });
+  sum = BlockSum(sum);
+  if (threadIdx.x == 0) partial_sum[blockIdx.x * parts + blockIdx.y] = sum;
+}
+
+// partial_sq[ch, slice] = sum of (x - mean)^2 over the slice.
+__global__ void BatchNormSquaresKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
+                                       int parts, const float* x, const float* partial_sum,
+                                       float* partial_sq) {
+  const float mu = SumOfParts(partial_sum, blockIdx.x, parts) / static_cast<float>(n * spatial);
+  float sq = 0.0f;
+  ForSlice(n, c, spatial, parts, [&](std::int64_t at) {
+    const float d = x[at] - mu;
+    sq += d * d;
+  });
+  sq = BlockSum(sq);
+  if (threadIdx.x == 0) partial_sq[blockIdx.x * parts + blockIdx.y] = sq;
+}
+
+__global__ void BatchNormApplyKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
+                                     int parts, float eps, const float* x, const float* gamma,
+                                     const float* beta, const float* partial_sum,
+                                     const float* partial_sq, float* y, float* mean,
+                                     float* rstd) {
+  const std::int64_t ch = blockIdx.x;
+  const auto m = static_cast<float>(n * spatial);
+  const float mu = SumOfParts(partial_sum, ch, parts) / m;
+  const float rs = 1.0f / sqrtf(SumOfParts(partial_sq, ch, parts) / m + eps);
+  const float g = gamma[ch], b = beta[ch];
+  ForSlice(n, c, spatial, parts, [&](std::int64_t at) { y[at] = (x[at] - mu) * rs * g + b; });
+  if (blockIdx.y == 0 && threadIdx.x == 0) {
+    mean[ch] = mu;
+    rstd[ch] = rs;
   }
 }
 
 // With M = N * spatial, xhat = (x - mean) * rstd:
 //   dbeta += sum(dy); dgamma += sum(dy * xhat);
 //   dx += gamma * rstd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M).
-__global__ void BatchNormBackwardKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
-                                        const float* x, const float* gamma, const float* mean,
-                                        const float* rstd, const float* dy, float* dx,
-                                        float* dgamma, float* dbeta) {
-  const std::int64_t m = n * spatial;
-  for (std::int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    const float mu = mean[ch], rs = rstd[ch];
-    float sum_dy = 0.0f, sum_dyx = 0.0f;
-    for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-      const std::int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
-      sum_dy += dy[at];
-      sum_dyx += dy[at] * (x[at] - mu) * rs;
-    }
-    sum_dy = BlockSum(sum_dy);
-    sum_dyx = BlockSum(sum_dyx);
-    if (threadIdx.x == 0) {
-      if (dgamma) dgamma[ch] += sum_dyx;
-      if (dbeta) dbeta[ch] += sum_dy;
-    }
-    if (!dx) continue;
-    const float scale = gamma[ch] * rs;
-    const float mean_dy = sum_dy / static_cast<float>(m);
-    const float mean_dyx = sum_dyx / static_cast<float>(m);
-    for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-      const std::int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
-      dx[at] += scale * (dy[at] - mean_dy - (x[at] - mu) * rs * mean_dyx);
-    }
+// First the partial sums of dy and dy * xhat per (channel, slice).
+__global__ void BatchNormGradSumsKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
+                                       int parts, const float* x, const float* mean,
+                                       const float* rstd, const float* dy, float* partial_dy,
+                                       float* partial_dyx) {
+  const std::int64_t ch = blockIdx.x;
+  const float mu = mean[ch], rs = rstd[ch];
+  float sum_dy = 0.0f, sum_dyx = 0.0f;
+  ForSlice(n, c, spatial, parts, [&](std::int64_t at) {
+    sum_dy += dy[at];
+    sum_dyx += dy[at] * (x[at] - mu) * rs;
+  });
+  sum_dy = BlockSum(sum_dy);
+  sum_dyx = BlockSum(sum_dyx);
+  if (threadIdx.x == 0) {
+    partial_dy[ch * parts + blockIdx.y] = sum_dy;
+    partial_dyx[ch * parts + blockIdx.y] = sum_dyx;
   }
+}
+
+__global__ void BatchNormGradApplyKernel(std::int64_t n, std::int64_t c, std::int64_t spatial,
+                                         int parts, const float* x, const float* gamma,
+                                         const float* mean, const float* rstd, const float* dy,
+                                         const float* partial_dy, const float* partial_dyx,
+                                         float* dx, float* dgamma, float* dbeta) {
+  const std::int64_t ch = blockIdx.x;
+  const float sum_dy = SumOfParts(partial_dy, ch, parts);
+  const float sum_dyx = SumOfParts(partial_dyx, ch, parts);
+  if (blockIdx.y == 0 && threadIdx.x == 0) {
+    if (dgamma) dgamma[ch] += sum_dyx;
+    if (dbeta) dbeta[ch] += sum_dy;
+  }
+  if (!dx) return;
+  const float mu = mean[ch], rs = rstd[ch];
+  const float scale = gamma[ch] * rs;
+  const auto m = static_cast<float>(n * spatial);
+  const float mean_dy = sum_dy / m, mean_dyx = sum_dyx / m;
+  ForSlice(n, c, spatial, parts, [&](std::int64_t at) {
+    dx[at] += scale * (dy[at] - mean_dy - (x[at] - mu) * rs * mean_dyx);
+  });
+}
+
+// Slices per channel: enough blocks for 4 per SM of the largest current GPU
+// (132 SMs, H100 SXM), at most one slice per sample and 64 slices (partial
+// sums stay few).
+int BatchNormParts(std::int64_t n, std::int64_t c) {
+  constexpr std::int64_t kTargetBlocks = 4 * 132;
+  const std::int64_t parts = (kTargetBlocks + c - 1) / c;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min({parts, n, std::int64_t{64}})));
 }
 
 // ---- local response normalisation, x: (N, C, H*W).
@@ -369,9 +438,20 @@ void CudaBackend::BatchNormForward(std::int64_t n, std::int64_t c, std::int64_t 
                                    float eps, const float* x, const float* gamma,
                                    const float* beta, float* y, float* mean, float* rstd) {
   if (n <= 0 || c <= 0 || spatial <= 0) return;
+  if (c > INT_MAX) throw std::invalid_argument("CudaBackend BatchNorm: more than 2^31 channels");
   UseDevice();
-  BatchNormForwardKernel<<<BlocksForItems(c), kThreads, 0, stream_>>>(
-      n, c, spatial, eps, x, gamma, beta, y, mean, rstd);
+  const int parts = BatchNormParts(n, c);
+  auto* partial = static_cast<float*>(Workspace(2 * static_cast<std::size_t>(c * parts) *
+                                                sizeof(float)));
+  float* partial_sq = partial + c * parts;
+  const dim3 grid(static_cast<unsigned int>(c), static_cast<unsigned int>(parts));
+  BatchNormSumKernel<<<grid, kThreads, 0, stream_>>>(n, c, spatial, parts, x, partial);
+  DTSIM_CUDA_CHECK_LAUNCH();
+  BatchNormSquaresKernel<<<grid, kThreads, 0, stream_>>>(n, c, spatial, parts, x, partial,
+                                                         partial_sq);
+  DTSIM_CUDA_CHECK_LAUNCH();
+  BatchNormApplyKernel<<<grid, kThreads, 0, stream_>>>(n, c, spatial, parts, eps, x, gamma, beta,
+                                                       partial, partial_sq, y, mean, rstd);
   DTSIM_CUDA_CHECK_LAUNCH();
 }
 
@@ -380,9 +460,19 @@ void CudaBackend::BatchNormBackward(std::int64_t n, std::int64_t c, std::int64_t
                                     const float* rstd, const float* dy, float* dx,
                                     float* dgamma, float* dbeta) {
   if (n <= 0 || c <= 0 || spatial <= 0 || (!dx && !dgamma && !dbeta)) return;
+  if (c > INT_MAX) throw std::invalid_argument("CudaBackend BatchNorm: more than 2^31 channels");
   UseDevice();
-  BatchNormBackwardKernel<<<BlocksForItems(c), kThreads, 0, stream_>>>(
-      n, c, spatial, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  const int parts = BatchNormParts(n, c);
+  auto* partial = static_cast<float*>(Workspace(2 * static_cast<std::size_t>(c * parts) *
+                                                sizeof(float)));
+  float* partial_dyx = partial + c * parts;
+  const dim3 grid(static_cast<unsigned int>(c), static_cast<unsigned int>(parts));
+  BatchNormGradSumsKernel<<<grid, kThreads, 0, stream_>>>(n, c, spatial, parts, x, mean, rstd,
+                                                          dy, partial, partial_dyx);
+  DTSIM_CUDA_CHECK_LAUNCH();
+  BatchNormGradApplyKernel<<<grid, kThreads, 0, stream_>>>(n, c, spatial, parts, x, gamma, mean,
+                                                           rstd, dy, partial, partial_dyx, dx,
+                                                           dgamma, dbeta);
   DTSIM_CUDA_CHECK_LAUNCH();
 }
 

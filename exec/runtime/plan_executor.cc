@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "exec/data/batch_prefetcher.h"
 #include "exec/runtime/model_runtime.h"
 #include "exec/runtime/runtime_util.h"
 #include "exec/runtime/ps_runner.h"
@@ -83,9 +84,7 @@ class RankRunner {
     optimizer_ = std::make_unique<Optimizer>(backend, runtime_->num_params(), options.optimizer);
     if (plan.strategy == "data" || plan.strategy == "local_sgd")
       buckets_ = plan::GradientBuckets(graph, options.bucket_bytes);
-    host_x_.resize(static_cast<std::size_t>(micro_batch_ * SampleElements(data.sample_shape())));
-    host_y_.resize(static_cast<std::size_t>(micro_batch_ * std::max<std::int64_t>(
-                                                             1, SampleElements(data.label_shape()))));
+    input_ = std::make_unique<BatchPrefetcher>(data, micro_batch_, options.input_threads);
     for (int r = 0; r < plan.num_ranks(); ++r) ps_ = ps_ || plan.IsServer(r);
     if (ps_) echoed_version_.assign(static_cast<std::size_t>(plan.num_ranks()), 0.0f);
     fwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), end_);
@@ -101,7 +100,10 @@ class RankRunner {
   void ReceiveDeps(TaskId id, int iteration, IterationTimes& times);
   void ForwardTo(int slot, models::OpId end);
   void BackwardTo(int slot, models::OpId begin);
-  void LoadSlot(int slot, int iteration);
+  // Sets the slot's inputs and labels for `iteration` and asks the input
+  // pipeline for the next iteration's; returns the seconds spent waiting.
+  double LoadSlot(int slot, int iteration);
+  std::int64_t FirstSample(int slot, int iteration) const;
   void Collective(const Task& t, IterationTimes& times);
   void SharedWeightAllReduce(const plan::Collective& c, const std::vector<int>& group,
                              IterationTimes& times);
@@ -126,7 +128,8 @@ class RankRunner {
   std::unique_ptr<ModelRuntime> runtime_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<std::vector<std::int32_t>> buckets_;
-  std::vector<float> host_x_, host_y_, staging_;
+  std::unique_ptr<BatchPrefetcher> input_;
+  std::vector<float> staging_;
   std::vector<models::OpId> fwd_cursor_;  // per slot: next op to run forward
   std::vector<models::OpId> bwd_cursor_;  // per slot: ops >= this have run backward
   std::set<TaskId> received_;
@@ -178,13 +181,21 @@ void RankRunner::Layout() {
   micro_batches_ = max_mb + 1;
 }
 
-void RankRunner::LoadSlot(int slot, int iteration) {
+std::int64_t RankRunner::FirstSample(int slot, int iteration) const {
   const std::int64_t per_replica = static_cast<std::int64_t>(micro_batch_) * micro_batches_;
-  const std::int64_t first = static_cast<std::int64_t>(iteration) * per_replica * replicas_ +
-                             replica_ * per_replica + static_cast<std::int64_t>(slot) * micro_batch_;
-  data_.Fill(first, micro_batch_, host_x_.data(), host_y_.data());
-  runtime_->SetInput(slot, host_x_.data());
-  runtime_->SetLabels(slot, host_y_.data());
+  return static_cast<std::int64_t>(iteration) * per_replica * replicas_ +
+         replica_ * per_replica + static_cast<std::int64_t>(slot) * micro_batch_;
+}
+
+double RankRunner::LoadSlot(int slot, int iteration) {
+  const auto start = Clock::now();
+  BatchPrefetcher::Batch batch = input_->Take(FirstSample(slot, iteration));
+  const double waited = Seconds(start, Clock::now());
+  if (iteration + 1 < options_.iterations) input_->Prefetch(FirstSample(slot, iteration + 1));
+  runtime_->SetInput(slot, batch->x.data());
+  runtime_->SetLabels(slot, batch->labels.data());
+  input_->Recycle(std::move(batch));
+  return waited;
 }
 
 // Runs forward from the slot's cursor up to (not including) `end`; a task
@@ -242,6 +253,7 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
   const Task& t = plan_.task(id);
   const int slot = t.micro_batch;
   const auto start = Clock::now();
+  double input_wait = 0;  // inside `start` .. end, but not compute
   switch (t.kind) {
     case TaskKind::kForward: {
       const auto k = static_cast<std::size_t>(slot);
@@ -249,7 +261,8 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
         loaded_[k] = true;
         fwd_cursor_[k] = begin_;
         bwd_cursor_[k] = end_;
-        LoadSlot(slot, iteration);
+        input_wait = LoadSlot(slot, iteration);
+        times.input += input_wait;
       }
       const auto last = static_cast<models::OpId>(t.op + t.op_count);
       // A forward before the cursor re-computes kept activations (the
@@ -295,7 +308,7 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
     case TaskKind::kOptimizer: OptimizerStep(times); return;
   }
   backend_.Synchronize();
-  const double took = Seconds(start, Clock::now());
+  const double took = Seconds(start, Clock::now()) - input_wait;
   times.compute += took;
   const double factor = options_.slowdown.empty()
                             ? 1.0

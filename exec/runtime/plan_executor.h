@@ -66,6 +66,12 @@ struct ExecOptions {
       device_all_reduce;
   OptimizerOptions optimizer;
   std::uint64_t seed = 1;
+  // Input pipeline (exec/data/batch_prefetcher.h): threads that draw the
+  // next iteration's batches while this one trains. 0 = each batch is drawn
+  // on the training thread when its first forward task needs it. Results do
+  // not depend on it; the time a rank waits for its batch is
+  // IterationTimes::input either way.
+  int input_threads = 0;
   // Per plan rank, compute slowdown factor (>= 1): after each compute task
   // the rank sleeps (factor - 1) x the task's duration. Empty = none.
   std::vector<double> slowdown;
@@ -104,6 +110,7 @@ struct IterationTimes {
   double seconds = 0;  // first task start to last task end on this rank
   double compute = 0;  // inside forward/backward/optimizer tasks
   double comm = 0;     // inside collectives, receives and send waits
+  double input = 0;    // waiting for the input pipeline's batches
 };
 
 struct ExecResult {

@@ -131,6 +131,31 @@ TEST_F(PlanExecutor, LocalSgdReplicasAgreeAfterEachAverage) {
   }
 }
 
+// The input pipeline draws batches ahead on threads; every sample is a pure
+// function of its index (dataset.h), so the trained parameters and losses
+// are bit-identical to drawing each batch on the training thread. Pipeline
+// plans have several micro-batch slots per iteration: each is prefetched.
+TEST_F(PlanExecutor, PrefetchedInputGivesBitIdenticalResults) {
+  std::vector<plan::Plan> plans = {DataPlan(world_.size(), 4, 1)};
+  if (world_.size() == 2) {
+    plan::HybridOptions o;
+    o.pipeline = 2, o.micro_batch = 2, o.micro_batches = 3;
+    o.chunks = {{0, Cnn().Find("pool2") + 1}, {Cnn().Find("pool2") + 1, Cnn().num_ops()}};
+    o.symmetric = false;
+    plans.push_back(plan::BuildHybridPlan(Cnn(), {1, 2}, o));
+  }
+  for (const plan::Plan& p : plans) {
+    ExecOptions eo = Options();
+    const ExecResult inline_input = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+    eo.input_threads = 3;
+    const ExecResult prefetched = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+    EXPECT_EQ(prefetched.final_params, inline_input.final_params) << p.strategy;
+    EXPECT_EQ(prefetched.losses, inline_input.losses) << p.strategy;
+    ASSERT_FALSE(prefetched.times.empty());
+    for (const auto& t : prefetched.times[0]) EXPECT_GE(t.input, 0.0);
+  }
+}
+
 TEST_F(PlanExecutor, PipelineEqualsTheUnsplitModel) {
   if (world_.size() != 2) GTEST_SKIP() << "a 2-stage pipeline needs exactly 2 ranks";
   const models::OpId cut = Cnn().Find("pool2") + 1;

@@ -12,17 +12,18 @@ void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result
   const std::size_t ranks = static_cast<std::size_t>(comm.size());
   const std::size_t me = static_cast<std::size_t>(comm.rank());
   constexpr std::size_t kCounters = 5;  // ServerCounters' fields
-  // Layout: times (ranks x n x 3), losses (n), loss holders (1), counters
+  // Layout: times (ranks x n x 4), losses (n), loss holders (1), counters
   // (ranks x kCounters); every rank fills only its own slots.
-  const std::size_t loss_at = ranks * n * 3;
+  const std::size_t loss_at = ranks * n * 4;
   const std::size_t holders_at = loss_at + n;
   const std::size_t counters_at = holders_at + 1;
   std::vector<float> buf(counters_at + ranks * kCounters, 0.0f);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t at = (me * n + i) * 3;
+    const std::size_t at = (me * n + i) * 4;
     buf[at] = static_cast<float>(mine.times[i].seconds);
     buf[at + 1] = static_cast<float>(mine.times[i].compute);
     buf[at + 2] = static_cast<float>(mine.times[i].comm);
+    buf[at + 3] = static_cast<float>(mine.times[i].input);
   }
   if (!mine.losses.empty()) {
     for (std::size_t i = 0; i < n; ++i) buf[loss_at + i] = static_cast<float>(mine.losses[i]);
@@ -43,8 +44,8 @@ void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result
   result->times.assign(ranks, std::vector<IterationTimes>(n));
   for (std::size_t r = 0; r < ranks; ++r)
     for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t at = (r * n + i) * 3;
-      result->times[r][i] = {buf[at], buf[at + 1], buf[at + 2]};
+      const std::size_t at = (r * n + i) * 4;
+      result->times[r][i] = {buf[at], buf[at + 1], buf[at + 2], buf[at + 3]};
     }
   result->losses.assign(n, 0.0);
   if (buf[holders_at] > 0)

@@ -2,11 +2,12 @@
 // measured peak. A multiply-add counts as 2 FLOPs; the "FLOP/s" counter is a
 // rate (Google Benchmark prints e.g. 21.3G/s).
 //
-//   Gemm/<n>              square n x n x n GEMM
+//   Gemm/<isa>/<n>        square n x n x n GEMM; isa 0 = the portable
+//                         kernels, 1 = the AVX2+FMA build (cpu_isa.h)
 //   CifarGemm/<layer>     the CIFAR-10 tutorial CNN's fully connected layers
 //                         at batch 32 (2304->384, 384->192, 192->10)
-//   Conv2dForward/<layer> its convolutions at batch 32: conv1 3->64 on 24x24,
-//                         conv2 64->64 on 12x12, both 5x5 with padding 2
+//   Conv2dForward/<layer>/<isa> its convolutions at batch 32: conv1 3->64 on
+//                         24x24, conv2 64->64 on 12x12, both 5x5 with padding 2
 //   Attention*            one GPT-2-small layer's causal attention, S = 256,
 //                         D = 64, 12 heads: Q K^T, softmax, P V
 //   PeakFma               independent multiply-add chains in the kernels'
@@ -25,6 +26,7 @@
 #endif
 
 #include "exec/kernels/cpu_backend.h"
+#include "exec/kernels/cpu_isa.h"
 
 namespace dtsim::exec {
 namespace {
@@ -51,8 +53,23 @@ void SetFlopRate(benchmark::State& state, double flops_per_iteration) {
       flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void RunGemm(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t k) {
-  CpuBackend backend;
+// The backend of kernel build `isa` (0 portable, 1 AVX2+FMA), or null after
+// marking the benchmark skipped.
+std::unique_ptr<Backend> BackendFor(benchmark::State& state, std::int64_t isa) {
+  const CpuIsa which = isa == 0 ? CpuIsa::kPortable : CpuIsa::kAvx2Fma;
+  if (!CpuIsaAvailable(which)) {
+    state.SkipWithError("no AVX2+FMA build or CPU");
+    return nullptr;
+  }
+  state.SetLabel(CpuIsaName(which));
+  return MakeCpuBackend(which);
+}
+
+void RunGemm(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64_t k,
+             std::int64_t isa = 0) {
+  const std::unique_ptr<Backend> owned = BackendFor(state, isa);
+  if (!owned) return;
+  Backend& backend = *owned;
   Buffer a(backend, m * k), b(backend, k * n), c(backend, m * n);
   for (auto _ : state) {
     backend.Gemm(false, false, m, n, k, 1.0f, a.get(), b.get(), 0.0f, c.get());
@@ -63,10 +80,12 @@ void RunGemm(benchmark::State& state, std::int64_t m, std::int64_t n, std::int64
 }
 
 void BM_Gemm(benchmark::State& state) {
-  const std::int64_t n = state.range(0);
-  RunGemm(state, n, n, n);
+  const std::int64_t n = state.range(1);
+  RunGemm(state, n, n, n, state.range(0));
 }
-BENCHMARK(BM_Gemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gemm)
+    ->ArgsProduct({{0, 1}, {256, 512, 1024, 2048}})
+    ->Unit(benchmark::kMillisecond);
 
 // Batch 32 x (in -> out): activations (32 x in) times weights (in x out).
 void BM_CifarGemm(benchmark::State& state) {
@@ -85,7 +104,9 @@ void BM_Conv2dForward(benchmark::State& state) {
   a.n = 32, a.c = state.range(0), a.h = state.range(2), a.w = state.range(2);
   a.k = state.range(1), a.r = 5, a.s = 5, a.pad_h = 2, a.pad_w = 2;
   a.oh = a.h, a.ow = a.w;
-  CpuBackend backend;
+  const std::unique_ptr<Backend> owned = BackendFor(state, state.range(3));
+  if (!owned) return;
+  Backend& backend = *owned;
   Buffer x(backend, a.n * a.c * a.h * a.w), w(backend, a.k * a.c * a.r * a.s),
       bias(backend, a.k), y(backend, a.n * a.k * a.oh * a.ow);
   for (auto _ : state) {
@@ -96,9 +117,11 @@ void BM_Conv2dForward(benchmark::State& state) {
   SetFlopRate(state, 2.0 * static_cast<double>(a.n * a.k * a.oh * a.ow * a.c * a.r * a.s));
 }
 BENCHMARK(BM_Conv2dForward)
-    ->ArgNames({"c", "k", "hw"})
-    ->Args({3, 64, 24})   // conv1
-    ->Args({64, 64, 12})  // conv2
+    ->ArgNames({"c", "k", "hw", "isa"})
+    ->Args({3, 64, 24, 0})   // conv1
+    ->Args({64, 64, 12, 0})  // conv2
+    ->Args({3, 64, 24, 1})
+    ->Args({64, 64, 12, 1})
     ->Unit(benchmark::kMillisecond);
 
 // One sample's attention: q, k, v (heads, S, D), scores/probs (heads, S, S).

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "exec/data/synthetic_dataset.h"
-#include "exec/kernels/cpu_backend.h"
+#include "exec/kernels/cpu_isa.h"
 #include "exec/runtime/model_runtime.h"
 #include "exec/runtime/optimizer.h"
 #include "models/zoo.h"
@@ -22,7 +22,15 @@ namespace {
 void TrainStep(benchmark::State& state, const std::string& model) {
   const models::ModelGraph g = models::BuildZooModel(model);
   const std::int64_t batch = state.range(0);
-  CpuBackend cpu;
+  // range(1): 0 the portable kernels, 1 the AVX2+FMA build (cpu_isa.h).
+  const CpuIsa isa = state.range(1) == 0 ? CpuIsa::kPortable : CpuIsa::kAvx2Fma;
+  if (!CpuIsaAvailable(isa)) {
+    state.SkipWithError("no AVX2+FMA build or CPU");
+    return;
+  }
+  const std::unique_ptr<Backend> backend = MakeCpuBackend(isa);
+  Backend& cpu = *backend;
+  state.SetLabel(CpuIsaName(isa));
   ModelRuntime rt(g, cpu, {.micro_batch = batch, .seed = 1});
   Optimizer opt(cpu, rt.num_params(), {});
   const models::Shape& in = g.op(0).output_shape;
@@ -51,9 +59,9 @@ void TrainStep(benchmark::State& state, const std::string& model) {
 }
 
 BENCHMARK_CAPTURE(TrainStep, cifar10-cnn, std::string("cifar10-cnn"))
-    ->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->ArgsProduct({{32, 128}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(TrainStep, mnist-mlp, std::string("mnist-mlp"))
-    ->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->ArgsProduct({{32, 128}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace dtsim::exec

@@ -7,6 +7,10 @@ mean step time (forward, backward, update; CUDA synchronised) after warm-up:
 
     python3 scripts/torch_reference.py resnet50 --batch 64
     python3 scripts/torch_reference.py gpt2 --batch 8 --attention sdpa
+    python3 scripts/torch_reference.py cifar10-cnn --batch 32 --ranks 2 --threads 1
+
+With --ranks N, N processes train data-parallel under DistributedDataParallel
+(gloo on CPU, NCCL on GPUs), each on its own batch; samples/s counts them all.
 
 Precision: fp32 with TF32 off (matmul and cuDNN), as dtsim's CUDA backend
 runs, unless --tf32 (PyTorch's own default keeps cuDNN on TF32). Device:
@@ -57,21 +61,50 @@ def main():
                     help="gpt2: unfused attention as dtsim runs it (eager) or PyTorch's "
                          "fused scaled_dot_product_attention (sdpa)")
     ap.add_argument("--threads", type=int, default=0, help="cpu: torch.set_num_threads")
+    ap.add_argument("--ranks", type=int, default=1,
+                    help="processes training data-parallel under DDP (default 1)")
     a = ap.parse_args()
 
     try:
         import torch
-        from torch import nn
     except ImportError:
         print("torch_reference: PyTorch is not installed (python3-torch); skipped")
         return 3
+    if a.ranks <= 1:
+        return run(a, 0, 1, None)
+    import torch.multiprocessing as mp
+    results = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(run, args=(a, a.ranks, results), nprocs=a.ranks, join=True)
+    for line in results.get():
+        print(line)
+    return 0
+
+
+def run(rank_or_args, args_or_rank, world, results):
+    """Trains on one process; with results (DDP), rank 0 puts its lines there."""
+    # mp.spawn passes the rank first; the single-process call passes args.
+    if isinstance(rank_or_args, int):
+        rank, a = rank_or_args, args_or_rank
+    else:
+        a, rank = rank_or_args, args_or_rank
+    import os
+    import torch
+    from torch import nn
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if world > 1:
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29531")
+        if device == "cuda":
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+        dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank,
+                                world_size=world)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
     torch.backends.cudnn.allow_tf32 = a.tf32
     torch.backends.cudnn.benchmark = True  # cudnnFind, as the kernel model assumes
-    torch.manual_seed(1)
+    torch.manual_seed(1 + rank)
 
     if a.model == "gpt2":
         model = gpt2(a.attention)
@@ -93,6 +126,11 @@ def main():
         loss_fn = nn.CrossEntropyLoss()
         step_input = lambda: loss_fn(model(x), y)
     model.train()
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+        inner = model
+        model = DistributedDataParallel(model)
+        model.config = getattr(inner, "config", None)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
@@ -112,11 +150,21 @@ def main():
     sync()
     seconds = (time.perf_counter() - start) / a.iterations
     name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    print("torch %s (%s): loss %.3f, %s, tf32 %s%s" %
-          (torch.__version__, name, loss.item(), a.model, a.tf32,
-           ", attention " + str(model.config._attn_implementation) if a.model == "gpt2" else ""))
-    print("torch %s batch %d device %s: step %.6f s, %.1f samples/s" %
-          (a.model, a.batch, device, seconds, a.batch / seconds))
+    lines = ["torch %s (%s): loss %.3f, %s, tf32 %s, %d rank(s), %d thread(s)%s" %
+             (torch.__version__, name, loss.item(), a.model, a.tf32, world,
+              torch.get_num_threads(),
+              ", attention " + str(model.config._attn_implementation) if a.model == "gpt2"
+              else ""),
+             "torch %s batch %d device %s: step %.6f s, %.1f samples/s" %
+             (a.model, a.batch, device, seconds, a.batch * world / seconds)]
+    if world > 1:
+        import torch.distributed as dist
+        if rank == 0:
+            results.put(lines)
+        dist.destroy_process_group()
+        return 0
+    for line in lines:
+        print(line)
     return 0
 
 

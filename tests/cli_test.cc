@@ -352,7 +352,7 @@ TEST_F(Cli, HybridPlanListsItsPipelineSplit) {
 // a profile the strict reader accepts and a scenario can use.
 TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
   const fs::path profile = dir_ / "calibration" / "profile.yaml";
-  Result r = Dtsim("calibrate --quick --out " + profile.string());
+  Result r = Dtsim("calibrate --quick --portable --out " + profile.string());
   ASSERT_EQ(r.status, 0) << r.err;
   const dtsim::config::DeviceProfile p = dtsim::config::LoadDeviceProfile(profile.string());
   EXPECT_GT(p.peak_fp32_flop_per_s, 0);
@@ -373,6 +373,25 @@ TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
                      (dir_ / "out").string());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_GT(nlohmann::json::parse(run.out).at("throughput_samples_per_s").get<double>(), 0);
+}
+
+// A profile measures one build of the CPU kernels (exec/kernels/cpu_isa.h);
+// validating runs of the other build with it would be off by their speed
+// ratio, so validate refuses it, at the profile, before running anything.
+TEST_F(Cli, ValidateRefusesAProfileOfTheOtherKernels) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "only the portable kernels run on this CPU";
+  const fs::path profile = dir_ / "portable.yaml";
+  ASSERT_EQ(Dtsim("calibrate --quick --portable --out " + profile.string()).status, 0);
+  Result r = Dtsim("validate scenarios/local/cifar10-1cpu.yaml --iterations 2 --profile " +
+                   profile.string() + " --out " + (dir_ / "v").string());
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("the profile measured the 'cpu' kernels, but this run uses 'cpu-avx2'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--portable"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "v" / "validation.json"));
 }
 
 // `--ranks 2` re-runs itself under mpirun and adds the link between ranks.

@@ -12,7 +12,7 @@
 #include "common/units.h"
 #include "config/device_profile.h"
 #include "exec/calibrate/calibrate.h"
-#include "exec/kernels/cpu_backend.h"
+#include "exec/kernels/cpu_isa.h"
 #include "hw/local_cpu.h"
 #include "tools/commands.h"
 #include "tools/mpi_launch.h"
@@ -129,6 +129,7 @@ void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm
   if (o.ranks >= 2 && comm == nullptr) {
     std::vector<std::string> args = {"calibrate", "--out", o.out_path};
     if (o.quick) args.emplace_back("--quick");
+    if (o.portable) args.emplace_back("--portable");
     RunUnderMpiLauncher(o.ranks, args, err);
     return;
   }
@@ -138,7 +139,9 @@ void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm
     if (leader) PrintProgress(err, m, index, total);
   };
 
-  exec::CpuBackend cpu;
+  const std::unique_ptr<exec::Backend> backend =
+      exec::MakeCpuBackend(o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa());
+  exec::Backend& cpu = *backend;
   config::ProfileProvenance provenance;
   provenance.date = UtcNow();
   provenance.host = HostName();

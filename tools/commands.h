@@ -87,6 +87,9 @@ struct CalibrateCommandOptions {
   // ranks). >= 2: run `mpirun -np <ranks> dtsim calibrate ...` instead, with
   // OpenMPI's run-as-root permission set in the child's environment.
   int ranks = 0;
+  // Measure the portable kernels instead of the fastest build this CPU runs
+  // (exec/kernels/cpu_isa.h); exec and validate must then run --portable.
+  bool portable = false;
 };
 // Measures the CPU backend (exec/calibrate/) on rank 0, prints a progress
 // line per measurement to `err`, then, when `comm` has 2+ ranks, the

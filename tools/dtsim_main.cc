@@ -179,6 +179,10 @@ int main(int argc, char** argv) {
                            "first with a quick calibration when missing)");
   validate_cmd->add_flag("--mpi-allreduce", validate_exec.mpi_allreduce,
                          "Scenario: MPI's own all-reduce instead of the plan's ring or tree");
+  validate_cmd->add_flag("--portable", validate_exec.portable,
+                     "Scenario: CPU backend: the portable kernels (baseline x86-64, byte-identical "
+                     "results on every machine) instead of the fastest build this CPU runs "
+                     "(AVX2+FMA where present)");
   AddNetworkOptions(validate_cmd, &validate_exec, "Scenario: ");
   validate_cmd->footer(
       "vtrain: every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB,\n"
@@ -246,6 +250,10 @@ int main(int argc, char** argv) {
   exec_cmd->add_flag("--resume", exec.resume, "Continue from the latest checkpoint");
   exec_cmd->add_option("-o,--out", exec.out_dir, "Output folder (default: the scenario's outputs.dir)");
   exec_cmd->add_flag("-q,--quiet", exec.quiet, "No step log");
+  exec_cmd->add_flag("--portable", exec.portable,
+                     "CPU backend: the portable kernels (baseline x86-64, byte-identical "
+                     "results on every machine) instead of the fastest build this CPU runs "
+                     "(AVX2+FMA where present)");
   AddNetworkOptions(exec_cmd, &exec, "");
   exec_cmd->footer(
       "Executed for real: data parallelism (ring or tree all-reduce over MPI point-to-point,\n"
@@ -296,6 +304,10 @@ int main(int argc, char** argv) {
                    "cluster.device_profile (docs/device_profile.md)");
   calibrate_cmd->add_option("-o,--out", calibrate.out_path, "Device profile to write")
       ->capture_default_str();
+  calibrate_cmd->add_flag("--portable", calibrate.portable,
+                          "Measure the portable kernels (baseline x86-64) instead of the fastest "
+                          "build this CPU runs (AVX2+FMA where present); exec and validate "
+                          "must then run --portable too");
   calibrate_cmd->add_flag("--quick", calibrate.quick,
                           "Fewer and smaller measurements (a few seconds; for tests)");
   calibrate_cmd->add_option("--ranks", calibrate.ranks,

@@ -22,7 +22,7 @@
 #include "exec/data/binary_dataset.h"
 #include "exec/data/synthetic_dataset.h"
 #include "exec/device_runtime.h"
-#include "exec/kernels/cpu_backend.h"
+#include "exec/kernels/cpu_isa.h"
 #include "exec/netem/emulated_network.h"
 #include "exec/netem/latency_communicator.h"
 #include "exec/runtime/plan_executor.h"
@@ -44,6 +44,12 @@ using nlohmann::json;
 
 // A synthetic data set shaped like the model's input and loss, or the
 // user's file (checked against the model).
+// The CPU kernels a run uses: the portable build with --portable, else the
+// fastest one this CPU runs.
+exec::CpuIsa CpuIsaOf(const ExecCommandOptions& o) {
+  return o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa();
+}
+
 std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed) {
   const models::Op& input = g.op(0);
@@ -240,6 +246,8 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   json j;
   j["scenario"] = s.name;
   j["ranks"] = r.times.size();
+  j["backend"] = o.backend;
+  if (o.backend == "cpu") j["cpu_kernels"] = exec::CpuIsaName(CpuIsaOf(o));
   // The iterations this run executed: a resumed run lists only its own,
   // from the step it resumed from, so it never reports the earlier run's
   // iterations as zeros.
@@ -546,11 +554,22 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
       CalibrateCommandOptions c;
       c.out_path = path;
       c.quick = true;
+      c.portable = o.portable;
       CalibrateCommand(c, comm, out, err);
       if (comm != nullptr) comm->Barrier();  // rank 0 has written it
     }
   }
-  config::ApplyDeviceProfile(config::LoadDeviceProfile(path), path, s);
+  const config::DeviceProfile profile = config::LoadDeviceProfile(path);
+  // A profile measures one build of the kernels; predicting another's runs
+  // with it would be off by their speed ratio (about 2x), so refuse.
+  const std::string runs = exec::MakeCpuBackend(CpuIsaOf(o))->Name();
+  if (!profile.provenance.backend.empty() && profile.provenance.backend != runs)
+    throw UserError(path + ": the profile measured the '" + profile.provenance.backend +
+                        "' kernels, but this run uses '" + runs + "'",
+                    "run 'dtsim calibrate" + std::string(o.portable ? " --portable" : "") +
+                        "' again, or validate with the kernels it measured" +
+                        (runs == "cpu" ? "" : " (--portable for 'cpu')"));
+  config::ApplyDeviceProfile(profile, path, s);
   s->cluster.device_profile = path;
 }
 
@@ -577,6 +596,7 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   if (o.backend != "cpu") a.insert(a.end(), {"--backend", o.backend});
   if (o.input_threads >= 0)
     a.insert(a.end(), {"--input-threads", std::to_string(o.input_threads)});
+  if (o.portable) a.emplace_back("--portable");
   if (o.learning_rate > 0) a.insert(a.end(), {"--lr", std::to_string(o.learning_rate)});
   if (o.lr_decay_rate > 0)
     a.insert(a.end(), {"--lr-decay-rate", std::to_string(o.lr_decay_rate), "--lr-decay-steps",
@@ -704,7 +724,8 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   };
 
   const auto data = MakeDataset(graph, o.dataset, s.seed);
-  exec::CpuBackend cpu;
+  const std::unique_ptr<exec::Backend> cpu =
+      o.backend == "cpu" ? exec::MakeCpuBackend(CpuIsaOf(o)) : nullptr;
   exec::DeviceRuntime device;
   if (o.backend == "cuda") {
     if (o.validate)
@@ -719,7 +740,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
       return true;
     };
   }
-  exec::Backend& backend = device.backend ? *device.backend : static_cast<exec::Backend&>(cpu);
+  exec::Backend& backend = device.backend ? *device.backend : *cpu;
   if (root)
     out << s.name << ": " << graph.name() << ", " << plan.strategy << ", " << world.size()
         << " rank(s) on " << backend.Name() << ", " << plan.samples_per_iteration

@@ -35,6 +35,9 @@ struct ExecCommandOptions {
   // default: 0 on cpu (each rank has one core, which the pipeline would take
   // from compute), kCudaInputThreads on cuda.
   int input_threads = -1;
+  // CPU backend: the portable kernels (baseline x86-64, byte-identical on
+  // every machine) instead of the fastest build this CPU runs (cpu_isa.h).
+  bool portable = false;
   double learning_rate = 0;      // 0 = the optimizer's default (sgd/momentum 0.01, adam 1e-3)
   // Exponential decay (TensorFlow's exponential_decay): lr x rate^(step /
   // decay_steps), the exponent floored unless lr_smooth. 0 = constant.

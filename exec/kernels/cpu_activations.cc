@@ -5,7 +5,7 @@
 #include "exec/counter_rng.h"
 #include "exec/kernels/cpu_kernels.h"
 
-namespace dtsim::exec::cpu {
+namespace dtsim::exec::DTSIM_CPU_NS {
 namespace {
 
 // GELU's tanh approximation: gelu(x) = 0.5 x (1 + tanh(u)),
@@ -104,4 +104,4 @@ DTSIM_INSTANTIATE(float)
 DTSIM_INSTANTIATE(double)
 #undef DTSIM_INSTANTIATE
 
-}  // namespace dtsim::exec::cpu
+}  // namespace dtsim::exec::DTSIM_CPU_NS

@@ -7,14 +7,20 @@
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
 
-namespace dtsim::exec {
+namespace dtsim::exec::DTSIM_CPU_NS {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // bytes: one cache line
 
 }  // namespace
 
+#ifdef DTSIM_CPU_BACKEND_NAME
+std::string CpuBackend::Name() const { return DTSIM_CPU_BACKEND_NAME; }
+#else
 std::string CpuBackend::Name() const { return "cpu"; }
+#endif
+
+std::unique_ptr<Backend> NewCpuBackend() { return std::make_unique<CpuBackend>(); }
 
 float* CpuBackend::Allocate(std::int64_t count) {
   DTSIM_CHECK(count >= 0, "Allocate: negative count");
@@ -50,197 +56,197 @@ void CpuBackend::Copy(float* dst, const float* src, std::int64_t count) {
 void CpuBackend::Gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                       std::int64_t k, float alpha, const float* a, const float* b, float beta,
                       float* c) {
-  cpu::Gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+  DTSIM_CPU_NS::Gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
 }
 
 void CpuBackend::GemmBatched(std::int64_t batch, bool trans_a, bool trans_b, std::int64_t m,
                              std::int64_t n, std::int64_t k, float alpha, const float* a,
                              std::int64_t stride_a, const float* b, std::int64_t stride_b,
                              float beta, float* c, std::int64_t stride_c) {
-  cpu::GemmBatched(batch, trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
+  DTSIM_CPU_NS::GemmBatched(batch, trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
                    stride_c);
 }
 
 void CpuBackend::AddBias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) {
-  cpu::AddBias(y, bias, rows, cols);
+  DTSIM_CPU_NS::AddBias(y, bias, rows, cols);
 }
 
 void CpuBackend::BiasGrad(const float* dy, std::int64_t rows, std::int64_t cols,
                           float* dbias) {
-  cpu::BiasGrad(dy, rows, cols, dbias);
+  DTSIM_CPU_NS::BiasGrad(dy, rows, cols, dbias);
 }
 
 void CpuBackend::Axpy(std::int64_t count, float alpha, const float* x, float* y) {
-  cpu::Axpy(count, alpha, x, y);
+  DTSIM_CPU_NS::Axpy(count, alpha, x, y);
 }
 
 void CpuBackend::Scale(std::int64_t count, float alpha, float* x) {
-  cpu::Scale(count, alpha, x);
+  DTSIM_CPU_NS::Scale(count, alpha, x);
 }
 
 void CpuBackend::Add(std::int64_t count, const float* a, const float* b, float* y) {
-  cpu::Add(count, a, b, y);
+  DTSIM_CPU_NS::Add(count, a, b, y);
 }
 
 void CpuBackend::Copy2D(std::int64_t rows, std::int64_t cols, const float* src,
                         std::int64_t src_stride, float* dst, std::int64_t dst_stride,
                         bool accumulate) {
-  cpu::Copy2D(rows, cols, src, src_stride, dst, dst_stride, accumulate);
+  DTSIM_CPU_NS::Copy2D(rows, cols, src, src_stride, dst, dst_stride, accumulate);
 }
 
 void CpuBackend::SplitHeads(std::int64_t n, std::int64_t s, std::int64_t heads,
                             std::int64_t d, const float* x, float* y, bool accumulate) {
-  cpu::SplitHeads(n, s, heads, d, x, y, accumulate);
+  DTSIM_CPU_NS::SplitHeads(n, s, heads, d, x, y, accumulate);
 }
 
 void CpuBackend::MergeHeads(std::int64_t n, std::int64_t s, std::int64_t heads,
                             std::int64_t d, const float* x, float* y, bool accumulate) {
-  cpu::MergeHeads(n, s, heads, d, x, y, accumulate);
+  DTSIM_CPU_NS::MergeHeads(n, s, heads, d, x, y, accumulate);
 }
 
 void CpuBackend::Conv2dForward(const Conv2dArgs& a, const float* x, const float* w,
                                const float* bias, float* y) {
-  cpu::Conv2dForward(a, x, w, bias, y);
+  DTSIM_CPU_NS::Conv2dForward(a, x, w, bias, y);
 }
 
 void CpuBackend::Conv2dBackward(const Conv2dArgs& a, const float* x, const float* w,
                                 const float* dy, float* dx, float* dw, float* dbias) {
-  cpu::Conv2dBackward(a, x, w, dy, dx, dw, dbias);
+  DTSIM_CPU_NS::Conv2dBackward(a, x, w, dy, dx, dw, dbias);
 }
 
 void CpuBackend::MaxPoolForward(const Pool2dArgs& a, const float* x, float* y) {
-  cpu::MaxPoolForward(a, x, y);
+  DTSIM_CPU_NS::MaxPoolForward(a, x, y);
 }
 
 void CpuBackend::MaxPoolBackward(const Pool2dArgs& a, const float* x, const float* dy,
                                  float* dx) {
-  cpu::MaxPoolBackward(a, x, dy, dx);
+  DTSIM_CPU_NS::MaxPoolBackward(a, x, dy, dx);
 }
 
 void CpuBackend::AvgPoolForward(const Pool2dArgs& a, const float* x, float* y) {
-  cpu::AvgPoolForward(a, x, y);
+  DTSIM_CPU_NS::AvgPoolForward(a, x, y);
 }
 
 void CpuBackend::AvgPoolBackward(const Pool2dArgs& a, const float* dy, float* dx) {
-  cpu::AvgPoolBackward(a, dy, dx);
+  DTSIM_CPU_NS::AvgPoolBackward(a, dy, dx);
 }
 
 void CpuBackend::ReluForward(std::int64_t count, const float* x, float* y) {
-  cpu::ReluForward(count, x, y);
+  DTSIM_CPU_NS::ReluForward(count, x, y);
 }
 
 void CpuBackend::ReluBackward(std::int64_t count, const float* y, const float* dy,
                               float* dx) {
-  cpu::ReluBackward(count, y, dy, dx);
+  DTSIM_CPU_NS::ReluBackward(count, y, dy, dx);
 }
 
 void CpuBackend::GeluForward(std::int64_t count, const float* x, float* y) {
-  cpu::GeluForward(count, x, y);
+  DTSIM_CPU_NS::GeluForward(count, x, y);
 }
 
 void CpuBackend::GeluBackward(std::int64_t count, const float* x, const float* dy,
                               float* dx) {
-  cpu::GeluBackward(count, x, dy, dx);
+  DTSIM_CPU_NS::GeluBackward(count, x, dy, dx);
 }
 
 void CpuBackend::TanhForward(std::int64_t count, const float* x, float* y) {
-  cpu::TanhForward(count, x, y);
+  DTSIM_CPU_NS::TanhForward(count, x, y);
 }
 
 void CpuBackend::TanhBackward(std::int64_t count, const float* y, const float* dy,
                               float* dx) {
-  cpu::TanhBackward(count, y, dy, dx);
+  DTSIM_CPU_NS::TanhBackward(count, y, dy, dx);
 }
 
 void CpuBackend::DropoutForward(std::int64_t count, float rate, std::uint64_t seed,
                                 std::uint64_t offset, const float* x, float* mask, float* y) {
-  cpu::DropoutForward(count, rate, seed, offset, x, mask, y);
+  DTSIM_CPU_NS::DropoutForward(count, rate, seed, offset, x, mask, y);
 }
 
 void CpuBackend::DropoutBackward(std::int64_t count, const float* mask, const float* dy,
                                  float* dx) {
-  cpu::DropoutBackward(count, mask, dy, dx);
+  DTSIM_CPU_NS::DropoutBackward(count, mask, dy, dx);
 }
 
 void CpuBackend::SoftmaxForward(std::int64_t rows, std::int64_t cols, bool causal,
                                 const float* x, float* y) {
-  cpu::SoftmaxForward(rows, cols, causal, x, y);
+  DTSIM_CPU_NS::SoftmaxForward(rows, cols, causal, x, y);
 }
 
 void CpuBackend::SoftmaxBackward(std::int64_t rows, std::int64_t cols, const float* y,
                                  const float* dy, float* dx) {
-  cpu::SoftmaxBackward(rows, cols, y, dy, dx);
+  DTSIM_CPU_NS::SoftmaxBackward(rows, cols, y, dy, dx);
 }
 
 void CpuBackend::LayerNormForward(std::int64_t rows, std::int64_t cols, float eps,
                                   const float* x, const float* gamma, const float* beta,
                                   float* y, float* mean, float* rstd) {
-  cpu::LayerNormForward(rows, cols, eps, x, gamma, beta, y, mean, rstd);
+  DTSIM_CPU_NS::LayerNormForward(rows, cols, eps, x, gamma, beta, y, mean, rstd);
 }
 
 void CpuBackend::LayerNormBackward(std::int64_t rows, std::int64_t cols, const float* x,
                                    const float* gamma, const float* mean, const float* rstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta) {
-  cpu::LayerNormBackward(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  DTSIM_CPU_NS::LayerNormBackward(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }
 
 void CpuBackend::BatchNormForward(std::int64_t n, std::int64_t c, std::int64_t spatial,
                                   float eps, const float* x, const float* gamma,
                                   const float* beta, float* y, float* mean, float* rstd) {
-  cpu::BatchNormForward(n, c, spatial, eps, x, gamma, beta, y, mean, rstd);
+  DTSIM_CPU_NS::BatchNormForward(n, c, spatial, eps, x, gamma, beta, y, mean, rstd);
 }
 
 void CpuBackend::BatchNormBackward(std::int64_t n, std::int64_t c, std::int64_t spatial,
                                    const float* x, const float* gamma, const float* mean,
                                    const float* rstd, const float* dy, float* dx,
                                    float* dgamma, float* dbeta) {
-  cpu::BatchNormBackward(n, c, spatial, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  DTSIM_CPU_NS::BatchNormBackward(n, c, spatial, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }
 
 void CpuBackend::LrnForward(const LrnArgs& a, const float* x, float* y) {
-  cpu::LrnForward(a, x, y);
+  DTSIM_CPU_NS::LrnForward(a, x, y);
 }
 
 void CpuBackend::LrnBackward(const LrnArgs& a, const float* x, const float* y,
                              const float* dy, float* dx) {
-  cpu::LrnBackward(a, x, y, dy, dx);
+  DTSIM_CPU_NS::LrnBackward(a, x, y, dy, dx);
 }
 
 void CpuBackend::SoftmaxCrossEntropyForward(std::int64_t rows, std::int64_t classes,
                                             const float* logits, const float* labels,
                                             float* probs, float* loss) {
-  cpu::SoftmaxCrossEntropyForward(rows, classes, logits, labels, probs, loss);
+  DTSIM_CPU_NS::SoftmaxCrossEntropyForward(rows, classes, logits, labels, probs, loss);
 }
 
 void CpuBackend::SoftmaxCrossEntropyBackward(std::int64_t rows, std::int64_t classes,
                                              const float* probs, const float* labels,
                                              float scale, float* dlogits) {
-  cpu::SoftmaxCrossEntropyBackward(rows, classes, probs, labels, scale, dlogits);
+  DTSIM_CPU_NS::SoftmaxCrossEntropyBackward(rows, classes, probs, labels, scale, dlogits);
 }
 
 void CpuBackend::EmbeddingForward(std::int64_t count, std::int64_t hidden, const float* ids,
                                   const float* table, float* y) {
-  cpu::EmbeddingForward(count, hidden, ids, table, y);
+  DTSIM_CPU_NS::EmbeddingForward(count, hidden, ids, table, y);
 }
 
 void CpuBackend::EmbeddingBackward(std::int64_t count, std::int64_t hidden, const float* ids,
                                    const float* dy, float* dtable) {
-  cpu::EmbeddingBackward(count, hidden, ids, dy, dtable);
+  DTSIM_CPU_NS::EmbeddingBackward(count, hidden, ids, dy, dtable);
 }
 
 void CpuBackend::SgdStep(std::int64_t count, float lr, float weight_decay, const float* g,
                          float* p) {
-  cpu::SgdStep(count, lr, weight_decay, g, p);
+  DTSIM_CPU_NS::SgdStep(count, lr, weight_decay, g, p);
 }
 
 void CpuBackend::MomentumStep(std::int64_t count, float lr, float momentum, const float* g,
                               float* v, float* p) {
-  cpu::MomentumStep(count, lr, momentum, g, v, p);
+  DTSIM_CPU_NS::MomentumStep(count, lr, momentum, g, v, p);
 }
 
 void CpuBackend::AdamStep(std::int64_t count, float lr, float beta1, float beta2, float eps,
                           std::int64_t t, const float* g, float* m, float* v, float* p) {
-  cpu::AdamStep(count, lr, beta1, beta2, eps, t, g, m, v, p);
+  DTSIM_CPU_NS::AdamStep(count, lr, beta1, beta2, eps, t, g, m, v, p);
 }
 
-}  // namespace dtsim::exec
+}  // namespace dtsim::exec::DTSIM_CPU_NS

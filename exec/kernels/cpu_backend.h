@@ -5,15 +5,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "exec/backend.h"
+#include "exec/kernels/cpu_namespace.h"
 
-namespace dtsim::exec {
+// One class per instruction-set build of the kernels (cpu_kernels.h,
+// cpu_isa.h); exec::CpuBackend is the portable build's.
+namespace dtsim::exec::DTSIM_CPU_NS {
 
 class CpuBackend final : public Backend {
  public:
-  // "cpu".
+  // "cpu" for the portable build, "cpu-<isa>" for the others.
   std::string Name() const override;
 
   // Buffers are 64-byte aligned (one cache line, an AVX-512 vector); count 0
@@ -104,4 +108,13 @@ class CpuBackend final : public Backend {
                 std::int64_t t, const float* g, float* m, float* v, float* p) override;
 };
 
+// A CpuBackend of this build (what cpu_isa.cc calls for each build).
+std::unique_ptr<Backend> NewCpuBackend();
+
+}  // namespace dtsim::exec::DTSIM_CPU_NS
+
+#ifndef DTSIM_CPU_ISA_VARIANT
+namespace dtsim::exec {
+using cpu::CpuBackend;
 }  // namespace dtsim::exec
+#endif

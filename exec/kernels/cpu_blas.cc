@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
 
-namespace dtsim::exec::cpu {
+namespace dtsim::exec::DTSIM_CPU_NS {
 namespace {
 
 template <typename T>
@@ -109,4 +109,4 @@ DTSIM_INSTANTIATE(float)
 DTSIM_INSTANTIATE(double)
 #undef DTSIM_INSTANTIATE
 
-}  // namespace dtsim::exec::cpu
+}  // namespace dtsim::exec::DTSIM_CPU_NS

@@ -16,8 +16,9 @@
 #include <cstdint>
 
 #include "exec/backend.h"
+#include "exec/kernels/cpu_namespace.h"
 
-namespace dtsim::exec::cpu {
+namespace dtsim::exec::DTSIM_CPU_NS {
 
 using Index = std::int64_t;
 
@@ -186,4 +187,4 @@ template <typename T>
 void AdamStep(Index count, T lr, T beta1, T beta2, T eps, Index t, const T* g, T* m, T* v,
               T* p);
 
-}  // namespace dtsim::exec::cpu
+}  // namespace dtsim::exec::DTSIM_CPU_NS

@@ -2,7 +2,7 @@
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
 
-namespace dtsim::exec::cpu {
+namespace dtsim::exec::DTSIM_CPU_NS {
 namespace {
 
 // dst[j] (= or +=) src[j] for j < count.
@@ -64,4 +64,4 @@ DTSIM_INSTANTIATE(float)
 DTSIM_INSTANTIATE(double)
 #undef DTSIM_INSTANTIATE
 
-}  // namespace dtsim::exec::cpu
+}  // namespace dtsim::exec::DTSIM_CPU_NS

@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
 
-namespace dtsim::exec::cpu {
+namespace dtsim::exec::DTSIM_CPU_NS {
 namespace {
 
 // The in-bounds rows [y0, y1) and columns [x0, x1) of output (oy, ox)'s
@@ -123,4 +123,4 @@ DTSIM_INSTANTIATE(float)
 DTSIM_INSTANTIATE(double)
 #undef DTSIM_INSTANTIATE
 
-}  // namespace dtsim::exec::cpu
+}  // namespace dtsim::exec::DTSIM_CPU_NS

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
 
-namespace dtsim::exec::cpu {
+namespace dtsim::exec::DTSIM_CPU_NS {
 
 template <typename T>
 void SoftmaxForward(Index rows, Index cols, bool causal, const T* x, T* y) {
@@ -49,4 +49,4 @@ DTSIM_INSTANTIATE(float)
 DTSIM_INSTANTIATE(double)
 #undef DTSIM_INSTANTIATE
 
-}  // namespace dtsim::exec::cpu
+}  // namespace dtsim::exec::DTSIM_CPU_NS

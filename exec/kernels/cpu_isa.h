@@ -1,0 +1,34 @@
+// Instruction-set builds of the CPU kernels, chosen at run time.
+//
+// exec/kernels/ is compiled once for baseline x86-64 (SSE2, the portable
+// build: byte-identical results on every x86-64 machine) and, on x86-64, once
+// more for AVX2 with FMA (Haswell, Zen and later), each build in its own
+// namespace (cpu_namespace.h). Eigen's GEMM uses 8-wide FMA in the AVX2
+// build; results there are deterministic for one machine and differ from the
+// portable build's in the last bits (fused multiply-adds round once).
+//
+//   std::unique_ptr<Backend> b = MakeCpuBackend(BestCpuIsa());  // fastest here
+//   std::unique_ptr<Backend> p = MakeCpuBackend(CpuIsa::kPortable);
+#pragma once
+
+#include <memory>
+
+#include "exec/backend.h"
+
+namespace dtsim::exec {
+
+enum class CpuIsa { kPortable, kAvx2Fma };
+
+// "sse2 (portable)", "avx2+fma".
+const char* CpuIsaName(CpuIsa isa);
+
+// Whether this binary has the build and this CPU (and OS) runs it.
+bool CpuIsaAvailable(CpuIsa isa);
+
+// The fastest available build: kAvx2Fma where available, else kPortable.
+CpuIsa BestCpuIsa();
+
+// A CpuBackend of that build. Throws UserError when it is not available.
+std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa);
+
+}  // namespace dtsim::exec

@@ -3,7 +3,8 @@
 // rate (Google Benchmark prints e.g. 21.3G/s).
 //
 //   Gemm/<isa>/<n>        square n x n x n GEMM; isa 0 = the portable
-//                         kernels, 1 = the AVX2+FMA build (cpu_isa.h)
+//                         kernels, 1 = the AVX2+FMA build, 2 = the AVX-512
+//                         build (cpu_isa.h)
 //   CifarGemm/<layer>     the CIFAR-10 tutorial CNN's fully connected layers
 //                         at batch 32 (2304->384, 384->192, 192->10)
 //   Conv2dForward/<layer>/<isa> its convolutions at batch 32: conv1 3->64 on
@@ -13,8 +14,10 @@
 //   PeakFma               independent multiply-add chains in the kernels'
 //                         ISA (baseline x86-64: SSE mul + add), the roof
 //                         the GEMM is measured against
-//   PeakFmaAvx2           the same with 256-bit FMA instructions, the core's
-//                         hardware peak (skipped without AVX2/FMA)
+//   PeakFmaAvx2           the same with 256-bit FMA instructions, the AVX2
+//                         build's roof (skipped without AVX2/FMA)
+//   PeakFmaAvx512         with 512-bit FMA instructions, the AVX-512 build's
+//                         roof (skipped without AVX-512)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -53,12 +56,12 @@ void SetFlopRate(benchmark::State& state, double flops_per_iteration) {
       flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// The backend of kernel build `isa` (0 portable, 1 AVX2+FMA), or null after
-// marking the benchmark skipped.
+// The backend of kernel build `isa` (0 portable, 1 AVX2+FMA, 2 AVX-512), or
+// null after marking the benchmark skipped.
 std::unique_ptr<Backend> BackendFor(benchmark::State& state, std::int64_t isa) {
-  const CpuIsa which = isa == 0 ? CpuIsa::kPortable : CpuIsa::kAvx2Fma;
+  const CpuIsa which = isa == 0 ? CpuIsa::kPortable : isa == 1 ? CpuIsa::kAvx2Fma : CpuIsa::kAvx512;
   if (!CpuIsaAvailable(which)) {
-    state.SkipWithError("no AVX2+FMA build or CPU");
+    state.SkipWithError("this build of the kernels is not in the binary or not run by this CPU");
     return nullptr;
   }
   state.SetLabel(CpuIsaName(which));
@@ -84,7 +87,7 @@ void BM_Gemm(benchmark::State& state) {
   RunGemm(state, n, n, n, state.range(0));
 }
 BENCHMARK(BM_Gemm)
-    ->ArgsProduct({{0, 1}, {256, 512, 1024, 2048}})
+    ->ArgsProduct({{0, 1, 2}, {256, 512, 1024, 2048}})
     ->Unit(benchmark::kMillisecond);
 
 // Batch 32 x (in -> out): activations (32 x in) times weights (in x out).
@@ -122,6 +125,8 @@ BENCHMARK(BM_Conv2dForward)
     ->Args({64, 64, 12, 0})  // conv2
     ->Args({3, 64, 24, 1})
     ->Args({64, 64, 12, 1})
+    ->Args({3, 64, 24, 2})
+    ->Args({64, 64, 12, 2})
     ->Unit(benchmark::kMillisecond);
 
 // One sample's attention: q, k, v (heads, S, D), scores/probs (heads, S, S).
@@ -252,6 +257,39 @@ void BM_PeakFmaAvx2(benchmark::State& state) {
   SetFlopRate(state, 2.0 * 12 * 8 * kSteps);
 }
 BENCHMARK(BM_PeakFmaAvx2);
+
+// 12 independent chains of 512-bit fused multiply-adds (192 lanes): as many
+// as the AVX2 roof uses, which covers 2 FMA pipes of 4-cycle latency and
+// stays in registers (24 chains measured half the rate: GCC kept them in
+// memory).
+__attribute__((target("avx512f,fma"))) void FmaChainsAvx512(int steps, float* out) {
+  constexpr int kRegs = 12;
+  __m512 acc[kRegs];
+  for (int r = 0; r < kRegs; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
+  const __m512 a = _mm512_set1_ps(out[0]), b = _mm512_set1_ps(out[1]);
+  for (int step = 0; step < steps; ++step) {
+    for (int r = 0; r < kRegs; ++r) acc[r] = _mm512_fmadd_ps(acc[r], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int r = 1; r < kRegs; ++r) sum = _mm512_add_ps(sum, acc[r]);
+  _mm512_storeu_ps(out, sum);
+}
+
+void BM_PeakFmaAvx512(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma")) {
+    state.SkipWithError("no AVX-512 on this CPU");
+    return;
+  }
+  constexpr int kSteps = 4096;
+  float io[16] = {0.999f, 0.001f};
+  for (auto _ : state) {
+    FmaChainsAvx512(kSteps, io);
+    io[0] = 0.999f, io[1] = 0.001f;
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 2.0 * 12 * 16 * kSteps);
+}
+BENCHMARK(BM_PeakFmaAvx512);
 #endif
 
 }  // namespace

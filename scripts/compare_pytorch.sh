@@ -8,7 +8,7 @@
 #       MODEL  cifar10-cnn (default) or mnist-mlp
 #       BATCH  samples per rank and step (default 32)
 #       RANKS  processes (default 1)
-#   DTSIM=build/tools/dtsim and ITERATIONS=20 may be set; DTSIM_PORTABLE=1
+#   DTSIM=build/tools/dtsim, ITERATIONS=20 and PYTHON may be set; DTSIM_PORTABLE=1
 #   runs dtsim's portable kernels instead of the fastest build this CPU runs.
 #
 # Skips with a message (exit 0) when PyTorch is not installed (Debian:
@@ -27,7 +27,13 @@ case $model in cifar10-cnn|mnist-mlp) ;; *)
 esac
 [[ $batch =~ ^[1-9][0-9]*$ && $ranks =~ ^[1-9][0-9]*$ ]] ||
   { echo "compare_pytorch: BATCH and RANKS must be positive integers" >&2; exit 2; }
-if ! python3 -c 'import torch' 2> /dev/null; then
+# The first Python that imports torch: $PYTHON, python3 on the PATH, then
+# Debian's (a pyenv or venv python3 does not see python3-torch).
+python=
+for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+  if "$candidate" -c 'import torch' 2> /dev/null; then python=$candidate; break; fi
+done
+if [[ -z $python ]]; then
   echo "compare_pytorch: PyTorch is not installed (python3-torch); skipped"
   exit 0
 fi
@@ -60,7 +66,7 @@ flags=()
   > "$work/dtsim.log" 2>&1 || { cat "$work/dtsim.log" >&2; exit 1; }
 ours=$(sed -n 's/.*step time [0-9.]* s, \([0-9.]*\) samples\/s.*/\1/p' "$work/dtsim.log")
 kernels=$(sed -n 's/.* rank(s) on \([^,]*\),.*/\1/p' "$work/dtsim.log")
-OMP_NUM_THREADS=1 python3 scripts/torch_reference.py "$model" --batch "$batch" --ranks "$ranks" \
+OMP_NUM_THREADS=1 "$python" scripts/torch_reference.py "$model" --batch "$batch" --ranks "$ranks" \
   --threads 1 --iterations "$iterations" > "$work/torch.log" 2>&1 ||
   { cat "$work/torch.log" >&2; exit 1; }
 theirs=$(sed -n 's/^torch .* step [0-9.]* s, \([0-9.]*\) samples\/s$/\1/p' "$work/torch.log")

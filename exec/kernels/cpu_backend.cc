@@ -106,12 +106,12 @@ void CpuBackend::MergeHeads(std::int64_t n, std::int64_t s, std::int64_t heads,
 
 void CpuBackend::Conv2dForward(const Conv2dArgs& a, const float* x, const float* w,
                                const float* bias, float* y) {
-  DTSIM_CPU_NS::Conv2dForward(a, x, w, bias, y);
+  DTSIM_CPU_NS::Conv2dForward(a, x, w, bias, y, &scratch_);
 }
 
 void CpuBackend::Conv2dBackward(const Conv2dArgs& a, const float* x, const float* w,
                                 const float* dy, float* dx, float* dw, float* dbias) {
-  DTSIM_CPU_NS::Conv2dBackward(a, x, w, dy, dx, dw, dbias);
+  DTSIM_CPU_NS::Conv2dBackward(a, x, w, dy, dx, dw, dbias, &scratch_);
 }
 
 void CpuBackend::MaxPoolForward(const Pool2dArgs& a, const float* x, float* y) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exec/backend.h"
 #include "exec/kernels/cpu_namespace.h"
@@ -106,6 +107,9 @@ class CpuBackend final : public Backend {
                     float* p) override;
   void AdamStep(std::int64_t count, float lr, float beta1, float beta2, float eps,
                 std::int64_t t, const float* g, float* m, float* v, float* p) override;
+
+ private:
+  std::vector<float> scratch_;  // convolutions' im2col columns, reused
 };
 
 // A CpuBackend of this build (what cpu_isa.cc calls for each build).

@@ -1,7 +1,8 @@
 // The instruction-set builds of the CPU kernels (cpu_isa.h): the AVX2+FMA
-// build computes what the portable build computes, to float rounding (FMA
-// rounds once where the portable build rounds twice, and Eigen's AVX2 GEMM
-// accumulates in another order), and gives the same bits run after run.
+// and AVX-512 builds compute what the portable build computes, to float
+// rounding (FMA rounds once where the portable build rounds twice, and
+// Eigen's wider GEMM kernels accumulate in another order), and give the same
+// bits run after run.
 #include "exec/kernels/cpu_isa.h"
 
 #include <gtest/gtest.h>
@@ -53,20 +54,20 @@ std::vector<float> Positive(std::size_t n, unsigned seed) {
   return v;
 }
 
-class CpuIsaTest : public testing::Test {
+class CpuIsaTest : public testing::TestWithParam<CpuIsa> {
  protected:
   void SetUp() override {
-    if (!CpuIsaAvailable(CpuIsa::kAvx2Fma))
-      GTEST_SKIP() << "no AVX2+FMA build or CPU: only the portable kernels run here";
-    fast_ = MakeCpuBackend(CpuIsa::kAvx2Fma);
+    if (!CpuIsaAvailable(GetParam()))
+      GTEST_SKIP() << CpuIsaName(GetParam()) << ": not in this binary or not run by this CPU";
+    fast_ = MakeCpuBackend(GetParam());
     portable_ = MakeCpuBackend(CpuIsa::kPortable);
   }
-  // The AVX2 build against the portable one: |a - p| <= tol (1 + |p|), the
-  // tolerance scaled to the sums' lengths by each case; and AVX2 twice
+  // The build against the portable one: |a - p| <= tol (1 + |p|), the
+  // tolerance scaled to the sums' lengths by each case; and the build twice
   // bit-identical.
   void Check(const std::string& what, const Inputs& inputs, const Op& op, double tol) {
     const Inputs a = RunOn(*fast_, inputs, op), p = RunOn(*portable_, inputs, op);
-    EXPECT_EQ(RunOn(*fast_, inputs, op), a) << what << ": AVX2 build not deterministic";
+    EXPECT_EQ(RunOn(*fast_, inputs, op), a) << what << ": build not deterministic";
     for (std::size_t i = 0; i < a.size(); ++i)
       for (std::size_t j = 0; j < a[i].size(); ++j)
         ASSERT_NEAR(a[i][j], p[i][j], tol * (1 + std::abs(p[i][j])))
@@ -82,11 +83,13 @@ TEST(CpuIsa, PortableIsAlwaysThereAndBestIsAvailable) {
   EXPECT_STREQ(CpuIsaName(CpuIsa::kAvx2Fma), "avx2+fma");
 }
 
-TEST_F(CpuIsaTest, NamesItsBuild) { EXPECT_EQ(fast_->Name(), "cpu-avx2"); }
+TEST_P(CpuIsaTest, NamesItsBuild) {
+  EXPECT_EQ(fast_->Name(), GetParam() == CpuIsa::kAvx2Fma ? "cpu-avx2" : "cpu-avx512");
+}
 
 // Sums of k products of values in [-1, 1]: float rounding of each partial
 // sum grows like sqrt(k) x 2^-24 x |terms|; 1e-5 covers k up to ~1,000.
-TEST_F(CpuIsaTest, GemmInEveryLayout) {
+TEST_P(CpuIsaTest, GemmInEveryLayout) {
   const std::int64_t m = 37, n = 300, k = 259;  // not multiples of any vector width
   for (bool ta : {false, true})
     for (bool tb : {false, true})
@@ -95,7 +98,7 @@ TEST_F(CpuIsaTest, GemmInEveryLayout) {
             1e-5);
 }
 
-TEST_F(CpuIsaTest, ConvolutionForwardAndBackward) {
+TEST_P(CpuIsaTest, ConvolutionForwardAndBackward) {
   Conv2dArgs a;
   a.n = 3, a.c = 5, a.h = a.w = 11, a.k = 7, a.r = a.s = 3, a.pad_h = a.pad_w = 1;
   a.stride_h = a.stride_w = 2;
@@ -110,7 +113,7 @@ TEST_F(CpuIsaTest, ConvolutionForwardAndBackward) {
         1e-5);
 }
 
-TEST_F(CpuIsaTest, RowReductionsAndTheOptimizer) {
+TEST_P(CpuIsaTest, RowReductionsAndTheOptimizer) {
   const std::int64_t rows = 9, cols = 301;
   const std::size_t n = rows * cols;
   Check("softmax", {Random(n, 8), std::vector<float>(n)},
@@ -130,6 +133,12 @@ TEST_F(CpuIsaTest, RowReductionsAndTheOptimizer) {
         },
         1e-6);
 }
+
+INSTANTIATE_TEST_SUITE_P(Builds, CpuIsaTest,
+                         testing::Values(CpuIsa::kAvx2Fma, CpuIsa::kAvx512),
+                         [](const testing::TestParamInfo<CpuIsa>& param) {
+                           return std::string(param.param == CpuIsa::kAvx2Fma ? "Avx2" : "Avx512");
+                         });
 
 }  // namespace
 }  // namespace dtsim::exec

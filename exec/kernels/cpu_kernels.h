@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exec/backend.h"
 #include "exec/kernels/cpu_namespace.h"
@@ -64,18 +65,22 @@ void SplitHeads(Index n, Index s, Index heads, Index d, const T* x, T* y, bool a
 template <typename T>
 void MergeHeads(Index n, Index s, Index heads, Index d, const T* x, T* y, bool accumulate);
 
-// ---- convolution (cpu_conv.cc): im2col + Gemm per sample and group.
+// ---- convolution (cpu_conv.cc): im2col + Gemm per chunk of samples and
+// group. `scratch` (may be null: a temporary is used) holds im2col's columns
+// between calls, so that a caller that keeps it allocates nothing in the
+// steady state.
 
 // y (N, K, OH, OW) = conv(x (N, C, H, W), w (K, C/groups, R, S)) + bias (K,
 // or null). REQUIRES: a.oh/a.ow follow the formula in Conv2dArgs and C, K
 // are multiples of groups.
 template <typename T>
-void Conv2dForward(const Conv2dArgs& a, const T* x, const T* w, const T* bias, T* y);
+void Conv2dForward(const Conv2dArgs& a, const T* x, const T* w, const T* bias, T* y,
+                   std::vector<T>* scratch = nullptr);
 // dx (N, C, H, W), dw (K, C/groups, R, S), dbias (K) accumulate; any may be
 // null.
 template <typename T>
 void Conv2dBackward(const Conv2dArgs& a, const T* x, const T* w, const T* dy, T* dx, T* dw,
-                    T* dbias);
+                    T* dbias, std::vector<T>* scratch = nullptr);
 
 // ---- pooling (cpu_pool.cc). REQUIRES: every window of the (a.oh, a.ow)
 // output overlaps the input (ceil mode as PyTorch drops empty windows).

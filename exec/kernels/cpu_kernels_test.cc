@@ -121,6 +121,51 @@ TEST(Conv2d, HandMadeThreeByThree) {
   }
 }
 
+// Convolutions run im2col + GEMM over chunks of samples (cpu_conv.cc: at
+// most 256 Ki floats of columns per chunk). These shapes need (8 x 9 + 8) x
+// 35 x 35 = 98,000 floats per sample, so 3 samples go as a chunk of 2 and
+// one of 1; the reference is the convolution's definition, summed directly
+// in double.
+TEST(Conv2d, ChunksOfSamplesMatchTheDefinition) {
+  for (int stride : {1, 2}) {
+    Conv2dArgs a;
+    a.n = 3, a.c = 8, a.k = 8, a.r = a.s = 3, a.pad_h = a.pad_w = 1;
+    a.stride_h = a.stride_w = stride;
+    a.h = a.w = 35 * stride;
+    a.oh = a.ow = 35;
+    const Index in = a.n * a.c * a.h * a.w, out = a.n * a.k * a.oh * a.ow, wn = a.k * a.c * 9;
+    const std::vector<double> x = testing::RandomVector(static_cast<std::size_t>(in), 1);
+    const std::vector<double> w = testing::RandomVector(static_cast<std::size_t>(wn), 2);
+    const std::vector<double> dy = testing::RandomVector(static_cast<std::size_t>(out), 3);
+    std::vector<double> y(static_cast<std::size_t>(out)), dx(static_cast<std::size_t>(in), 0.0),
+        dw(static_cast<std::size_t>(wn), 0.0);
+    Conv2dForward(a, x.data(), w.data(), static_cast<const double*>(nullptr), y.data());
+    Conv2dBackward(a, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                   static_cast<double*>(nullptr));
+    std::vector<double> ry(y.size(), 0.0), rdx(dx.size(), 0.0), rdw(dw.size(), 0.0);
+    for (Index b = 0; b < a.n; ++b)
+      for (Index k = 0; k < a.k; ++k)
+        for (Index oy = 0; oy < a.oh; ++oy)
+          for (Index ox = 0; ox < a.ow; ++ox) {
+            const auto o = static_cast<std::size_t>(((b * a.k + k) * a.oh + oy) * a.ow + ox);
+            for (Index c = 0; c < a.c; ++c)
+              for (int kr = 0; kr < 3; ++kr)
+                for (int ks = 0; ks < 3; ++ks) {
+                  const Index iy = oy * stride - 1 + kr, ix = ox * stride - 1 + ks;
+                  if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.w) continue;
+                  const auto i = static_cast<std::size_t>(((b * a.c + c) * a.h + iy) * a.w + ix);
+                  const auto wi = static_cast<std::size_t>(((k * a.c + c) * 3 + kr) * 3 + ks);
+                  ry[o] += w[wi] * x[i];
+                  rdx[i] += w[wi] * dy[o];
+                  rdw[wi] += x[i] * dy[o];
+                }
+          }
+    for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ry[i], 1e-9) << "y " << i;
+    for (std::size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], rdx[i], 1e-9) << "dx " << i;
+    for (std::size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dw[i], rdw[i], 1e-8) << "dw " << i;
+  }
+}
+
 TEST(Conv2d, GroupsSeeOnlyTheirChannels) {
   // groups = 2, C = 2, K = 2, 1x1 kernels of weight 1: output channel g is
   // input channel g (each group has one input channel).

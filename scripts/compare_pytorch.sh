@@ -65,12 +65,14 @@ flags=()
 "$dtsim" exec "$work/scenario.yaml" --iterations "$iterations" -q -o "$work/out" "${flags[@]}" \
   > "$work/dtsim.log" 2>&1 || { cat "$work/dtsim.log" >&2; exit 1; }
 ours=$(sed -n 's/.*step time [0-9.]* s, \([0-9.]*\) samples\/s.*/\1/p' "$work/dtsim.log")
+input_wait=$(sed -n 's/.*input wait \([0-9.]*\) s.*/\1/p' "$work/dtsim.log")
 kernels=$(sed -n 's/.* rank(s) on \([^,]*\),.*/\1/p' "$work/dtsim.log")
 OMP_NUM_THREADS=1 "$python" scripts/torch_reference.py "$model" --batch "$batch" --ranks "$ranks" \
   --threads 1 --iterations "$iterations" > "$work/torch.log" 2>&1 ||
   { cat "$work/torch.log" >&2; exit 1; }
 theirs=$(sed -n 's/^torch .* step [0-9.]* s, \([0-9.]*\) samples\/s$/\1/p' "$work/torch.log")
 echo "$model, batch $batch per rank, $ranks rank(s), 1 thread each, $(nproc) cores"
-echo "  dtsim exec ($kernels): $ours samples/s"
+echo "  dtsim exec ($kernels): $ours samples/s (of each step, ${input_wait} s drawing the" \
+  "synthetic batch; PyTorch trains on one fixed batch)"
 echo "  PyTorch ($(head -1 "$work/torch.log" | cut -d' ' -f2)): $theirs samples/s"
 awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "  dtsim / PyTorch: %.2f\n", a / b }'

@@ -55,6 +55,10 @@ struct ProfileProvenance {
   std::vector<ProfileMeasurement> measurements;
 };
 
+// The least efficiency (achieved rate / peak_fp32) a profile may hold:
+// measured rates of memory-bound kinds sit far below the GEMM peak.
+inline constexpr double kMinMeasuredEfficiency = 1e-6;
+
 struct DeviceProfile {
   std::string device;                  // what was measured, e.g. "cpu (Intel Xeon ...)"
   double peak_fp32_flop_per_s = 0;     // best measured GEMM rate, > 0

@@ -137,6 +137,20 @@ TEST(DeviceProfileTest, RoundTrip) {
   EXPECT_EQ(DeviceProfileYaml(back), text);
 }
 
+// Issue 14 reproducer: with the AVX-512 kernels (GEMM 195 GFLOP/s), max
+// pooling measured 0.0006 of peak on a loaded machine; calibrate wrote it
+// and the reader refused its own profile (its floor was 0.001). Measured
+// efficiencies down to 1e-6 round-trip; below that, and above 1, both the
+// writer's check and the reader refuse.
+TEST(DeviceProfileTest, SmallMeasuredEfficienciesRoundTrip) {
+  DeviceProfile p = Sample();
+  p.compute_efficiency[OpKind::kMaxPool] = 0.000704627;
+  p.compute_efficiency[OpKind::kTanh] = 1e-6;
+  ExpectSame(p, ParseDeviceProfile(DeviceProfileYaml(p), "p.yaml"));
+  EXPECT_TRUE(ProfileFailsAt(std::string(kMinimal) + "compute_efficiency: {maxpool: 5e-7}\n", 7,
+                             "compute_efficiency.maxpool: the efficiency '5e-7' is below 1e-6"));
+}
+
 TEST(DeviceProfileTest, WritesUnitsInValues) {
   const std::string text = DeviceProfileYaml(Sample());
   EXPECT_NE(text.find("peak_fp32: 40 GFLOP/s"), std::string::npos) << text;

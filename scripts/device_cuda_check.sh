@@ -5,7 +5,8 @@
 #   scripts/device_cuda_check.sh prepare
 #       On the development machine, after building (build/, with CUDA):
 #       fills build-device/ (git-ignored) with
-#         bin/        dtsim, cuda_backend_test, nccl_communicator_test and
+#         bin/        dtsim and its CUDA module (libdtsim-cuda.so),
+#                     cuda_backend_test, nccl_communicator_test and
 #                     cuda_kernels_bench from build/;
 #         root.tar.gz the Debian libraries they load (ldd's list, less the
 #                     CUDA libraries and the C library) and OpenMPI (mpirun,
@@ -48,10 +49,10 @@ case "${1:-}" in
     rm -rf "$dir/googletest" "$dir/eigen3" "$dir/build" "$dir/out" "$dir/bin"/* "$dir/root.tar.gz"
     cp -r /usr/src/googletest "$dir/googletest"
     cp -r /usr/include/eigen3 "$dir/eigen3"
-    bins=("$build/tools/dtsim" "$build/exec/cuda/cuda_backend_test"
+    bins=("$build/tools/dtsim" "$build/tools/libdtsim-cuda.so" "$build/exec/cuda/cuda_backend_test"
           "$build/exec/cuda/nccl_communicator_test" "$build/bench/cuda_kernels_bench")
     for b in "${bins[@]}"; do
-      [[ -x $b ]] || { echo "missing $b: build it first (cmake --build $build)" >&2; exit 2; }
+      [[ -f $b ]] || { echo "missing $b: build it first (cmake --build $build)" >&2; exit 2; }
       cp "$b" "$dir/bin/"
     done
     # OpenMPI's files (mpirun, orted, plug-ins, help texts) and PMIx's, then
@@ -95,7 +96,8 @@ case "${1:-}" in
     export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     bin=$PWD/$dir/bin
-    say "dtsim loads: $(ldd "$bin/dtsim" | grep -E 'not found|cuda|cublas|nccl|mpi\.' | tr -s ' \t\n' ' ')"
+    say "dtsim loads: $(ldd "$bin/dtsim" "$bin/libdtsim-cuda.so" |
+      grep -E 'not found|cuda|cublas|nccl|mpi\.' | tr -s ' \t\n' ' ')"
 
     # 1. Every CUDA and NCCL test.
     for test in cuda_backend_test nccl_communicator_test; do

@@ -375,6 +375,17 @@ TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
   EXPECT_GT(nlohmann::json::parse(run.out).at("throughput_samples_per_s").get<double>(), 0);
 }
 
+// Issue 14 item 6: commands that need no GPU start without the CUDA
+// runtime, cuBLAS and NCCL (0.4 s and 220 MB of start-up on a 2-core VM);
+// they live in the CUDA module, loaded for --backend cuda and `devices`.
+TEST_F(Cli, DtsimDoesNotLinkCuda) {
+  const Result ldd = Dtsim("", "ldd ");  // the dynamic loader's list for the binary
+  ASSERT_EQ(ldd.status, 0) << ldd.err;
+  ASSERT_NE(ldd.out.find("libc.so"), std::string::npos) << ldd.out;
+  for (const char* lib : {"libcudart", "libcublas", "libnccl"})
+    EXPECT_EQ(ldd.out.find(lib), std::string::npos) << lib << " in\n" << ldd.out;
+}
+
 // A profile measures one build of the CPU kernels (exec/kernels/cpu_isa.h);
 // validating runs of the other build with it would be off by their speed
 // ratio, so validate refuses it, at the profile, before running anything.

@@ -1,14 +1,15 @@
-// LocalGpus() for CUDA builds: asks the runtime for each visible device.
+// CudaRuntimeGpus(): asks the CUDA runtime for each visible device (what
+// LocalGpus() returns in CUDA builds, through the CUDA module).
 #include <cuda_runtime.h>
 
 #include <cstdio>
 
 #include "exec/cuda/cuda_check.h"
-#include "exec/local_devices.h"
+#include "exec/cuda/local_gpus.h"
 
 namespace dtsim::exec {
 
-std::vector<hw::DeviceSpec> LocalGpus(std::string* why_empty) {
+std::vector<hw::DeviceSpec> CudaRuntimeGpus(std::string* why_empty) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {

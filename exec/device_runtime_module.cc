@@ -1,38 +1,23 @@
-// MakeCudaRuntime for CUDA builds. NCCL is optional inside exec/cuda/
-// (cuda_sources.cmake): DTSIM_WITH_NCCL says whether NcclCommunicator exists.
+// MakeCudaRuntime for CUDA builds, through the CUDA module
+// (exec/cuda_module.h).
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
-#include "exec/cuda/cuda_backend.h"
+#include "exec/cuda_module.h"
 #include "exec/device_runtime.h"
-#if DTSIM_WITH_NCCL
-#include "exec/cuda/nccl_communicator.h"
-#endif
 
 namespace dtsim::exec {
 namespace {
 
-#if DTSIM_WITH_NCCL
-class NcclAllReduce final : public DeviceAllReduce {
- public:
-  NcclAllReduce(const NcclCommunicator::UniqueId& id, int size, int rank, CudaBackend& backend)
-      : comm_(id, size, rank, backend) {}
-  void Sum(float* device_buffer, std::int64_t count) override {
-    comm_.AllReduceSum(device_buffer, count);
-  }
-
- private:
-  NcclCommunicator comm_;
-};
-
 // Rank 0's fresh id, sent to every rank as the float words of its bytes
 // (MPI copies bytes, so any bit pattern survives).
-NcclCommunicator::UniqueId SharedId(Communicator& world) {
-  NcclCommunicator::UniqueId id{};
-  if (world.rank() == 0) id = NcclCommunicator::NewUniqueId();
+NcclId SharedId(const CudaModuleApi& cuda, Communicator& world) {
+  NcclId id{};
+  if (world.rank() == 0) id = cuda.nccl_new_id();
   std::vector<float> words(id.size() / sizeof(float));
   std::memcpy(words.data(), id.data(), id.size());
   std::vector<int> all(static_cast<std::size_t>(world.size()));
@@ -41,7 +26,6 @@ NcclCommunicator::UniqueId SharedId(Communicator& world) {
   std::memcpy(id.data(), words.data(), id.size());
   return id;
 }
-#endif
 
 int LocalRank(const Communicator& world) {
   if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) return std::atoi(s);
@@ -58,19 +42,19 @@ int LocalSize(const Communicator& world) {
 
 DeviceRuntime MakeCudaRuntime(Communicator& world) {
   std::string why;
-  const int gpus = CudaBackend::VisibleDevices(&why);
+  const CudaModuleApi* cuda = LoadCudaModule(&why);
+  if (cuda == nullptr) throw UserError("no GPU backend: " + why, "use --backend cpu");
+  const int gpus = cuda->visible_devices(&why);
   if (gpus == 0) throw UserError("no GPU for --backend cuda: " + why, "use --backend cpu");
-  auto backend = std::make_unique<CudaBackend>(LocalRank(world) % gpus);
+  std::unique_ptr<Backend> backend(cuda->new_backend(LocalRank(world) % gpus));
   DeviceRuntime runtime;
-#if DTSIM_WITH_NCCL
   // NCCL refuses two ranks of one communicator on the same GPU ("Duplicate
   // GPU detected", NCCL 2.x); ranks that share GPUs all-reduce through MPI,
   // staged in host memory, as without NCCL. Every rank of a node sees the
   // same counts, so all of them take the same path.
-  if (world.size() > 1 && LocalSize(world) <= gpus)
-    runtime.all_reduce =
-        std::make_unique<NcclAllReduce>(SharedId(world), world.size(), world.rank(), *backend);
-#endif
+  if (cuda->has_nccl && world.size() > 1 && LocalSize(world) <= gpus)
+    runtime.all_reduce.reset(
+        cuda->new_all_reduce(SharedId(*cuda, world), world.size(), world.rank(), *backend));
   runtime.backend = std::move(backend);
   return runtime;
 }

@@ -113,6 +113,14 @@ void Col2ImAdd(const Conv2dArgs& a, Index channels, const T* dcol, Index ld, T* 
   }
 }
 
+// col (C/groups * R * S, nb * P) for group g of samples n0 .. n0 + nb - 1.
+template <typename T>
+void Im2ColChunk(const Conv2dArgs& a, Index n0, Index nb, int g, const T* x, T* col) {
+  const Index cg = a.c / a.groups, p_count = a.oh * a.ow;
+  for (Index b = 0; b < nb; ++b)
+    Im2Col(a, cg, x + ((n0 + b) * a.c + g * cg) * a.h * a.w, col + b * p_count, nb * p_count);
+}
+
 // Samples per chunk: as many as fit kChunkFloats of col and t, at least 1.
 Index ChunkSamples(const Conv2dArgs& a) {
   const Index per_sample = (a.c / a.groups * a.r * a.s + a.k / a.groups) * a.oh * a.ow;
@@ -149,8 +157,7 @@ void Conv2dForward(const Conv2dArgs& a, const T* x, const T* w, const T* bias, T
     for (Index n0 = 0; n0 < a.n; n0 += chunk) {
       const Index nb = std::min(chunk, a.n - n0), cols = nb * p_count;
       for (int g = 0; g < a.groups; ++g) {
-        for (Index b = 0; b < nb; ++b)
-          Im2Col(a, cg, x + ((n0 + b) * a.c + g * cg) * a.h * a.w, col + b * p_count, cols);
+        Im2ColChunk(a, n0, nb, g, x, col);
         Gemm<T>(false, false, kg, cols, patch, T(1), w + g * kg * patch, col, T(0), t);
         for (Index k = 0; k < kg; ++k)
           for (Index b = 0; b < nb; ++b)
@@ -214,8 +221,7 @@ void Conv2dBackward(const Conv2dArgs& a, const T* x, const T* w, const T* dy, T*
                       static_cast<std::size_t>(p_count) * sizeof(T));
       const T* w_g = w + g * kg * patch;  // (kg, patch)
       if (dw != nullptr) {
-        for (Index b = 0; b < nb; ++b)
-          Im2Col(a, cg, x + ((n0 + b) * a.c + g * cg) * a.h * a.w, col + b * p_count, cols);
+        Im2ColChunk(a, n0, nb, g, x, col);
         Gemm<T>(false, true, kg, patch, cols, T(1), dyt, col, T(1), dw + g * kg * patch);
       }
       if (dx != nullptr) {

@@ -326,6 +326,15 @@ TEST(Lrn, HandComputedValues) {
   LrnForward(a, x.data(), y.data());
   EXPECT_NEAR(y[0], 1 / std::sqrt(1.5), 1e-12);
   EXPECT_NEAR(y[1], 2 / std::sqrt(3.0), 1e-12);
+  // beta 0.75 (computed with square roots) and 0.6 (with pow): d = 3.5 as
+  // above, y = x * 3.5^-beta.
+  a.radius = 1;
+  for (float beta : {0.75f, 0.6f}) {
+    a.beta = beta;
+    LrnForward(a, x.data(), y.data());
+    EXPECT_NEAR(y[0], std::pow(3.5, -static_cast<double>(beta)), 1e-12) << beta;
+    EXPECT_NEAR(y[1], 2 * std::pow(3.5, -static_cast<double>(beta)), 1e-12) << beta;
+  }
 }
 
 TEST(Activations, KnownValues) {

@@ -1,7 +1,9 @@
 // CpuBackend: the Backend on the host CPU, float32, calling the reference
 // kernels of cpu_kernels.h. Single-threaded (ranks are processes, one core
 // each) and deterministic: every method runs synchronously, and the same
-// inputs give the same bits on every x86-64 machine.
+// inputs give the same bits run after run. The portable build
+// (exec::CpuBackend) gives the same bits on every x86-64 machine; the
+// instruction-set builds (cpu_isa.h) on every machine that runs them.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,8 @@
 //
 // Instantiated for T = float and T = double in the cpu_*.cc files, one per
 // family. Single-threaded and deterministic: the same inputs give the same
-// bits on every x86-64 machine (fixed GEMM blocking, see CMakeLists.txt).
+// bits on every machine that runs the build (fixed GEMM blocking, see
+// CMakeLists.txt), every x86-64 machine for the portable build.
 //
 // Shapes: N = batch, C = channels, H/W = height/width, K = output channels,
 // R/S = kernel height/width, OH/OW = output height/width, P = OH * OW.

@@ -26,7 +26,9 @@
 #         4. two MPI ranks sharing the GPU (MPI-staged all-reduce): the
 #            data-parallel and pipeline CIFAR-10 scenarios of scenarios/local/;
 #         5. the standalone build of the CUDA tests from source, and its tests.
-#       DTSIM_SKIP_STANDALONE=1 skips step 5.
+#       DTSIM_SKIP_STANDALONE=1 skips step 5; DTSIM_QUICK=1 runs only the
+#       tests, two of the training steps (no PyTorch), `dtsim devices` and
+#       step 4.
 #       Writes summary.txt (every result line), bench.json and logs.tar.gz to
 #       $OUT when set (else build-device/out). Exits non-zero when a test
 #       fails or is skipped (no usable GPU; DTSIM_ALLOW_SKIP=1 accepts skips),
@@ -111,8 +113,17 @@ case "${1:-}" in
       fi
     done
 
+    # DTSIM_QUICK=1: tests, the CIFAR-10 and ResNet-50 steps without
+    # PyTorch, `dtsim devices` and two ranks; no benchmarks, no standalone
+    # build (a check of the CUDA path after a change, in about a minute).
+    quick=${DTSIM_QUICK:-0}
+    if [[ $quick == 1 ]]; then
+      export DTSIM_SKIP_STANDALONE=1
+      say "devices --local: $("$bin/dtsim" devices --local 2>&1 | grep -E '^  gpu|no GPU' | tr -s ' ' | head -2 | tr '\n' ' ')"
+    fi
+
     # 2. Kernel benchmarks.
-    if timeout 150 "$bin/cuda_kernels_bench" --benchmark_min_time=0.3 \
+    if [[ $quick == 1 ]]; then :; elif timeout 150 "$bin/cuda_kernels_bench" --benchmark_min_time=0.3 \
         --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$logs/bench.log" 2>&1; then
       grep -E '^BM_' "$logs/bench.log" | tee -a "$summary"
     else
@@ -120,7 +131,9 @@ case "${1:-}" in
     fi
 
     # 3. Training steps: dtsim exec (CUDA backend), PyTorch, prediction.
-    for spec in "cifar10 cifar10-cnn 128 10" "resnet50 resnet50 64 6" "gpt2 gpt2 8 6"; do
+    specs=("cifar10 cifar10-cnn 128 10" "resnet50 resnet50 64 6" "gpt2 gpt2 8 6")
+    [[ $quick == 1 ]] && specs=("${specs[@]:0:2}")
+    for spec in "${specs[@]}"; do
       set -- $spec
       scen=scenarios/gpu/$1-1xH100.yaml
       if timeout 150 "$bin/dtsim" exec "$scen" --backend cuda --iterations "$4" -q \
@@ -134,6 +147,7 @@ case "${1:-}" in
         fail "dtsim run $1"
       variants=("" "--tf32")
       [[ $1 == gpt2 ]] && variants+=("--attention=sdpa --tf32")
+      [[ $quick == 1 ]] && variants=()
       for i in "${!variants[@]}"; do
         log=$logs/torch-$1-$i.log
         if timeout 120 python3 scripts/torch_reference.py "$2" --batch "$3" ${variants[$i]} \

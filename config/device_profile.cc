@@ -155,6 +155,11 @@ std::string DeviceProfileProblem(const DeviceProfile& p) {
       return "device profile: dense_efficiency_by_rows needs rows >= 1 and efficiency in "
              "[1e-6, 1]";
   }
+  for (const auto& [flops, e] : p.conv_efficiency_by_flops) {
+    if (flops < 1 || !(e >= kMinMeasuredEfficiency && e <= 1))
+      return "device profile: conv_efficiency_by_flops needs flops >= 1 and efficiency in "
+             "[1e-6, 1]";
+  }
   if (p.link) {
     if (!(p.link->bw_bytes_per_s > 0) || !std::isfinite(p.link->bw_bytes_per_s))
       return "device profile: link bandwidth must be > 0";
@@ -200,6 +205,11 @@ std::string DeviceProfileYaml(const DeviceProfile& p) {
     for (const auto& [rows, e] : p.dense_efficiency_by_rows)
       o << "  - {rows: " << rows << ", efficiency: " << Number(e) << "}\n";
   }
+  if (!p.conv_efficiency_by_flops.empty()) {
+    o << "conv_efficiency_by_flops:  # convolutions by their forward FLOPs per sample\n";
+    for (const auto& [flops, e] : p.conv_efficiency_by_flops)
+      o << "  - {flops: " << flops << ", efficiency: " << Number(e) << "}\n";
+  }
   if (p.link) {
     o << "link:  # between MPI ranks on this machine\n"
       << "  bandwidth: " << WithUnit(p.link->bw_bytes_per_s, kGiga, "GB/s") << "\n"
@@ -233,6 +243,7 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   }
   const YamlMap m = root.AsMap({"format", "device", "peak_fp32", "memory_bandwidth",
                                 "kernel_launch", "compute_efficiency", "dense_efficiency_by_rows",
+                                "conv_efficiency_by_flops",
                                 "link", "provenance"});
   const YamlValue format = m.Require("format", "the format version, 1");
   if (format.AsInt(1) != kDeviceProfileFormat) {
@@ -262,6 +273,14 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
       const std::int64_t rows =
           row.Require("rows").AsInt64(1, std::numeric_limits<std::int64_t>::max());
       p.dense_efficiency_by_rows[rows] = ReadEfficiency(row.Require("efficiency"));
+    }
+  }
+  if (auto x = m.Get("conv_efficiency_by_flops")) {
+    for (const YamlValue& item : x->AsSequence()) {
+      const YamlMap row = item.AsMap({"flops", "efficiency"});
+      const std::int64_t flops =
+          row.Require("flops").AsInt64(1, std::numeric_limits<std::int64_t>::max());
+      p.conv_efficiency_by_flops[flops] = ReadEfficiency(row.Require("efficiency"));
     }
   }
   if (auto x = m.Get("link")) p.link = ReadLink(*x);
@@ -326,6 +345,8 @@ void ApplyDeviceProfile(const DeviceProfile& profile, const std::string& source,
   if (!w.kernel_launch_s) w.kernel_launch_s = profile.kernel_launch_s;
   if (w.dense_efficiency_by_rows.empty())
     w.dense_efficiency_by_rows = profile.dense_efficiency_by_rows;
+  if (w.conv_efficiency_by_flops.empty())
+    w.conv_efficiency_by_flops = profile.conv_efficiency_by_flops;
   if (!w.memory_efficiency) w.memory_efficiency = 1.0;
 }
 

@@ -70,6 +70,11 @@ struct DeviceProfile {
   // rate / peak, in (0, 1]; the cost model interpolates in log2(rows).
   // Empty = compute_efficiency's dense value at every size.
   std::map<std::int64_t, double> dense_efficiency_by_rows;
+  // Convolutions by their forward FLOPs per sample (3x3 layers from 16 to
+  // 64 channels): achieved rate / peak. Small convolutions run below the
+  // large ones' rate (im2col's share, short GEMMs). Empty = compute_efficiency's
+  // conv2d value at every size.
+  std::map<std::int64_t, double> conv_efficiency_by_flops;
   std::optional<ProfileLink> link;     // absent when measured with one rank
   ProfileProvenance provenance;
 };

@@ -90,6 +90,10 @@ struct WorkloadConfig {
   // Dense layers' efficiency by the rows of their GEMM (a device profile's
   // dense_efficiency_by_rows); empty = compute_efficiency's dense value.
   std::map<std::int64_t, double> dense_efficiency_by_rows;
+  // Convolutions' efficiency by their forward FLOPs per sample (a device
+  // profile's conv_efficiency_by_flops); empty = compute_efficiency's conv2d
+  // value.
+  std::map<std::int64_t, double> conv_efficiency_by_flops;
   std::optional<double> memory_efficiency;  // fraction of peak memory bandwidth
   std::optional<double> kernel_launch_s;    // fixed overhead per kernel
   std::optional<double> optimizer_bytes_per_param;  // optimizer memory traffic per

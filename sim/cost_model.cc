@@ -74,6 +74,10 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
                         static_cast<double>(models::NumElements(in) / in.back());
     eff = EfficiencyAtRows(options_.dense_efficiency_by_rows, rows);
   }
+  if (op.kind == models::OpKind::kConv2d && !options_.conv_efficiency_by_flops.empty() &&
+      op.fwd_flops > 0) {
+    eff = EfficiencyAtRows(options_.conv_efficiency_by_flops, static_cast<double>(op.fwd_flops));
+  }
   const double t_compute = flops / (peak_ * eff);
   const double t_memory = bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency);
   return std::max(t_compute, t_memory) + options_.kernel_launch_s;

@@ -28,6 +28,10 @@ struct CostModelOptions {
   // beyond them; empty = compute_efficiency. A measured device profile
   // fills it: small-row GEMMs run well below the large-GEMM rate.
   std::map<std::int64_t, double> dense_efficiency_by_rows;
+  // Convolutions: efficiency by forward FLOPs per sample, interpolated the
+  // same way (EfficiencyAtRows); empty = compute_efficiency. A measured
+  // device profile fills it: small convolutions run below the large ones.
+  std::map<std::int64_t, double> conv_efficiency_by_flops;
   // Fraction of peak memory bandwidth reached by streaming kernels. 0.7 is
   // what STREAM-like kernels reach on HBM2 GPUs (V100: ~800 of 900 GB/s,
   // framework kernels less).

@@ -48,6 +48,28 @@ TEST(CostModel, DenseEfficiencyFollowsTheRowsOfItsGemm) {
   EXPECT_NEAR(cm.ComputeSeconds(op, plan::TaskKind::kForward, 4), 0.8e-3, 1e-12);
 }
 
+TEST(CostModel, ConvolutionEfficiencyFollowsItsSize) {
+  // Points (1 MFLOP, 0.2) and (64 MFLOP, 0.8) per sample forward: log2 20
+  // and 26, so 8 MFLOP (log2 23) sits halfway: 0.5.
+  CostModelOptions o;
+  o.kernel_launch_s = 0;
+  o.compute_efficiency[models::OpKind::kConv2d] = 0.9;  // replaced by the table
+  o.conv_efficiency_by_flops = {{std::int64_t{1} << 20, 0.2}, {std::int64_t{1} << 26, 0.8}};
+  CostModel cm(Device(), hw::Precision::kFp32, o);
+  models::Op op;
+  op.kind = models::OpKind::kConv2d;
+  op.fwd_flops = 8.0 * (1 << 20);
+  // 10 samples x 8 MiFLOP at 0.5 x 10 TFLOP/s.
+  EXPECT_NEAR(cm.ComputeSeconds(op, plan::TaskKind::kForward, 10),
+              10 * 8.0 * (1 << 20) / (0.5 * 10e12), 1e-15);
+  // Other kinds keep compute_efficiency.
+  op.kind = models::OpKind::kDense;
+  o.compute_efficiency[models::OpKind::kDense] = 0.25;
+  EXPECT_NEAR(CostModel(Device(), hw::Precision::kFp32, o)
+                  .ComputeSeconds(op, plan::TaskKind::kForward, 10),
+              10 * 8.0 * (1 << 20) / (0.25 * 10e12), 1e-15);
+}
+
 TEST(CostModel, MemoryBoundOpIsBytesOverBandwidth) {
   CostModelOptions o;
   o.kernel_launch_s = 0;

@@ -25,6 +25,7 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   CostModelOptions o;
   o.compute_efficiency = w.compute_efficiency;
   o.dense_efficiency_by_rows = w.dense_efficiency_by_rows;
+  o.conv_efficiency_by_flops = w.conv_efficiency_by_flops;
   if (w.memory_efficiency) o.memory_efficiency = *w.memory_efficiency;
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
@@ -32,6 +33,7 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   o.kernel_model = w.cost_model ? *w.cost_model == config::CostModelKind::kKernels
                                 : w.compute_efficiency.empty() &&
                                       w.dense_efficiency_by_rows.empty() &&
+                                      w.conv_efficiency_by_flops.empty() &&
                                       !w.memory_efficiency && !w.kernel_launch_s;
   return o;
 }

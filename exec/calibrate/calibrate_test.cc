@@ -103,6 +103,7 @@ TEST(CalibrateTest, ProfileFromMeasurements) {
       {"launch", "relu", "", 0, 0, 2e-7, 5},
       {"op", "dense", "s", 3e9, 0, 0.1, 5},      // 30 GFLOP/s = 0.75 of 40
       {"op", "matmul", "s", 5e9, 0, 0.1, 5},     // 50 GFLOP/s > peak: 1
+      {"conv_size", "flops 1179648", "n8", 1e9, 0, 0.1, 5},  // 10 GFLOP/s = 0.25
       {"ping_pong", "4B", "", 0, 4, 2e-6, 5},
       {"ping_pong", "64MiB", "", 0, 64.0 * (1 << 20), 0.010002, 5},
   };
@@ -113,6 +114,7 @@ TEST(CalibrateTest, ProfileFromMeasurements) {
   EXPECT_DOUBLE_EQ(p.compute_efficiency.at(OpKind::kDense), 0.75);
   EXPECT_DOUBLE_EQ(p.compute_efficiency.at(OpKind::kMatMul), 1.0);
   EXPECT_EQ(p.compute_efficiency.count(OpKind::kConv2d), 0u);
+  EXPECT_EQ(p.conv_efficiency_by_flops, (std::map<std::int64_t, double>{{1179648, 0.25}}));
   ASSERT_TRUE(p.link.has_value());
   // latency = the 4-byte one-way time; bandwidth = 64 MiB / (10.002 ms - 2 us)
   // = 67108864 / 0.01 = 6.7108864 GB/s.
@@ -145,6 +147,11 @@ TEST(CalibrateTest, QuickDeviceMeasurementIsAValidProfile) {
   EXPECT_EQ(config::DeviceProfileProblem(p), "");
   EXPECT_FALSE(p.link.has_value());
   EXPECT_EQ(p.compute_efficiency.size(), CalibratedOpKinds().size());
+  // 3x3 convolutions at 16 channels on 16x16 (2 x 16 x 16 x 9 x 256 =
+  // 1,179,648 forward FLOPs per sample) up to 64 on 56x56 (231,211,008).
+  ASSERT_EQ(p.conv_efficiency_by_flops.size(), 3u);
+  EXPECT_EQ(p.conv_efficiency_by_flops.begin()->first, 1179648);
+  EXPECT_EQ(p.conv_efficiency_by_flops.rbegin()->first, 231211008);
 }
 
 }  // namespace

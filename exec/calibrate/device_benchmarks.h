@@ -66,6 +66,14 @@ const std::vector<models::OpKind>& CalibratedOpKinds();
 config::ProfileMeasurement MeasureOpKind(Backend& backend, models::OpKind kind, bool quick,
                                          const TimingOptions& timing);
 
+// A 3x3 convolution (stride 1, same padding, `channels` in and out, side x
+// side), forward and backward, on 8 samples (2 when `quick`): small ones run
+// below the large ones' rate. Group "conv_size", name "flops <forward FLOPs
+// per sample>" (the profile's conv_efficiency_by_flops).
+config::ProfileMeasurement MeasureConvSize(Backend& backend, std::int64_t channels,
+                                           std::int64_t side, bool quick,
+                                           const TimingOptions& timing);
+
 // Dense 1024 -> 1024 forward and backward on `rows` rows (batch x positions):
 // small-row GEMMs stream the weights and run below the large-GEMM rate.
 // Group "dense_rows", name "rows <rows>" (the profile's

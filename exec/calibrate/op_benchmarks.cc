@@ -70,10 +70,13 @@ OpRun Dense(Backend& be, DeviceBuffers& buf, std::int64_t n) {
           }};
 }
 
-OpRun Conv(Backend& be, DeviceBuffers& buf, std::int64_t n) {
+// 3x3, stride 1, same padding, `channels` in and out, on side x side.
+OpRun Conv(Backend& be, DeviceBuffers& buf, std::int64_t n, std::int64_t channels = 64,
+           std::int64_t side = 56) {
   Conv2dArgs a;
-  a.n = n, a.c = 64, a.h = a.w = 56, a.k = 64, a.r = a.s = 3, a.pad_h = a.pad_w = 1;
-  a.oh = a.ow = 56;
+  a.n = n, a.c = channels, a.h = a.w = side, a.k = channels, a.r = a.s = 3;
+  a.pad_h = a.pad_w = 1;
+  a.oh = a.ow = side;
   models::GraphBuilder g("calibrate");
   const models::Tensor y =
       g.Conv2d("op", g.Input("x", {a.c, a.h, a.w}), models::ConvSpec::Square(a.k, 3, 1, 1));
@@ -86,7 +89,9 @@ OpRun Conv(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* dx = buf.Filled(xc, 0);
   float* dw = buf.Filled(wc, 0);
   float* db = buf.Filled(a.k, 0);
-  return {Shape(n, "64x56x56 -> 64, 3x3"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+  const std::string shape = std::to_string(channels) + "x" + std::to_string(side) + "x" +
+                            std::to_string(side) + " -> " + std::to_string(channels) + ", 3x3";
+  return {Shape(n, shape.c_str()), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.Conv2dForward(a, x, w, b, ys);
             be.Conv2dBackward(a, x, w, dy, dx, dw, db);
           }};
@@ -361,6 +366,19 @@ config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,
   config::ProfileMeasurement m = TimeRun(backend, Dense(backend, buffers, rows), timing);
   m.group = "dense_rows";
   m.name = "rows " + std::to_string(rows);
+  return m;
+}
+
+config::ProfileMeasurement MeasureConvSize(Backend& backend, std::int64_t channels,
+                                           std::int64_t side, bool quick,
+                                           const TimingOptions& timing) {
+  DeviceBuffers buffers(backend);
+  config::ProfileMeasurement m =
+      TimeRun(backend, Conv(backend, buffers, quick ? 2 : 8, channels, side), timing);
+  // Forward FLOPs per sample: 2 x C x K x 9 x side^2 (C = K = channels).
+  const std::int64_t fwd = 2 * channels * channels * 9 * side * side;
+  m.group = "conv_size";
+  m.name = "flops " + std::to_string(fwd);
   return m;
 }
 

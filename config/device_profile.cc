@@ -74,6 +74,18 @@ double ReadEfficiency(const YamlValue& v) {
   return e;
 }
 
+// A list of {<key>: N >= 1, efficiency: e} rows, by N (dense_efficiency_by_rows,
+// conv_efficiency_by_flops).
+std::map<std::int64_t, double> ReadEfficiencyTable(const YamlValue& v, const char* key) {
+  std::map<std::int64_t, double> table;
+  for (const YamlValue& item : v.AsSequence()) {
+    const YamlMap row = item.AsMap({key, "efficiency"});
+    const std::int64_t at = row.Require(key).AsInt64(1, std::numeric_limits<std::int64_t>::max());
+    table[at] = ReadEfficiency(row.Require("efficiency"));
+  }
+  return table;
+}
+
 double ReadNonNegative(const YamlValue& v) {
   const double x = v.AsNumber();
   if (x < 0) v.Fail("expected a number >= 0, got " + v.Describe());
@@ -267,22 +279,10 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
       }
     }
   }
-  if (auto x = m.Get("dense_efficiency_by_rows")) {
-    for (const YamlValue& item : x->AsSequence()) {
-      const YamlMap row = item.AsMap({"rows", "efficiency"});
-      const std::int64_t rows =
-          row.Require("rows").AsInt64(1, std::numeric_limits<std::int64_t>::max());
-      p.dense_efficiency_by_rows[rows] = ReadEfficiency(row.Require("efficiency"));
-    }
-  }
-  if (auto x = m.Get("conv_efficiency_by_flops")) {
-    for (const YamlValue& item : x->AsSequence()) {
-      const YamlMap row = item.AsMap({"flops", "efficiency"});
-      const std::int64_t flops =
-          row.Require("flops").AsInt64(1, std::numeric_limits<std::int64_t>::max());
-      p.conv_efficiency_by_flops[flops] = ReadEfficiency(row.Require("efficiency"));
-    }
-  }
+  if (auto x = m.Get("dense_efficiency_by_rows"))
+    p.dense_efficiency_by_rows = ReadEfficiencyTable(*x, "rows");
+  if (auto x = m.Get("conv_efficiency_by_flops"))
+    p.conv_efficiency_by_flops = ReadEfficiencyTable(*x, "flops");
   if (auto x = m.Get("link")) p.link = ReadLink(*x);
   p.provenance = ReadProvenance(m.Require("provenance"));
   return p;

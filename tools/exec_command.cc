@@ -42,14 +42,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A synthetic data set shaped like the model's input and loss, or the
-// user's file (checked against the model).
 // The CPU kernels a run uses: the portable build with --portable, else the
 // fastest one this CPU runs.
 exec::CpuIsa CpuIsaOf(const ExecCommandOptions& o) {
   return o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa();
 }
 
+// A synthetic data set shaped like the model's input and loss, or the
+// user's file (checked against the model).
 std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed) {
   const models::Op& input = g.op(0);

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "hw/catalog.h"
+#include "config/framework.h"
 #include "models/op.h"
 #include "models/zoo.h"
 #include "plan/hybrid.h"
@@ -103,6 +104,11 @@ struct WorkloadConfig {
   // kernel_launch, a device profile) is set, else roofline.
   std::optional<CostModelKind> cost_model;
   SourceLocation cost_model_where;
+  // workload.framework: host and framework costs (config/framework.h);
+  // default "none", the devices alone.
+  FrameworkProfile framework = BuiltInFrameworks().front();
+  // workload.input: the input pipeline; default synthetic data (free).
+  InputPipeline input;
 };
 
 enum class Strategy {

@@ -47,7 +47,8 @@ const std::vector<std::string> kTopLevelKeys = {
     "simgrid", "outputs"};
 const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
-    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model"};
+    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model", "framework",
+    "input"};
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
@@ -316,6 +317,8 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
       }
     }
   }
+  if (auto x = m.Get("framework")) w.framework = ReadFramework(*x, base);
+  if (auto x = m.Get("input")) w.input = ReadInputPipeline(*x);
   if (auto x = m.Get("optimizer_bytes_per_param")) {
     w.optimizer_bytes_per_param = x->AsNumber();
     // Adam in mixed precision moves about 40 bytes a parameter.

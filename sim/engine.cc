@@ -1,5 +1,6 @@
 #include "sim/engine.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "common/error.h"
@@ -9,10 +10,15 @@ namespace {
 
 using plan::TaskId;
 
+// Event ids: a task id (its end), -(collective + 1) (its end), or
+// kWakeBase - stream (a stream whose head task's gate opens now).
+constexpr std::int64_t kWakeBase = -(std::int64_t{1} << 40);
+constexpr SimTime kNever = -1;
+
 struct Event {
   SimTime time;
   std::uint64_t seq;  // insertion order breaks ties: deterministic
-  std::int32_t id;    // task id, or -(collective + 1)
+  std::int64_t id;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -64,9 +70,11 @@ class Executor {
               true;
     ready_.resize(streams);
     arrived_.assign(plan.collectives().size(), 0);
+    if (!costs.host_ns.empty() || !costs.input_ns.empty()) SetUpGates();
   }
 
   EngineResult Run() {
+    for (plan::RankId r = 0; r < static_cast<plan::RankId>(host_pos_.size()); ++r) AdvanceHost(r);
     for (std::size_t t = 0; t < plan_.num_tasks(); ++t)
       if (remaining_[t] == 0) Ready(static_cast<TaskId>(t));
     for (std::size_t s = 0; s < busy_.size(); ++s) TryStart(s);
@@ -76,7 +84,9 @@ class Executor {
       now_ = e.time;
       ++result_.events;
       if (e.id >= 0) {
-        Finish(e.id);
+        Finish(static_cast<TaskId>(e.id));
+      } else if (e.id <= kWakeBase) {
+        TryStart(static_cast<std::size_t>(kWakeBase - e.id));
       } else {
         for (TaskId t : plan_.collectives()[static_cast<std::size_t>(-e.id - 1)].tasks) Finish(t);
       }
@@ -104,9 +114,7 @@ class Executor {
     const plan::Task& task = plan_.tasks()[t];
     result_.timing[t].ready = now_;
     if (IsSend(task)) {
-      result_.timing[t].start = now_;
-      result_.timing[t].end = hooks_->TransferEnd(task, now_, costs_.task_ns[t]);
-      events_.push({result_.timing[t].end, seq_++, id});
+      StartSend(id);
       return;
     }
     const std::size_t s = StreamOf(task);
@@ -124,6 +132,7 @@ class Executor {
     } else {
       id = queue_[static_cast<std::size_t>(head_[s])];
       if (remaining_[static_cast<std::size_t>(id)] > 0) return;
+      if (!gated_.empty() && !GateOpen(id, s)) return;
     }
     const auto t = static_cast<std::size_t>(id);
     busy_[s] = true;
@@ -143,7 +152,167 @@ class Executor {
     }
     result_.timing[t].start = now_;
     result_.timing[t].end = hooks_->ComputeEnd(task, now_, costs_.task_ns[t]);
+    if (!result_.host_end.empty() && result_.host_end[t] > result_.timing[t].end) {
+      // The last kernel cannot end before it is launched.
+      result_.host_wait_ns[t] += result_.host_end[t] - result_.timing[t].end;
+      result_.timing[t].end = result_.host_end[t];
+    }
     events_.push({result_.timing[t].end, seq_++, id});
+  }
+
+  // A send starts when its dependencies are done and, with a host model,
+  // once the host has issued it.
+  void StartSend(TaskId id) {
+    const auto t = static_cast<std::size_t>(id);
+    const plan::Task& task = plan_.tasks()[t];
+    SimTime start = now_;
+    if (!result_.host_begin.empty() && gated_[t]) {
+      if (result_.host_begin[t] == kNever) {  // AdvanceHost starts it
+        send_waiting_[t] = 1;
+        able_since_[t] = now_;
+        return;
+      }
+      const SimTime since = able_since_[t] == kNever ? now_ : able_since_[t];
+      start = std::max(start, result_.host_end[t]);
+      result_.host_wait_ns[t] = std::max<SimTime>(0, result_.host_end[t] - since);
+    }
+    result_.timing[t].start = start;
+    result_.timing[t].end = hooks_->TransferEnd(task, start, costs_.task_ns[t]);
+    events_.push({result_.timing[t].end, seq_++, id});
+  }
+
+  // --- Gates: the host thread and the input pipeline -----------------------
+
+  void SetUpGates() {
+    const std::size_t n = plan_.num_tasks();
+    gated_.assign(n, 0);
+    woken_.assign(n, 0);
+    send_waiting_.assign(n, 0);
+    able_since_.assign(n, kNever);
+    const auto ranks = static_cast<std::size_t>(plan_.num_ranks());
+    if (!costs_.host_ns.empty()) {
+      DTSIM_CHECK(costs_.host_ns.size() == n && costs_.host_sync.size() == n,
+                  "one host cost and sync flag per task");
+      result_.host_begin.assign(n, kNever);
+      result_.host_end.assign(n, kNever);
+      result_.host_wait_ns.assign(n, 0);
+      // Each worker rank's tasks in id order.
+      host_begin_idx_.assign(ranks + 1, 0);
+      for (const plan::Task& t : plan_.tasks())
+        if (!plan_.IsServer(t.rank)) ++host_begin_idx_[static_cast<std::size_t>(t.rank) + 1];
+      for (std::size_t r = 0; r < ranks; ++r) host_begin_idx_[r + 1] += host_begin_idx_[r];
+      host_tasks_.assign(static_cast<std::size_t>(host_begin_idx_[ranks]), 0);
+      std::vector<std::int64_t> fill(host_begin_idx_.begin(), host_begin_idx_.end() - 1);
+      for (std::size_t i = 0; i < n; ++i) {
+        const plan::Task& t = plan_.tasks()[i];
+        if (plan_.IsServer(t.rank)) continue;
+        host_tasks_[static_cast<std::size_t>(fill[static_cast<std::size_t>(t.rank)]++)] =
+            static_cast<TaskId>(i);
+        gated_[i] = 1;
+      }
+      host_pos_.assign(host_begin_idx_.begin(), host_begin_idx_.end() - 1);
+      host_time_.assign(ranks, 0);
+      host_waiting_.assign(ranks, -1);
+    }
+    if (!costs_.input_ns.empty()) {
+      DTSIM_CHECK(costs_.input_ns.size() == ranks, "one input time per rank");
+      DTSIM_CHECK(costs_.input_prefetch >= 1, "input prefetch >= 1");
+      result_.input_wait_ns.assign(n, 0);
+      input_iteration_.assign(n, -1);
+      std::vector<std::int32_t> seen(ranks, -1);
+      for (std::size_t i = 0; i < n; ++i) {
+        const plan::Task& t = plan_.tasks()[i];
+        const auto r = static_cast<std::size_t>(t.rank);
+        if (costs_.input_ns[r] <= 0 || plan_.IsServer(t.rank) ||
+            t.stream != plan::StreamKind::kCompute || t.iteration <= seen[r])
+          continue;
+        seen[r] = t.iteration;
+        input_iteration_[i] = t.iteration;
+        gated_[i] = 1;
+      }
+      batch_ready_.assign(ranks, {});
+      batch_taken_.assign(ranks, {});
+    }
+  }
+
+  // The host of rank `r` issues tasks until it must wait for one to finish.
+  void AdvanceHost(plan::RankId r) {
+    const auto rr = static_cast<std::size_t>(r);
+    if (host_waiting_[rr] >= 0) return;
+    while (host_pos_[rr] < host_begin_idx_[rr + 1]) {
+      const TaskId id = host_tasks_[static_cast<std::size_t>(host_pos_[rr]++)];
+      const auto t = static_cast<std::size_t>(id);
+      result_.host_begin[t] = host_time_[rr];
+      host_time_[rr] = AddSimTime(host_time_[rr], costs_.host_ns[t]);
+      result_.host_end[t] = host_time_[rr];
+      const plan::Task& task = plan_.tasks()[t];
+      if (IsSend(task)) {
+        if (send_waiting_[t]) {
+          send_waiting_[t] = 0;
+          StartSend(id);
+        }
+      } else {
+        TryStart(StreamOf(task));
+      }
+      if (costs_.host_sync[t]) {
+        if (!done_[t]) {
+          host_waiting_[rr] = id;
+          return;
+        }
+        host_time_[rr] = std::max(host_time_[rr], result_.timing[t].end);
+      }
+    }
+  }
+
+  // True when task `id`, at the head of stream `s` with its dependencies
+  // done, may start now; otherwise arranges to be woken when it may.
+  bool GateOpen(TaskId id, std::size_t s) {
+    const auto t = static_cast<std::size_t>(id);
+    if (!gated_[t]) return true;
+    if (able_since_[t] == kNever) able_since_[t] = now_;
+    const SimTime since = able_since_[t];
+    SimTime gate = now_;
+    if (!result_.host_begin.empty()) {
+      if (result_.host_begin[t] == kNever) return false;  // AdvanceHost calls TryStart
+      // A collective is one launch: it is issued when the host is done with
+      // it; a compute task runs while its kernels are being launched.
+      const SimTime issued = plan_.tasks()[t].kind == plan::TaskKind::kCollective
+                                 ? result_.host_end[t]
+                                 : result_.host_begin[t];
+      gate = std::max(gate, issued);
+      result_.host_wait_ns[t] = std::max<SimTime>(0, issued - since);
+    }
+    const bool takes_batch = !input_iteration_.empty() && input_iteration_[t] >= 0;
+    if (takes_batch) {
+      const SimTime ready = BatchReady(plan_.tasks()[t].rank);
+      result_.input_wait_ns[t] = std::max<SimTime>(0, ready - since);
+      gate = std::max(gate, ready);
+    }
+    if (gate > now_) {
+      if (!woken_[t]) {
+        woken_[t] = 1;
+        events_.push({gate, seq_++, kWakeBase - static_cast<std::int64_t>(s)});
+      }
+      return false;
+    }
+    if (takes_batch) batch_taken_[static_cast<std::size_t>(plan_.tasks()[t].rank)].push_back(now_);
+    return true;
+  }
+
+  // When rank r's batch for its k-th iteration with input is ready.
+  SimTime BatchReady(plan::RankId r) {
+    const auto rr = static_cast<std::size_t>(r);
+    auto& ready = batch_ready_[rr];
+    const auto& taken = batch_taken_[rr];
+    const std::size_t k = taken.size();  // batches taken so far: this is batch k
+    const auto q = static_cast<std::size_t>(costs_.input_prefetch);
+    while (ready.size() <= k) {
+      const std::size_t j = ready.size();
+      SimTime begin = j == 0 ? 0 : ready[j - 1];
+      if (j >= q) begin = std::max(begin, taken[j - q]);
+      ready.push_back(AddSimTime(begin, costs_.input_ns[rr]));
+    }
+    return ready[k];
   }
 
   void Finish(TaskId id) {
@@ -153,6 +322,14 @@ class Executor {
     for (std::int64_t i = succ_begin_[t]; i < succ_begin_[t + 1]; ++i) {
       const TaskId succ = succ_[static_cast<std::size_t>(i)];
       if (--remaining_[static_cast<std::size_t>(succ)] == 0) Ready(succ);
+    }
+    if (!host_waiting_.empty() && !plan_.IsServer(task.rank)) {
+      const auto r = static_cast<std::size_t>(task.rank);
+      if (host_waiting_[r] == id) {
+        host_waiting_[r] = -1;
+        host_time_[r] = std::max(host_time_[r], now_);
+        AdvanceHost(task.rank);
+      }
     }
     if (IsSend(task)) return;
     const std::size_t s = StreamOf(task);
@@ -180,6 +357,18 @@ class Executor {
   std::vector<bool> busy_;
   std::vector<std::int32_t> arrived_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  // Gates (SetUpGates); empty without a host model and input pipeline.
+  std::vector<std::uint8_t> gated_;           // per task: waits for the host or its batch
+  std::vector<std::int64_t> host_begin_idx_;  // per rank: its tasks in host_tasks_
+  std::vector<TaskId> host_tasks_;
+  std::vector<std::int64_t> host_pos_;        // per rank: next task the host issues
+  std::vector<SimTime> host_time_;            // per rank: when its host is free
+  std::vector<TaskId> host_waiting_;          // per rank: the task it waits for, or -1
+  std::vector<std::int32_t> input_iteration_;  // per task: its iteration if it takes a batch
+  std::vector<std::vector<SimTime>> batch_ready_, batch_taken_;  // per rank, per batch
+  std::vector<std::uint8_t> woken_;           // per task: a wake event was pushed
+  std::vector<std::uint8_t> send_waiting_;    // per send: ready, not issued yet
+  std::vector<SimTime> able_since_;           // per task: first time only a gate held it
   std::uint64_t seq_ = 0;
   SimTime now_ = 0;
 };

@@ -23,6 +23,22 @@ namespace dtsim::sim {
 struct TaskCosts {
   std::vector<SimTime> task_ns;        // per task; ignored for collective members
   std::vector<SimTime> collective_ns;  // per collective
+  // The host (sim/host_costs.h); empty = no host model. Each rank's host
+  // thread issues the rank's tasks one after another in task id order
+  // (program order across its streams), spending host_ns[t] on task t. A
+  // task starts no earlier than the host began issuing it and ends no
+  // earlier than the host finished issuing it (a task of many kernels runs
+  // as they are launched). After issuing a task with host_sync[t] set, the
+  // host waits until that task has finished before it issues the next.
+  std::vector<SimTime> host_ns = {};
+  std::vector<std::uint8_t> host_sync = {};
+  // The input pipeline; empty = none. input_ns[r]: time rank r's share of
+  // its node's pipeline takes to prepare one iteration's batch (0: the
+  // rank reads no input). The first compute task of each iteration of
+  // rank r waits for its batch; batch k is prepared after batch k - 1 and
+  // once batch k - input_prefetch has been taken.
+  std::vector<SimTime> input_ns = {};
+  int input_prefetch = 2;
 };
 
 // Optional time-dependent behaviour. The default is the static costs.
@@ -51,6 +67,13 @@ struct TaskTiming {
 
 struct EngineResult {
   std::vector<TaskTiming> timing;  // per task
+  // With a host model: when the host began and finished issuing each task
+  // (the host thread of the trace), and per task how long it waited for
+  // the host (able to start otherwise, until the host issued it, plus the
+  // time it ran longer than its own cost because its kernels were still
+  // being launched) or for its input batch. Empty without one.
+  std::vector<SimTime> host_begin, host_end;
+  std::vector<SimTime> host_wait_ns, input_wait_ns;
   SimTime makespan = 0;
   std::uint64_t events = 0;        // completion events processed
 };

@@ -96,6 +96,19 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     list[static_cast<std::size_t>(task.rank)].push_back({b, e});
   }
   for (auto& list : comm) MergeIntervals(&list);
+  // Waits for the host and for input, by the iteration of the waiting task.
+  std::vector<SimTime> host_wait(ranks, 0), input_wait(ranks, 0);
+  if (!result.host_wait_ns.empty() || !result.input_wait_ns.empty()) {
+    for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
+      const plan::Task& task = plan.tasks()[t];
+      if (task.stream != plan::StreamKind::kCompute || task.kind == plan::TaskKind::kSend ||
+          task.iteration < first || task.iteration > last)
+        continue;
+      const auto r = static_cast<std::size_t>(task.rank);
+      if (!result.host_wait_ns.empty()) host_wait[r] += result.host_wait_ns[t];
+      if (!result.input_wait_ns.empty()) input_wait[r] += result.input_wait_ns[t];
+    }
+  }
   const double per_iter = 1.0 / m.measured_iterations;
   const SimTime window = window_end - window_begin;
   const auto counted = [&](std::size_t r) {
@@ -116,6 +129,8 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     b.comm_s = NsToSeconds(comm_busy) * per_iter;
     b.exposed_comm_s = NsToSeconds(exposed) * per_iter;
     b.idle_s = NsToSeconds(idle) * per_iter;
+    b.host_wait_s = NsToSeconds(host_wait[r]) * per_iter;
+    b.input_wait_s = NsToSeconds(input_wait[r]) * per_iter;
     m.per_rank.push_back(b);
     m.ranks.push_back(static_cast<plan::RankId>(r));
     m.compute_utilization.push_back(window > 0 ? static_cast<double>(busy) / window : 0.0);
@@ -123,6 +138,8 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     m.breakdown.exposed_comm_s += b.exposed_comm_s / static_cast<double>(workers);
     m.breakdown.idle_s += b.idle_s / static_cast<double>(workers);
     m.breakdown.comm_s += b.comm_s / static_cast<double>(workers);
+    m.breakdown.host_wait_s += b.host_wait_s / static_cast<double>(workers);
+    m.breakdown.input_wait_s += b.input_wait_s / static_cast<double>(workers);
   }
   return m;
 }

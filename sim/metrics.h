@@ -18,6 +18,11 @@ struct Breakdown {
   double exposed_comm_s = 0;
   double idle_s = 0;
   double comm_s = 0;  // all comm-stream busy time, overlapped or not
+  // Of the step, how long the compute stream waited for the host to issue
+  // its work (host-bound) and for input batches (input-bound): parts of
+  // compute_s and idle_s, 0 without a host model or input pipeline.
+  double host_wait_s = 0;
+  double input_wait_s = 0;
 };
 
 struct RunMetrics {

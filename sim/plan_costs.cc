@@ -7,12 +7,14 @@
 #include "common/error.h"
 #include "plan/compute_tasks.h"
 #include "sim/collectives.h"
+#include "sim/host_costs.h"
 
 namespace dtsim::sim {
 
 TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
                      const std::vector<CostModel>& cost_models,
-                     const std::vector<int>& cost_of_rank, Network& network) {
+                     const std::vector<int>& cost_of_rank, Network& network,
+                     const std::set<models::OpKind>& fused) {
   DTSIM_CHECK(static_cast<int>(cost_of_rank.size()) == plan.num_ranks(), "one cost model per rank");
   TaskCosts costs;
   costs.task_ns.resize(plan.num_tasks(), 0);
@@ -36,7 +38,11 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     const int k = kind == plan::TaskKind::kForward ? 0
                   : kind == plan::TaskKind::kBackwardInput ? 1 : 2;
     double& slot = (*last)[static_cast<std::size_t>(v) * kKinds + static_cast<std::size_t>(k)];
-    if (slot < 0) slot = cost_models[static_cast<std::size_t>(model)].ComputeSeconds(op, kind, batch);
+    if (slot < 0) {
+      const CostModel& cm = cost_models[static_cast<std::size_t>(model)];
+      slot = IsFusedOp(graph, v, fused) ? cm.ComputeSeconds(FusedOp(op), kind, batch)
+                                        : cm.ComputeSeconds(op, kind, batch);
+    }
     return slot;
   };
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {

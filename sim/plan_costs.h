@@ -2,6 +2,7 @@
 // collectives with the network model.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "models/graph.h"
@@ -15,8 +16,11 @@ namespace dtsim::sim {
 // `cost_of_rank[r]` indexes `cost_models` for rank r. A collective costs
 // the network's collective_latency_s plus its schedule's time; collectives
 // with the same algorithm, group and size are priced once.
+// Ops whose kind is in `fused` and that a framework fuses into their
+// producer (sim/host_costs.h, IsFusedOp) are priced as FusedOp.
 TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
                      const std::vector<CostModel>& cost_models,
-                     const std::vector<int>& cost_of_rank, Network& network);
+                     const std::vector<int>& cost_of_rank, Network& network,
+                     const std::set<models::OpKind>& fused = {});
 
 }  // namespace dtsim::sim

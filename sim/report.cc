@@ -12,6 +12,11 @@
 namespace dtsim::sim {
 namespace {
 
+// The trace's thread of each rank's host (after the plan's streams).
+constexpr int kHostThread = plan::kNumStreams;
+
+bool HasHostSide(const Prediction& p) { return !p.framework.empty(); }
+
 double CommBytesPerIteration(const Prediction& p) {
   double bytes = 0;
   for (const plan::Collective& c : p.plan.collectives())
@@ -92,11 +97,16 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling_reference;
   j["cost_model"] = p.cost_model;
+  if (HasHostSide(p)) j["framework"] = p.framework;
   if (fits) {
     j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
                       {"exposed_comm_s", m.breakdown.exposed_comm_s},
                       {"idle_s", m.breakdown.idle_s},
                       {"comm_total_s", m.breakdown.comm_s}};
+    if (HasHostSide(p)) {
+      j["breakdown"]["host_wait_s"] = m.breakdown.host_wait_s;
+      j["breakdown"]["input_wait_s"] = m.breakdown.input_wait_s;
+    }
   } else {
     j["breakdown"] = none;
   }
@@ -250,6 +260,9 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
     for (int s = 0; s < plan::kNumStreams; ++s)
       emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", s},
             {"args", {{"name", plan::StreamKindName(static_cast<plan::StreamKind>(s))}}}});
+    if (!p.engine.host_begin.empty() && !p.plan.IsServer(r))
+      emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", kHostThread},
+            {"args", {{"name", "host"}}}});
   }
   // Memory over time of each traced worker (a counter track): static bytes
   // of its stage plus the activations its micro-batches keep.
@@ -276,6 +289,15 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
           {"ts", static_cast<double>(tm.start) / 1000.0},
           {"dur", static_cast<double>(tm.end - tm.start) / 1000.0},
           {"args", {{"iteration", task.iteration}}}});
+    if (!p.engine.host_begin.empty() && p.engine.host_end[t] > p.engine.host_begin[t])
+      emit({{"name", "issue " + TaskLabel(p, task)},
+            {"cat", "host"},
+            {"ph", "X"},
+            {"pid", task.rank},
+            {"tid", kHostThread},
+            {"ts", static_cast<double>(p.engine.host_begin[t]) / 1000.0},
+            {"dur", static_cast<double>(p.engine.host_end[t] - p.engine.host_begin[t]) / 1000.0},
+            {"args", {{"iteration", task.iteration}}}});
   }
   out << "\n]}\n";
 }
@@ -389,6 +411,15 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 100 * m.breakdown.exposed_comm_s / step, FormatSeconds(m.breakdown.idle_s).c_str(),
                 100 * m.breakdown.idle_s / step, FormatSeconds(m.breakdown.comm_s).c_str());
   o << line;
+  if (HasHostSide(p)) {
+    std::snprintf(line, sizeof line,
+                  "host and input (%s): host-bound %.1f%% of the step (%s), input-bound %.1f%% "
+                  "of the step (%s)\n",
+                  p.framework.c_str(), 100 * m.breakdown.host_wait_s / step,
+                  FormatSeconds(m.breakdown.host_wait_s).c_str(), 100 * m.breakdown.input_wait_s / step,
+                  FormatSeconds(m.breakdown.input_wait_s).c_str());
+    o << line;
+  }
   double lo = 1, hi = 0, sum = 0;
   for (double u : m.compute_utilization) {
     lo = std::min(lo, u);

@@ -11,6 +11,7 @@
 #include "plan/parameter_server.h"
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
+#include "sim/host_costs.h"
 #include "sim/plan_costs.h"
 #include "sim/plan_size.h"
 #include "sim/simgrid_engine.h"
@@ -84,6 +85,8 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s, int 
   o.algorithm = s.parallelism.algorithm;
   o.averaging_period = averaging_period;
   o.materialized_ranks = materialize;
+  // Horovod fuses gradients into its own buffer size.
+  if (s.workload.framework.fusion_buffer_bytes > 0) o.bucket_bytes = s.workload.framework.fusion_buffer_bytes;
   return o;
 }
 
@@ -128,12 +131,17 @@ struct Run {
 Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
             const std::vector<CostModel>& cost_models, const std::vector<int>& cost_of_rank,
             const NetworkSpec& spec, const StragglerModel* stragglers, bool reserve_links,
-            const std::string& engine = "analytic",
+            const config::WorkloadConfig& workload, const std::string& engine = "analytic",
             const config::SimgridConfig& simgrid = {}) {
   Network network(spec);
   Run run;
-  run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network);
-  if (engine == "simgrid") {  // flows share links on SimGrid: no reservations needed
+  run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network, workload.framework.fused);
+  AddHostCosts(plan, graph, workload.framework, workload.input, workload.precision, &run.costs);
+  if (engine == "simgrid") {
+    if (!run.costs.host_ns.empty() || !run.costs.input_ns.empty())
+      throw UserError("workload.framework with host costs and workload.input are simulated by "
+                      "the analytic engine only",
+                      "use engine: analytic, or workload.framework: none and synthetic input");  // flows share links on SimGrid: no reservations needed
     SimgridOptions options;
     options.config = simgrid.config;
     options.max_step_repeats = simgrid.max_step_repeats;
@@ -182,6 +190,8 @@ Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb)
   x.exposed_comm_s = wa * a.exposed_comm_s + wb * b.exposed_comm_s;
   x.idle_s = wa * a.idle_s + wb * b.idle_s;
   x.comm_s = wa * a.comm_s + wb * b.comm_s;
+  x.host_wait_s = wa * a.host_wait_s + wb * b.host_wait_s;
+  x.input_wait_s = wa * a.input_wait_s + wb * b.input_wait_s;
   return x;
 }
 
@@ -301,7 +311,11 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const bool alike = WorkersAreAlike(s);
   // SimGrid simulates every rank: the flows of all of them share the links.
   const bool simgrid = s.engine == "simgrid";
-  const bool fast = options.fast && alike && !simgrid;
+  // The fast path measures its first iteration; the host and the input
+  // pipeline need a warm-up iteration before it.
+  const bool host_side = s.workload.framework.HasHostCosts() ||
+                         s.workload.framework.sync_each_step || s.workload.input.Costs();
+  const bool fast = options.fast && alike && !simgrid && !host_side;
   // Identical workers: a few stand for all (the timeline shows them).
   const int materialize = fast              ? 1
                           : alike && !simgrid ? std::min(workers, std::max(1, s.outputs.trace_max_ranks))
@@ -341,9 +355,17 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   std::optional<StragglerModel> stragglers;
   if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
   Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
-                    stragglers ? &*stragglers : nullptr, servers || pipelined, s.engine, s.simgrid);
+                    stragglers ? &*stragglers : nullptr, servers || pipelined, s.workload,
+                    s.engine, s.simgrid);
   p.engine = std::move(run.engine);
   p.costs = std::move(run.costs);
+  if (host_side) {
+    p.framework = s.workload.framework.name;
+    const config::InputPipeline& in = s.workload.input;
+    p.framework += in.Costs() ? ", input " + in.dataset + " on " + std::to_string(in.cores) +
+                                    " core(s) per node"
+                              : ", synthetic input";
+  }
 
   Network network(p.network);
   if (fast) {
@@ -416,7 +438,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     NetworkSpec one_net = MakeNetworkSpec(one, catalog);
     const plan::Plan one_plan = MakePlan(one, full);
     const Run one_run = Execute(one_plan, full, cost_models, {0},
-                                one_net, nullptr, IsPipelined(one));
+                                one_net, nullptr, IsPipelined(one), one.workload);
     const RunMetrics one_metrics = ComputeMetrics(one_plan, one_run.engine);
     p.single_device_throughput_samples_per_s = one_metrics.throughput_samples_per_s;
   }

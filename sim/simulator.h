@@ -45,6 +45,9 @@ struct Prediction {
   double scaling_efficiency = 0;
   std::string scaling_reference;  // the reference in words, for the report
   std::string cost_model;         // "kernels" or "roofline": how compute was priced
+  // The framework profile and input pipeline in words ("pytorch-eager,
+  // input imagenet-224 on 8 cores"), when either adds host-side costs.
+  std::string framework;
   hw::DeviceSpec device;
   NetworkSpec network;
   // Bytes all ranks send over links per training sample (mean over the

@@ -1,0 +1,198 @@
+// The host thread and the input pipeline (issue 12): the engine's gates on
+// hand-built plans (closed forms), the host costs a framework profile gives
+// a real model, and whole simulations that become host- or input-bound.
+#include "sim/host_costs.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "config/scenario.h"
+#include "plan/compute_tasks.h"
+#include "sim/simulator.h"
+
+namespace dtsim::sim {
+namespace {
+
+using plan::Plan;
+using plan::Task;
+using plan::TaskId;
+using plan::TaskKind;
+
+Plan OneRank(int iterations) {
+  Plan p;
+  p.ranks = {{0, 0}};
+  p.iterations = iterations;
+  return p;
+}
+
+Task Compute(int iteration) {
+  Task t;
+  t.kind = TaskKind::kForward;
+  t.iteration = iteration;
+  return t;
+}
+
+TEST(HostModel, HostBoundStepIsKernelsTimesDispatch) {
+  // 10 tasks of 1 us on the device, 10 us each to issue: the device waits
+  // for the host, and the last task ends when the host has issued it:
+  // 10 x 10 us (closed form).
+  Plan p = OneRank(1);
+  for (int i = 0; i < 10; ++i) p.AddTask(Compute(0));
+  TaskCosts c{std::vector<SimTime>(10, 1'000), {}};
+  c.host_ns.assign(10, 10'000);
+  c.host_sync.assign(10, 0);
+  const EngineResult r = RunEngine(p, c);
+  EXPECT_EQ(r.makespan, 100'000);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(r.host_begin[static_cast<std::size_t>(i)], i * 10'000);
+}
+
+TEST(HostModel, DeviceBoundStepIsDeviceTimeAfterTheFirstLaunch) {
+  // 1 us to issue, 10 us on the device: the host runs ahead; the step is
+  // the device's 10 x 10 us after the first task began (host_begin 0).
+  Plan p = OneRank(1);
+  for (int i = 0; i < 10; ++i) p.AddTask(Compute(0));
+  TaskCosts c{std::vector<SimTime>(10, 10'000), {}};
+  c.host_ns.assign(10, 1'000);
+  c.host_sync.assign(10, 0);
+  EXPECT_EQ(RunEngine(p, c).makespan, 100'000);
+}
+
+TEST(HostModel, SyncPointMakesTheHostWait) {
+  // Iteration 0: one 50 us task; the host syncs on it, so iteration 1's
+  // task is issued only at 50 us and ends at 50 + 5 (issue) ... its device
+  // time 10 us starts at host_begin = 50: end = max(50 + 10, 55) = 60.
+  Plan p = OneRank(2);
+  p.AddTask(Compute(0));
+  p.AddTask(Compute(1));
+  TaskCosts c{{50'000, 10'000}, {}};
+  c.host_ns = {5'000, 5'000};
+  c.host_sync = {1, 0};
+  const EngineResult r = RunEngine(p, c);
+  EXPECT_EQ(r.host_begin[1], 50'000);
+  EXPECT_EQ(r.timing[1].start, 50'000);
+  EXPECT_EQ(r.makespan, 60'000);
+  // Without the sync the host issues it at 5 us and the stream runs it
+  // right after the first: 50 + 10.
+  c.host_sync = {0, 0};
+  EXPECT_EQ(RunEngine(p, c).timing[1].start, 50'000);
+  EXPECT_EQ(RunEngine(p, c).host_begin[1], 5'000);
+}
+
+TEST(InputPipeline, InputBoundStepIsBatchTimesCostOverCores) {
+  // Each iteration: 1 ms on the device; its batch takes 3 ms to prepare.
+  // Batch k is ready at 3 (k + 1) ms, so iteration k starts then and the
+  // pace is one iteration per 3 ms (closed form); waits are recorded.
+  Plan p = OneRank(5);
+  for (int i = 0; i < 5; ++i) p.AddTask(Compute(i));
+  TaskCosts c{std::vector<SimTime>(5, 1'000'000), {}};
+  c.input_ns = {3'000'000};
+  c.input_prefetch = 2;
+  const EngineResult r = RunEngine(p, c);
+  for (int k = 0; k < 5; ++k)
+    EXPECT_EQ(r.timing[static_cast<std::size_t>(k)].start, 3'000'000 * (k + 1)) << k;
+  EXPECT_EQ(r.input_wait_ns[4], 2'000'000);  // able at 13 ms (12 + 1), batch at 15
+}
+
+TEST(InputPipeline, FastPipelineHidesBehindTheDevice) {
+  // 1 ms per batch, 3 ms per step: after the first batch the device never
+  // waits: starts at 1, 4, 7, ... ms.
+  Plan p = OneRank(4);
+  for (int i = 0; i < 4; ++i) p.AddTask(Compute(i));
+  TaskCosts c{std::vector<SimTime>(4, 3'000'000), {}};
+  c.input_ns = {1'000'000};
+  c.input_prefetch = 1;
+  const EngineResult r = RunEngine(p, c);
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(r.timing[static_cast<std::size_t>(k)].start, 1'000'000 + 3'000'000 * k) << k;
+}
+
+config::Scenario Mlp(const std::string& framework) {
+  config::Scenario s;
+  s.name = "host";
+  s.cluster.nodes = 1;
+  s.cluster.devices_per_node = 1;
+  s.cluster.device = "H100-SXM";
+  s.workload.model.zoo_name = "mnist-mlp";
+  s.workload.batch_per_device = 32;
+  s.workload.iterations = 4;
+  s.workload.framework = *config::FindFramework(framework);
+  return s;
+}
+
+// Kernels of one training step of `s`'s model, counted from sim/op_kernels.h.
+int StepKernels(const models::ModelGraph& g, hw::Precision precision) {
+  int n = 0;
+  for (models::OpId v = 0; v < g.num_ops(); ++v) {
+    if (plan::IsFreeOp(g.op(v))) continue;
+    n += KernelsOf(g, v, TaskKind::kForward, precision);
+    n += KernelsOf(g, v, TaskKind::kBackward, precision);
+  }
+  return n;
+}
+
+TEST(HostModel, TinyModelOnAFastGpuIsHostBound) {
+  // An MLP at batch 32 runs each kernel in a few microseconds on an H100:
+  // with dispatch set to 100 us per kernel (and nothing else) the step is
+  // the kernels' dispatch: kernels x 100 us, plus the optimizer's launches.
+  config::Scenario s = Mlp("none");
+  s.workload.framework.per_kernel_s = 100e-6;
+  s.workload.framework.optimizer_loop = config::OptimizerLoop::kMultiTensor;
+  s.workload.framework.optimizer_tensors_per_launch = 1000;  // one launch
+  s.workload.framework.sync_each_step = true;
+  const Prediction p = Simulate(s);
+  const int kernels = StepKernels(p.graph, s.workload.precision) + 1;
+  EXPECT_NEAR(p.metrics.step_time_s, kernels * 100e-6, 0.02 * kernels * 100e-6);
+  // With the framework none, the same step is far shorter.
+  EXPECT_LT(Simulate(Mlp("none")).metrics.step_time_s, 0.2 * p.metrics.step_time_s);
+}
+
+TEST(HostModel, CudaGraphsRemoveDispatch) {
+  const config::Scenario eager = Mlp("pytorch-eager");
+  const config::Scenario graphs = Mlp("pytorch-cuda-graphs");
+  const Prediction pe = Simulate(eager), pg = Simulate(graphs);
+  auto host_total = [](const Prediction& p) {
+    return std::accumulate(p.costs.host_ns.begin(), p.costs.host_ns.end(), SimTime{0});
+  };
+  // Graphs: per iteration only per_step + graph_launch remain.
+  const auto& g = graphs.workload.framework;
+  EXPECT_EQ(host_total(pg), eager.workload.iterations * SecondsToNs(g.per_step_s + g.graph_launch_s));
+  // Eager: every op and kernel pays, far more than one graph launch.
+  const SimTime eager_dispatch =
+      host_total(pe) - eager.workload.iterations * SecondsToNs(eager.workload.framework.per_step_s);
+  EXPECT_GT(eager_dispatch, 10 * eager.workload.iterations * SecondsToNs(g.graph_launch_s));
+  EXPECT_LT(pg.metrics.step_time_s, pe.metrics.step_time_s);
+}
+
+TEST(HostModel, InputBoundSimulationAndTheBatchCost) {
+  // 64 samples at 1 ms each on 4 cores: 16 ms per batch, far above the
+  // MLP's step on an H100: the step is 16 ms (closed form).
+  config::Scenario s = Mlp("none");
+  s.workload.batch_per_device = 64;
+  s.workload.iterations = 6;
+  s.workload.input = {.dataset = "test", .per_sample_s = 1e-3, .cores = 4, .prefetch = 2};
+  const Prediction p = Simulate(s);
+  EXPECT_NEAR(p.metrics.step_time_s, 16e-3, 1e-6);
+}
+
+TEST(HostModel, FusedOpsLaunchNothingAndMoveLess) {
+  // GPT-2 under Megatron's profile fuses the residual add into the dropout
+  // before it: the add launches no kernel and its traffic shrinks.
+  config::Scenario s = Mlp("megatron-lm");
+  const models::ModelGraph g = config::BuildWorkloadModel([] {
+    config::Scenario t;
+    t.workload.model.zoo_name = "gpt2";
+    return t;
+  }());
+  int fused = 0;
+  for (models::OpId v = 0; v < g.num_ops(); ++v) {
+    if (!IsFusedOp(g, v, s.workload.framework.fused)) continue;
+    ++fused;
+    EXPECT_EQ(g.op(v).kind, models::OpKind::kAdd);
+    EXPECT_LT(FusedOp(g.op(v)).FwdBytes(1), g.op(v).FwdBytes(1));
+  }
+  EXPECT_EQ(fused, 2 * 12 + 1);  // two residuals per layer, 12 layers, and the position add
+}
+
+}  // namespace
+}  // namespace dtsim::sim

@@ -15,45 +15,45 @@ namespace {
 namespace fs = std::filesystem;
 using models::OpKind;
 
-// Sources of the built-in constants (see docs/scenario.md, "Frameworks"):
+// Sources of the built-in constants (docs/scenario.md, "Frameworks"):
 //
-// [launch]  NVIDIA, CUDA C++ Best Practices Guide, "Kernel launch
-//           overhead": a launch costs the host a few microseconds; CUDA
-//           Graphs blog (NVIDIA, 2019, "Getting Started with CUDA Graphs"):
-//           about 2-3 us of host time per launch on a modern CPU, a graph
-//           of many kernels launched for about the cost of one.
-// [pytorch] Paszke et al., "PyTorch: An Imperative Style, High-Performance
-//           Deep Learning Library", NeurIPS 2019, section 6.1: the host
-//           runs ahead of the GPU through the CUDA stream, and the
-//           per-operator overhead of the Python/C++ dispatch is on the order
-//           of ten microseconds. PyTorch blog, "Accelerating PyTorch with
-//           CUDA Graphs" (2021): launch overheads of eager mode removed by
-//           capturing the step.
-// [horovod] Horovod documentation, "Tensor Fusion": HOROVOD_FUSION_THRESHOLD
-//           defaults to 64 MiB; HOROVOD_CYCLE_TIME defaults to 1 ms... the
-//           background thread checks for ready tensors once per cycle.
-// [megatron] Megatron-LM (NVIDIA/Megatron-LM, megatron/core/fusions and
-//           p2p_communication.py): fused scale-mask-softmax, bias-GeLU and
-//           bias-dropout-add kernels, fused layer norm, apex's multi-tensor
-//           Adam; torch.cuda.synchronize() after every pipeline
-//           send/receive ("To protect against race condition when using
-//           batch_isend_irecv()").
-// [apex]    NVIDIA apex, csrc/multi_tensor_apply.cuh: up to 110 tensors
-//           (depth 1) per launch, fewer for Adam's 4 lists (36); we take 36.
-// [tf]      Abadi et al., "TensorFlow: A system for large-scale machine
-//           learning", OSDI 2016, and the TF performance guide: the graph
-//           executor dispatches ops from C++ (no Python per op) with an
-//           inter-op thread pool; its per-op cost is a few microseconds.
-// [xla]     TensorFlow XLA documentation, "XLA: Optimizing Compiler for
-//           Machine Learning": fuses element-wise ops into their producers
-//           and launches a compiled cluster as a few kernels.
-// [mxnet]   Chen et al., "MXNet: A Flexible and Efficient Machine Learning
-//           Library for Heterogeneous Distributed Systems", 2015: a
-//           dependency engine in C++ pushes each op asynchronously.
+// [launch]  Holistic Trace Analysis documentation (facebookresearch/
+//           HolisticTraceAnalysis, "CUDA kernel launch statistics"):
+//           "Usually, the launch time on the CPU side is between 5-20
+//           microseconds." We take the low end, 5 us per kernel.
+// [pytorch] PyTorch, benchmarks/overrides_benchmark/README.md: the overhead
+//           of a torch function call on a plain tensor is "on the order of
+//           2 us" (Python binding and dispatch, autograd not included).
+//           PyTorch blog, "Accelerating PyTorch with CUDA Graphs" (2021): a
+//           graph replay "skips all layers of argument setup and kernel
+//           dispatch, including Python, C++, and CUDA driver overheads".
+//           Optimizers: foreach (multi-tensor) is the default since PyTorch
+//           2.0 (pytorch/pytorch PR #95415).
+// [multi]   apex csrc/multi_tensor_apply.cuh (PyTorch's foreach kernels use
+//           the same limits): depth_to_max_tensors = {110, 64, 48, 36, ...}
+//           tensors per launch for 1, 2, 3, 4 ... tensor lists; SGD with
+//           momentum reads 3 lists (48), Adam 4 (36).
+// [horovod] Horovod v0.21.0 release notes (PR #2468): "Changed default cycle
+//           time from 5ms to 1ms and fusion threshold from 64MB to 128MB"
+//           (docs/tensor-fusion.rst still says 64 MB).
+// [megatron] Megatron-LM: fused scale-mask-softmax and layer-norm CUDA
+//           kernels (megatron/fused_kernels), bias_gelu and
+//           bias_dropout_add_fused_train (@torch.jit.script), apex's
+//           FusedAdam; megatron/p2p_communication.py synchronises the
+//           device after every pipeline send/receive "To protect against
+//           race condition when using batch_isend_irecv()" (newer
+//           megatron/core only with batch_p2p_sync).
+// [xla]     TensorFlow XLA documentation: tf.reduce_sum(x + y * z) runs as
+//           3 kernels without XLA and 1 with it: element-wise ops fuse into
+//           their consumers.
+// [tf-cifar] TensorFlow's CIFAR-10 tutorial, cifar10_input.py: random 24x24
+//           crop, flip, brightness, contrast, per-image whitening,
+//           num_preprocess_threads = 16.
 //
-// Constants marked "first principles" are estimates from the structure
-// above (how many calls the host makes per op), not measurements; `dtsim
-// fit` replaces them with values fitted to a user's own runs.
+// No published per-op figure was found for the TensorFlow 1.x executor or
+// MXNet's engine; their per-op costs and every per-step cost below are
+// first-principles estimates, marked so. `dtsim fit` replaces any of them
+// with values fitted to a user's own runs.
 
 constexpr double kUs = 1e-6;
 
@@ -71,14 +71,14 @@ FrameworkProfile None() {
 FrameworkProfile PytorchEager() {
   FrameworkProfile p;
   p.name = "pytorch-eager";
-  p.source = "built in: PyTorch eager + DDP (Paszke et al. 2019; CUDA launch cost)";
-  p.per_op_s = 10 * kUs;        // [pytorch]: "on the order of ten microseconds"
-  p.per_kernel_s = 3 * kUs;     // [launch]
-  p.per_collective_s = 10 * kUs;  // one op call into ProcessGroupNCCL (first principles: as an op)
-  p.per_step_s = 100 * kUs;     // zero_grad, loader handoff, scheduler (first principles: ~10 ops)
-  p.optimizer_loop = OptimizerLoop::kPerTensor;
-  p.optimizer_kernels_per_tensor = 3;  // SGD momentum: mul_, add_, add_ (torch.optim.sgd)
-  p.sync_each_step = true;
+  p.source = "built in: PyTorch eager + DDP (PyTorch overrides benchmark; HTA launch statistics)";
+  p.per_op_s = 2 * kUs;         // [pytorch]: "on the order of 2 us" per torch call
+  p.per_kernel_s = 5 * kUs;     // [launch]: 5-20 us, the low end
+  p.per_collective_s = 2 * kUs + 5 * kUs;  // a torch call that enqueues one NCCL kernel
+  p.per_step_s = 100 * kUs;     // zero_grad, loader handoff, scheduler: ~10 calls (first principles)
+  p.optimizer_loop = OptimizerLoop::kMultiTensor;  // [pytorch]: foreach by default
+  p.optimizer_tensors_per_launch = 48;             // [multi]: SGD with momentum, 3 lists
+  p.sync_each_step = true;      // loss.item() each step
   return p;
 }
 
@@ -89,11 +89,12 @@ FrameworkProfile PytorchCudaGraphs() {
   p.name = "pytorch-cuda-graphs";
   p.source = "built in: PyTorch with CUDA graphs (PyTorch blog 2021; NVIDIA CUDA Graphs 2019)";
   p.cuda_graphs = true;
-  p.graph_launch_s = 10 * kUs;  // [launch]: a graph launches for about one kernel's cost
+  p.graph_launch_s = 5 * kUs;  // [launch]: a graph launches for about one kernel's cost
   p.per_step_s = 100 * kUs;
   p.optimizer_loop = OptimizerLoop::kMultiTensor;
-  p.optimizer_tensors_per_launch = 36;  // captured with the fused optimizer [apex]
-  p.fused = {OpKind::kGelu, OpKind::kDropout, OpKind::kAdd};  // torch.compile's Inductor fuses point-wise ops
+  // torch.compile's Inductor fuses point-wise ops into their producers, as
+  // XLA does [xla].
+  p.fused = {OpKind::kGelu, OpKind::kDropout, OpKind::kAdd, OpKind::kRelu};
   return p;
 }
 
@@ -104,8 +105,10 @@ FrameworkProfile MegatronLm() {
   p.name = "megatron-lm";
   p.source = "built in: Megatron-LM (fused kernels, apex multi-tensor Adam, synchronous p2p)";
   p.optimizer_loop = OptimizerLoop::kMultiTensor;
-  p.optimizer_tensors_per_launch = 36;  // [apex]
-  p.per_step_s = 500 * kUs;  // grad-norm, found-inf and loss reductions read back (first principles: ~5 small collectives + syncs)
+  p.optimizer_tensors_per_launch = 36;  // [multi]: Adam, 4 lists
+  // Gradient norm, found-inf check and loss reduction read back each step
+  // (first principles: ~5 small collectives and host syncs of ~100 us).
+  p.per_step_s = 500 * kUs;
   p.sync_on_p2p = true;
   // bias-dropout-add: the residual add runs in the dropout's kernel. Its
   // bias-GeLU and scale-mask-softmax are one kernel each, as dtsim's ops
@@ -114,14 +117,14 @@ FrameworkProfile MegatronLm() {
   return p;
 }
 
-// TensorFlow 1.x graph executor [tf]: no Python per op, C++ executor.
+// TensorFlow 1.x graph executor: no Python per op, a C++ executor.
 FrameworkProfile Tensorflow1() {
   FrameworkProfile p;
   p.name = "tensorflow-1";
-  p.source = "built in: TensorFlow 1.x graph executor (Abadi et al. 2016)";
-  p.per_op_s = 5 * kUs;      // [tf]: executor bookkeeping per node (first principles)
-  p.per_kernel_s = 3 * kUs;  // [launch]
-  p.per_collective_s = 10 * kUs;
+  p.source = "built in: TensorFlow 1.x graph executor (first-principles per-op cost)";
+  p.per_op_s = 2 * kUs;      // executor bookkeeping per node, C++ only (first principles: as a torch call)
+  p.per_kernel_s = 5 * kUs;  // [launch]
+  p.per_collective_s = 7 * kUs;
   p.per_step_s = 500 * kUs;  // Session.run: feed, fetch, graph pruning cache lookup (first principles)
   p.optimizer_loop = OptimizerLoop::kPerTensor;  // one ApplyGradient op per variable
   p.optimizer_kernels_per_tensor = 1;
@@ -135,27 +138,27 @@ FrameworkProfile TensorflowXla() {
   p.name = "tensorflow-xla";
   p.source = "built in: TensorFlow 2 with XLA (tf.function(jit_compile=True))";
   p.per_op_s = 0;  // one compiled cluster per step: no executor per op
-  p.per_kernel_s = 3 * kUs;
-  p.per_step_s = 200 * kUs;
+  p.per_kernel_s = 5 * kUs;  // [launch]
+  p.per_step_s = 200 * kUs;  // first principles
   p.optimizer_loop = OptimizerLoop::kMultiTensor;
-  p.optimizer_tensors_per_launch = 36;  // fused into the compiled step (first principles)
+  p.optimizer_tensors_per_launch = 110;  // fused into the compiled step (first principles)
   p.fused = {OpKind::kRelu, OpKind::kGelu, OpKind::kTanh, OpKind::kDropout, OpKind::kAdd,
              OpKind::kBatchNorm};
   return p;
 }
 
-// MXNet [mxnet]: asynchronous C++ dependency engine, Python per op in the
+// MXNet: an asynchronous C++ dependency engine, Python per op in the
 // imperative (Gluon) API.
 FrameworkProfile Mxnet() {
   FrameworkProfile p;
   p.name = "mxnet";
-  p.source = "built in: MXNet Gluon, hybridized (Chen et al. 2015)";
-  p.per_op_s = 5 * kUs;  // engine push per op (first principles, as TF's executor)
-  p.per_kernel_s = 3 * kUs;
-  p.per_collective_s = 10 * kUs;
-  p.per_step_s = 200 * kUs;
+  p.source = "built in: MXNet Gluon, hybridized (first-principles per-op cost)";
+  p.per_op_s = 2 * kUs;  // engine push per op (first principles, as TF's executor)
+  p.per_kernel_s = 5 * kUs;  // [launch]
+  p.per_collective_s = 7 * kUs;
+  p.per_step_s = 200 * kUs;  // first principles
   p.optimizer_loop = OptimizerLoop::kMultiTensor;  // multi_sgd_update / multi_mp_sgd_update
-  p.optimizer_tensors_per_launch = 36;
+  p.optimizer_tensors_per_launch = 48;  // [multi]
   p.sync_each_step = true;
   return p;
 }
@@ -164,7 +167,7 @@ FrameworkProfile Mxnet() {
 FrameworkProfile HorovodPytorch() {
   FrameworkProfile p = PytorchEager();
   p.name = "horovod-pytorch";
-  p.source = "built in: Horovod on PyTorch eager (Horovod docs: tensor fusion)";
+  p.source = "built in: Horovod on PyTorch eager (Horovod v0.21 defaults)";
   p.fusion_buffer_bytes = 128.0 * 1024 * 1024;  // HOROVOD_FUSION_THRESHOLD default since v0.21
   p.cycle_time_s = 1e-3;                         // HOROVOD_CYCLE_TIME default since v0.21
   return p;

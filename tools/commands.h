@@ -48,6 +48,11 @@ struct ValidateOptions {
   std::string intra_node_link;   // a catalog link instead of vTrain's stated 150 GB/s
   std::string kernel_launch;     // per-op overhead for every row, e.g. "30us"; "" = default
   std::string cost_model;        // vtrain: "kernels" or "roofline" for every row; "" = default
+  std::string framework;         // vtrain: framework profile (name or file) for every row
+  // vtrain: constants to fit (comma-separated, validation/fit_constants.h)
+  // on the rows of fold 0 of 2 (FoldOf of the row's file:line), scored on
+  // the others; "" = no fit.
+  std::string fit;
   bool quiet = false;            // no progress bar, no summary
   bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
 };
@@ -56,6 +61,21 @@ struct ValidateOptions {
 // nothing). A row whose simulation fails is reported as failed and does not
 // stop the others. The errors' summary goes to `out`, progress to `err`.
 void ValidateCommand(const ValidateOptions& options, std::ostream& out, std::ostream& err);
+
+// `dtsim fit RUNS.csv --fit per_kernel,per_op`: fits constants
+// (validation/fit_constants.h) to runs a user measured
+// (validation/measured_runs.h), with k-fold cross-validation; writes
+// framework.yaml (the profile fitted on every row), fit.json and
+// predictions.csv into out_dir.
+struct FitOptions {
+  std::string csv_path;
+  std::string constants;       // comma-separated names
+  int folds = 5;
+  std::string out_dir = "results/fit";
+  int jobs = 0;
+  bool quiet = false;
+};
+void FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err);
 
 struct PlanOptions {
   std::string scenario_path;

@@ -122,6 +122,28 @@ int main(int argc, char** argv) {
       "never axes, but a list inside one of their entries is. Errors name the file, line and\n"
       "column of the value at fault. See docs/scenario.md, section Sweeps.");
 
+  dtsim::tools::FitOptions fit;
+  auto* fit_cmd = app.add_subcommand(
+      "fit", "Fit host-side constants (framework dispatch costs, input cost per sample) to runs "
+             "you measured, with a k-fold cross-validated error; writes framework.yaml, "
+             "fit.json and predictions.csv");
+  fit_cmd->add_option("runs", fit.csv_path,
+                      "CSV of measured runs: scenario, overrides (optional), step_time or "
+                      "throughput (docs/fit.md)")
+      ->required();
+  fit_cmd->add_option("--fit", fit.constants,
+                      "Constants to fit, comma-separated: per_op, per_kernel, per_collective, "
+                      "per_step, graph_launch, cycle_time, input.per_sample")
+      ->required();
+  fit_cmd->add_option("--folds", fit.folds, "Cross-validation folds (default 5)")
+      ->check(CLI::Range(2, 100));
+  fit_cmd->add_option("-o,--out", fit.out_dir, "Output folder")->capture_default_str();
+  fit_cmd->add_option("-j,--jobs", fit.jobs,
+                      "Runs simulated at once (default: one per core); results do not depend "
+                      "on it")
+      ->check(CLI::PositiveNumber);
+  fit_cmd->add_flag("-q,--quiet", fit.quiet, "No summary");
+
   dtsim::tools::ValidateOptions validate;
   dtsim::tools::ExecCommandOptions validate_exec;
   validate_exec.validate = true;
@@ -164,6 +186,14 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--cost-model", validate.cost_model,
                            "vtrain: kernels or roofline for every row (default: the "
                            "simulator's choice, the kernel model for the A100)");
+  validate_cmd->add_option("--framework", validate.framework,
+                           "vtrain: framework profile for every row: a built-in name (e.g. "
+                           "megatron-lm) or a profile file; default none (the devices alone)");
+  validate_cmd->add_option("--fit", validate.fit,
+                           "vtrain: constants to fit, comma-separated (e.g. "
+                           "per_kernel,per_op,per_step), on a fixed half of the rows (by a hash "
+                           "of file:line) and scored on the other half; writes fit.json and "
+                           "fit.md beside the predictions made with the fitted constants");
   validate_cmd->add_flag("-q,--quiet", validate.quiet, "No progress bar and no summary");
   validate_cmd->add_option("--ranks", validate_exec.ranks,
                            "Scenario: processes to run (default: the plan's ranks, devices plus "
@@ -391,6 +421,7 @@ int main(int argc, char** argv) {
       }
       dtsim::tools::ValidateCommand(validate, std::cout, std::cerr);
     }
+    if (*fit_cmd) dtsim::tools::FitCommand(fit, std::cout, std::cerr);
     if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
     if (*model_cmd && model_kernels)

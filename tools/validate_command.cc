@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <map>
 #include <filesystem>
+#include <optional>
 #include <ostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/error.h"
@@ -18,6 +20,9 @@
 #include "validation/deepbench.h"
 #include "validation/deepbench_fit.h"
 #include "validation/deepbench_report.h"
+#include "common/yaml_reader.h"
+#include "validation/fit.h"
+#include "validation/fit_constants.h"
 #include "validation/vtrain.h"
 #include "validation/vtrain_predict.h"
 #include "validation/vtrain_report.h"
@@ -100,6 +105,93 @@ void DeepbenchCommand(const ValidateOptions& o, std::ostream& out, std::ostream&
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
 }
 
+// `dtsim validate vtrain --fit`: constants fitted on the rows of fold 0 of
+// 2, then set in `setup` for every row.
+struct VtrainFit {
+  std::vector<validation::FitConstant> constants;
+  validation::FitResult result;
+  int train_rows = 0;
+  validation::VtrainSummary scored;  // the rows of fold 1, with the fitted constants
+};
+
+VtrainFit FitVtrain(const std::string& names, const std::vector<validation::VtrainRow>& rows,
+                    validation::VtrainSetup* setup, int jobs, std::ostream* err) {
+  if (rows.empty()) throw UserError("no vTrain rows to fit");
+  VtrainFit fit;
+  const config::Scenario base = validation::VtrainScenario(rows.front(), *setup);
+  fit.constants = validation::ParseFitConstants(names, base);
+  std::vector<std::size_t> train;
+  std::vector<double> measured(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    measured[i] = rows[i].measured_ms / 1000.0;
+    if (validation::FoldOf(rows[i].Where(), 2) == 0) train.push_back(i);
+  }
+  fit.train_rows = static_cast<int>(train.size());
+  const validation::VtrainSetup fixed = *setup;
+  const auto& constants = fit.constants;
+  validation::RowPredictor predict = [&](std::size_t i, const std::vector<double>& v) {
+    config::Scenario s = validation::VtrainScenario(rows[i], fixed);
+    validation::ApplyFitConstants(constants, v, &s);
+    return validation::SimulatedIterationSeconds(s);
+  };
+  if (err != nullptr) *err << "fitting " << names << " on " << train.size() << " rows...\n";
+  validation::FitOptions options;
+  options.jobs = jobs;
+  fit.result = validation::FitConstants(fit.constants, train, measured, predict, options);
+  config::Scenario fitted = base;
+  validation::ApplyFitConstants(fit.constants, fit.result.values, &fitted);
+  setup->framework = fitted.workload.framework;
+  setup->framework.source += ", fitted to vTrain fold 0 of 2";
+  return fit;
+}
+
+nlohmann::ordered_json ErrorsJson(const validation::ErrorSummary& e) {
+  return {{"runs", e.runs},         {"failed", e.failed},         {"mape_percent", e.mean_ape},
+          {"median_ape_percent", e.median_ape}, {"max_ape_percent", e.max_ape},
+          {"mean_signed_percent", e.mean_signed_pe}};
+}
+
+std::string VtrainFitJson(const VtrainFit& fit, const validation::VtrainSetup& setup) {
+  nlohmann::ordered_json j;
+  j["split"] = "fit on the rows whose FNV-1a hash of 'file:line' is even (fold 0 of 2), "
+               "scored on the others";
+  j["framework"] = setup.framework.name;
+  j["framework_source"] = setup.framework.source;
+  j["train_rows"] = fit.train_rows;
+  j["evaluations"] = fit.result.evaluations;
+  j["train_mape_percent"] = fit.result.mape;
+  for (std::size_t i = 0; i < fit.constants.size(); ++i)
+    j["constants"].push_back({{"name", fit.constants[i].name},
+                              {"initial_s", fit.constants[i].initial},
+                              {"fitted_s", fit.result.values[i]}});
+  j["scored"] = {{"all", ErrorsJson(fit.scored.overall)},
+                 {"single_node", ErrorsJson(fit.scored.single_node)},
+                 {"multi_node", ErrorsJson(fit.scored.multi_node)}};
+  return j.dump(2) + "\n";
+}
+
+std::string VtrainFitMarkdown(const VtrainFit& fit) {
+  std::string md = "# vTrain: constants fitted on half of the rows, scored on the other half\n\n";
+  md += "Split: rows whose FNV-1a hash of `file:line` is even are fitted (" +
+        std::to_string(fit.train_rows) + " rows), the others scored. Nelder-Mead in log space, " +
+        std::to_string(fit.result.evaluations) + " evaluations; training MAPE " +
+        std::to_string(fit.result.mape) + "%.\n\n| constant | initial | fitted |\n|---|---:|---:|\n";
+  for (std::size_t i = 0; i < fit.constants.size(); ++i)
+    md += "| " + fit.constants[i].name + " | " + FormatSeconds(fit.constants[i].initial) + " | " +
+          FormatSeconds(fit.result.values[i]) + " |\n";
+  md += "\n| scored rows | runs | MAPE % | median % | max % | signed % |\n|---|---:|---:|---:|---:|---:|\n";
+  auto row = [&](const char* name, const validation::ErrorSummary& e) {
+    char line[200];
+    std::snprintf(line, sizeof line, "| %s | %d | %.1f | %.1f | %.1f | %+.1f |\n", name, e.runs,
+                  e.mean_ape, e.median_ape, e.max_ape, e.mean_signed_pe);
+    md += line;
+  };
+  row("all", fit.scored.overall);
+  row("single-node", fit.scored.single_node);
+  row("multi-node", fit.scored.multi_node);
+  return md;
+}
+
 }  // namespace
 
 void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
@@ -132,9 +224,14 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     throw UserError("--kernel-launch applies to the roofline cost model, not to --cost-model "
                     "kernels",
                     "drop one of them");
+  if (!o.framework.empty())
+    setup.framework = config::ReadFramework(
+        YamlValue(YAML::Node(o.framework), "--framework", "--framework"), "./--framework");
   const std::vector<validation::VtrainRow> rows = validation::LoadVtrainData(o.data_dir, o.limit);
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::optional<VtrainFit> fit;
+  if (!o.fit.empty()) fit = FitVtrain(o.fit, rows, &setup, jobs, o.quiet ? nullptr : &err);
 
   ProgressBar bar(err, o.err_is_terminal, "rows");
   validation::PredictOptions predict;
@@ -153,6 +250,19 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
   Write(files, "summary.json", validation::SummaryJson(summary, results, setup));
   Write(files, "summary.md", validation::SummaryMarkdown(summary, results, setup));
   Write(files, "scatter.svg", validation::ScatterSvg(results));
+  if (fit) {
+    // The scored half: the rows the fit did not see.
+    std::vector<validation::RowResult> scored;
+    for (const validation::RowResult& r : results)
+      if (validation::FoldOf(r.row->Where(), 2) != 0) scored.push_back(r);
+    fit->scored = validation::SummarizeVtrain(scored);
+    Write(files, "fit.json", VtrainFitJson(*fit, setup));
+    Write(files, "fit.md", VtrainFitMarkdown(*fit));
+    Write(files, "framework.yaml",
+          config::FrameworkProfileYaml(setup.framework,
+                                       "fitted by dtsim validate vtrain --fit " + o.fit +
+                                           "\non the rows of fold 0 of 2 (FNV-1a of file:line)"));
+  }
   const auto written = files.Commit();
 
   if (o.quiet) return;
@@ -164,6 +274,16 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
   out << ErrorLine("all", summary.overall);
   out << ErrorLine("single-node", summary.single_node);
   out << ErrorLine("multi-node", summary.multi_node);
+  if (fit) {
+    out << "fitted on " << fit->train_rows << " rows (" << fit->result.evaluations
+        << " evaluations, training MAPE " << fit->result.mape << "%):";
+    for (std::size_t i = 0; i < fit->constants.size(); ++i)
+      out << " " << fit->constants[i].name << " = " << FormatSeconds(fit->result.values[i]);
+    out << "\nscored on the other " << fit->scored.overall.runs << " rows:\n";
+    out << ErrorLine("all", fit->scored.overall);
+    out << ErrorLine("single-node", fit->scored.single_node);
+    out << ErrorLine("multi-node", fit->scored.multi_node);
+  }
   for (const auto& f : summary.failures) {
     out << f.rows << " row(s) failed, first " << f.first << ": " << f.message << "\n";
   }

@@ -230,6 +230,7 @@ config::Scenario VtrainScenario(const VtrainRow& row, const VtrainSetup& setup) 
   w.batch_per_device = std::max(1, row.global_batch / row.data_parallel);
   if (setup.kernel_launch_s > 0) w.kernel_launch_s = setup.kernel_launch_s;
   w.cost_model = setup.cost_model;
+  w.framework = setup.framework;
 
   config::ParallelismConfig& p = s.parallelism;
   p.strategy = config::Strategy::kHybrid;

@@ -102,6 +102,9 @@ struct VtrainSetup {
   // workload.cost_model for every row; unset = the simulator's choice (the
   // kernel model for the A100, the roofline with kernel_launch_s set).
   std::optional<config::CostModelKind> cost_model;
+  // workload.framework for every row (config/framework.h); default none,
+  // the devices alone. `dtsim validate vtrain --framework megatron-lm`.
+  config::FrameworkProfile framework = *config::FindFramework("none");
 };
 
 // The scenario of one row: strategy hybrid on ceil(gpus / devices_per_node)

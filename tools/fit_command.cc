@@ -1,0 +1,121 @@
+// `dtsim fit`: constants fitted to a user's measured runs (issue 12).
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/units.h"
+#include "sim/simulator.h"
+#include "sim/sweep.h"
+#include "tools/commands.h"
+#include "tools/output_set.h"
+#include "validation/fit.h"
+#include "validation/fit_constants.h"
+#include "validation/measured_runs.h"
+
+namespace dtsim::tools {
+namespace {
+
+nlohmann::ordered_json ErrorsJson(const validation::ErrorSummary& e) {
+  return {{"runs", e.runs},
+          {"failed", e.failed},
+          {"mape_percent", e.mean_ape},
+          {"median_ape_percent", e.median_ape},
+          {"max_ape_percent", e.max_ape},
+          {"mean_signed_percent", e.mean_signed_pe}};
+}
+
+void Write(OutputSet& files, const std::string& name, const std::string& content) {
+  auto f = files.Open(name);
+  f << content;
+  CloseOutput(f, name);
+}
+
+std::string Percentages(const validation::ErrorSummary& e) {
+  char line[160];
+  std::snprintf(line, sizeof line, "MAPE %.1f%%, median %.1f%%, max %.1f%% (%d runs, %d failed)",
+                e.mean_ape, e.median_ape, e.max_ape, e.runs, e.failed);
+  return line;
+}
+
+}  // namespace
+
+void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
+  const std::vector<validation::MeasuredRun> runs = validation::LoadMeasuredRuns(o.csv_path);
+  const std::vector<validation::FitConstant> constants =
+      validation::ParseFitConstants(o.constants, runs.front().scenario);
+  std::vector<std::string> keys;
+  std::vector<double> measured;
+  for (const validation::MeasuredRun& r : runs) {
+    keys.push_back(r.where);
+    measured.push_back(r.measured_step_s);
+  }
+  const validation::RowPredictor predict = [&](std::size_t i, const std::vector<double>& v) {
+    config::Scenario s = runs[i].scenario;
+    validation::ApplyFitConstants(constants, v, &s);
+    const sim::Prediction p = sim::Simulate(s, {.fast = true});
+    if (!p.does_not_fit.empty()) throw InfeasiblePlan(p.does_not_fit);
+    return p.metrics.step_time_s;
+  };
+  validation::FitOptions options;
+  options.jobs = o.jobs;
+  if (!o.quiet) err << "fitting " << o.constants << " to " << runs.size() << " runs...\n";
+  std::vector<std::size_t> all(runs.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const validation::FitResult fit =
+      validation::FitConstants(constants, all, measured, predict, options);
+  const validation::CrossValidation cv =
+      validation::CrossValidate(constants, keys, measured, predict, o.folds, options);
+  std::vector<double> initial, before(runs.size(), 0), after(runs.size(), 0);
+  for (const auto& c : constants) initial.push_back(c.initial);
+  validation::ScoreRows(all, measured, predict, initial, o.jobs, &before);
+  const validation::ErrorSummary fitted_all =
+      validation::ScoreRows(all, measured, predict, fit.values, o.jobs, &after);
+
+  config::Scenario fitted = runs.front().scenario;
+  validation::ApplyFitConstants(constants, fit.values, &fitted);
+  nlohmann::ordered_json j;
+  j["runs"] = o.csv_path;
+  j["framework_base"] = fitted.workload.framework.name;
+  j["evaluations"] = fit.evaluations;
+  for (std::size_t i = 0; i < constants.size(); ++i)
+    j["constants"].push_back({{"name", constants[i].name},
+                              {"initial_s", constants[i].initial},
+                              {"fitted_s", fit.values[i]}});
+  j["before_fit"] = ErrorsJson(cv.before);
+  j["fitted_on_all_runs"] = ErrorsJson(fitted_all);
+  j["cross_validation"] = {{"folds", cv.folds},
+                           {"rule", "fold = FNV-1a(file:line) mod folds"},
+                           {"held_out", ErrorsJson(cv.after)},
+                           {"fold_values_s", cv.fold_values}};
+  std::string csv = "run,measured_s,predicted_before_s,predicted_fitted_s,predicted_held_out_s\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    char line[160];
+    std::snprintf(line, sizeof line, ",%.6g,%.6g,%.6g,%.6g\n", measured[i], before[i], after[i],
+                  cv.predicted_s[i]);
+    csv += sim::CsvField(keys[i]) + line;
+  }
+  std::string comment = "fitted by dtsim fit " + o.csv_path + " --fit " + o.constants + "\n" +
+                        "held-out error (" + std::to_string(cv.folds) + "-fold): " +
+                        Percentages(cv.after);
+  if (fitted.workload.input.per_sample_s > 0)
+    comment += "\ninput.per_sample fitted: " + FormatSeconds(fitted.workload.input.per_sample_s) +
+               " (set it under workload.input)";
+  OutputSet files{std::filesystem::path(o.out_dir)};
+  Write(files, "framework.yaml", config::FrameworkProfileYaml(fitted.workload.framework, comment));
+  Write(files, "fit.json", j.dump(2) + "\n");
+  Write(files, "predictions.csv", csv);
+  const auto written = files.Commit();
+  if (o.quiet) return;
+  for (std::size_t i = 0; i < constants.size(); ++i)
+    out << constants[i].name << " = " << FormatSeconds(fit.values[i]) << " (was "
+        << FormatSeconds(constants[i].initial) << ")\n";
+  out << "before fitting:        " << Percentages(cv.before) << "\n";
+  out << "fitted on all runs:    " << Percentages(fitted_all) << "\n";
+  out << "held out (" << cv.folds << "-fold):    " << Percentages(cv.after) << "\n";
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+}  // namespace dtsim::tools

@@ -1,0 +1,32 @@
+// The scenario constants `dtsim fit` and `dtsim validate vtrain --fit` can
+// fit: the host-side ones no datasheet gives (config/framework.h).
+//
+//   per_op, per_kernel, per_collective, per_step, graph_launch, cycle_time
+//       workload.framework's keys (also written framework.per_op, ...)
+//   input.per_sample
+//       workload.input's per-sample cost
+//
+// Each is a time in seconds, fitted within [1 ns, 1 s] from the scenario's
+// value (1 us when that is 0).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "validation/fit.h"
+
+namespace dtsim::validation {
+
+// The names that can be fitted, in the order above.
+const std::vector<std::string>& FittableConstants();
+
+// "per_kernel,per_op" -> the constants, initial values from `base`.
+// Throws UserError for an unknown or repeated name (listing the known ones).
+std::vector<FitConstant> ParseFitConstants(const std::string& names, const config::Scenario& base);
+
+// Sets constant `names[i]` to values[i] in `s`.
+void ApplyFitConstants(const std::vector<FitConstant>& constants, const std::vector<double>& values,
+                       config::Scenario* s);
+
+}  // namespace dtsim::validation

@@ -117,6 +117,47 @@ TEST_F(Cli, ValidateDeepbenchWritesItsReportsTheSameEachTime) {
   EXPECT_FALSE(fs::exists(dir_ / "c"));
 }
 
+// Issue 12: `dtsim fit` on the shipped example (six PyTorch runs on an
+// H100), deterministic, and refused cleanly on bad input.
+TEST_F(Cli, FitWritesAProfileScenariosCanNameAndIsDeterministic) {
+  for (const char* out : {"a", "b"}) {
+    Result r = Dtsim("fit scenarios/fit/h100-pytorch-runs.csv --fit per_kernel --folds 2 --out " +
+                     (dir_ / out).string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("held out (2-fold)"), std::string::npos) << r.out;
+  }
+  for (const char* f : {"framework.yaml", "fit.json", "predictions.csv"})
+    EXPECT_EQ(Slurp(dir_ / "a" / f), Slurp(dir_ / "b" / f)) << f << " differs between runs";
+  const auto fit = nlohmann::json::parse(Slurp(dir_ / "a" / "fit.json"));
+  EXPECT_EQ(fit.at("cross_validation").at("held_out").at("runs").get<int>(), 6);
+  // The fit lowers the error on the runs it fitted (it starts from the
+  // built-in value, which is one of the points it tries).
+  EXPECT_LE(fit.at("fitted_on_all_runs").at("mape_percent").get<double>(),
+            fit.at("before_fit").at("mape_percent").get<double>());
+  // A scenario names the fitted profile as it names a built-in one.
+  const fs::path scenario = dir_ / "a" / "s.yaml";
+  std::ofstream(scenario) << "cluster: {device: H100-SXM}
+"
+                             "workload: {model: cifar10-cnn, framework: framework.yaml}
+";
+  Result run = Dtsim("run " + scenario.string() + " --no-trace --out " + (dir_ / "run").string());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("host-bound"), std::string::npos) << run.out;
+  // Bad input: status 2, the file and line, nothing written.
+  std::ofstream(dir_ / "bad.csv") << "scenario,step_time
+scenarios/default.yaml,12
+";
+  Result bad = Dtsim("fit " + (dir_ / "bad.csv").string() + " --fit per_op --out " +
+                     (dir_ / "c").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("bad.csv:2"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c"));
+  Result unknown = Dtsim("fit scenarios/fit/h100-pytorch-runs.csv --fit per_opp --out " +
+                         (dir_ / "d").string());
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("did you mean 'per_op'"), std::string::npos) << unknown.err;
+}
+
 TEST_F(Cli, RunWritesFullReportAndIsDeterministic) {
   Result a = Dtsim("run scenarios/default.yaml --out " + (dir_ / "a").string());
   ASSERT_EQ(a.status, 0) << a.err;

@@ -68,7 +68,7 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
     x0[i] = std::clamp(std::log(std::max(c.initial, c.lower)), lo[i], hi[i]);
   }
   const int budget = options.max_evaluations > 0 ? options.max_evaluations
-                                                 : 40 * static_cast<int>(n + 1);
+                                                 : 40 * static_cast<int>(n + 1) + 12 * static_cast<int>(n);
   int evaluations = 0;
   // MAPE over the training rows; a failed row counts as a 1000% error so
   // that the search moves away from constants that break predictions.
@@ -86,6 +86,27 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
     for (std::size_t i = 0; i < n; ++i) x[i] = std::clamp(x[i], lo[i], hi[i]);
     return x;
   };
+  // A coarse search first, so that Nelder-Mead starts in the right basin
+  // (the step time is a max of host and device paths: the objective has
+  // flat regions where a constant is hidden): two passes over the
+  // constants, each tried at its current value times 10^k, k = -3..3
+  // (within its bounds), keeping the best.
+  double f0 = objective(x0);
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < n; ++i) {
+      const double centre = x0[i];
+      for (int k = -3; k <= 3; ++k) {
+        if (k == 0) continue;
+        std::vector<double> x = x0;
+        x[i] = std::clamp(centre + k * std::log(10.0), lo[i], hi[i]);
+        if (x[i] == x0[i]) continue;
+        const double fx = objective(x);
+        if (fx < f0) {
+          f0 = fx;
+          x0 = x;
+        }
+      }
+    }
   // Nelder-Mead (Nelder and Mead 1965; coefficients 1, 2, 0.5, 0.5) on a
   // simplex of x0 and x0 + 0.7 along each axis (a factor of 2 in value).
   std::vector<std::vector<double>> simplex(n + 1, x0);

@@ -2,11 +2,12 @@
 // (issue 12, `dtsim fit` and `dtsim validate vtrain --fit`).
 //
 // The objective is the mean absolute percentage error (MAPE) of the
-// predicted step times over the training rows. It is minimised by
-// Nelder-Mead over the logarithms of the constants (constants are positive
-// and span decades), each clamped to its [lower, upper] bounds, from the
-// initial values, with a fixed budget of evaluations: deterministic for
-// given rows, constants and predictor. k-fold cross-validation assigns each
+// predicted step times over the training rows. It is minimised over the
+// logarithms of the constants (constants are positive and span decades),
+// each clamped to its [lower, upper] bounds: first a coordinate search on
+// a grid of decades around the initial values (two passes), then
+// Nelder-Mead from the best point, within a fixed budget of evaluations:
+// deterministic for given rows, constants and predictor. k-fold cross-validation assigns each
 // row to a fold by a hash of its key (FoldOf), fits on the other folds and
 // scores the fold's rows with those constants, so that no row is scored by
 // constants fitted on it.
@@ -34,7 +35,7 @@ struct FitConstant {
 using RowPredictor = std::function<double(std::size_t row, const std::vector<double>& values)>;
 
 struct FitOptions {
-  int max_evaluations = 0;  // 0 = 40 x (constants + 1)
+  int max_evaluations = 0;  // 0 = 40 x (constants + 1) + 12 x constants
   int jobs = 0;             // rows predicted at once; results do not depend on it
 };
 

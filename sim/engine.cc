@@ -191,8 +191,9 @@ class Executor {
     able_since_.assign(n, kNever);
     const auto ranks = static_cast<std::size_t>(plan_.num_ranks());
     if (!costs_.host_ns.empty()) {
-      DTSIM_CHECK(costs_.host_ns.size() == n && costs_.host_sync.size() == n,
-                  "one host cost and sync flag per task");
+      DTSIM_CHECK(costs_.host_ns.size() == n && costs_.host_sync.size() == n &&
+                      costs_.host_lead_ns.size() == n,
+                  "one host cost, lead and sync flag per task");
       result_.host_begin.assign(n, kNever);
       result_.host_end.assign(n, kNever);
       result_.host_wait_ns.assign(n, 0);
@@ -276,9 +277,10 @@ class Executor {
       if (result_.host_begin[t] == kNever) return false;  // AdvanceHost calls TryStart
       // A collective is one launch: it is issued when the host is done with
       // it; a compute task runs while its kernels are being launched.
-      const SimTime issued = plan_.tasks()[t].kind == plan::TaskKind::kCollective
-                                 ? result_.host_end[t]
-                                 : result_.host_begin[t];
+      const SimTime issued =
+          plan_.tasks()[t].kind == plan::TaskKind::kCollective
+              ? result_.host_end[t]
+              : AddSimTime(result_.host_begin[t], std::min(costs_.host_lead_ns[t], costs_.host_ns[t]));
       gate = std::max(gate, issued);
       result_.host_wait_ns[t] = std::max<SimTime>(0, issued - since);
     }

@@ -26,11 +26,14 @@ struct TaskCosts {
   // The host (sim/host_costs.h); empty = no host model. Each rank's host
   // thread issues the rank's tasks one after another in task id order
   // (program order across its streams), spending host_ns[t] on task t. A
-  // task starts no earlier than the host began issuing it and ends no
-  // earlier than the host finished issuing it (a task of many kernels runs
-  // as they are launched). After issuing a task with host_sync[t] set, the
-  // host waits until that task has finished before it issues the next.
+  // task starts no earlier than host_lead_ns[t] (<= host_ns[t]) after the
+  // host began issuing it (the step's setup and its first kernel's launch)
+  // and ends no earlier than the host finished issuing it (a task of many
+  // kernels runs as they are launched); a collective starts once issued.
+  // After issuing a task with host_sync[t] set, the host waits until that
+  // task has finished before it issues the next.
   std::vector<SimTime> host_ns = {};
+  std::vector<SimTime> host_lead_ns = {};
   std::vector<std::uint8_t> host_sync = {};
   // The input pipeline; empty = none. input_ns[r]: time rank r's share of
   // its node's pipeline takes to prepare one iteration's batch (0: the

@@ -20,10 +20,15 @@ int ParamTensors(const models::Op& op) {
   return op.attrs.bias ? 2 : 1;
 }
 
+struct HostTime {
+  double total = 0;  // to issue every op of the task
+  double first = 0;  // to issue its first op (the device can start after it)
+};
+
 // Host time to issue the ops [first, first + count) for a task of `kind`.
-double ComputeHostSeconds(const models::ModelGraph& graph, const plan::Task& t,
-                          const config::FrameworkProfile& fw, hw::Precision precision) {
-  double s = 0;
+HostTime ComputeHostSeconds(const models::ModelGraph& graph, const plan::Task& t,
+                            const config::FrameworkProfile& fw, hw::Precision precision) {
+  HostTime h;
   for (std::int32_t k = 0; k < t.op_count; ++k) {
     const auto v = static_cast<models::OpId>(t.op + k);
     const models::Op& op = graph.op(v);
@@ -34,9 +39,11 @@ double ComputeHostSeconds(const models::ModelGraph& graph, const plan::Task& t,
     // gradient of an op that has none).
     const bool op_call = t.kind != TaskKind::kBackwardWeight || graph.ReadsOnlyGraphInputs(v);
     if (kernels == 0 && !op_call) continue;
-    s += (op_call ? fw.per_op_s : 0) + kernels * fw.per_kernel_s;
+    const double op_s = (op_call ? fw.per_op_s : 0) + kernels * fw.per_kernel_s;
+    if (h.total == 0) h.first = op_s;
+    h.total += op_s;
   }
-  return s;
+  return h;
 }
 
 }  // namespace
@@ -91,6 +98,7 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
 
   if (fw.HasHostCosts() || fw.sync_each_step) {
     costs->host_ns.assign(n, 0);
+    costs->host_lead_ns.assign(n, 0);
     costs->host_sync.assign(n, 0);
     // Parameter tensors and parameters per rank, for the optimizer loop.
     std::vector<double> tensors(ranks, 0), params(ranks, 0);
@@ -110,12 +118,12 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
     }
     std::vector<std::int32_t> seen(ranks, -1);      // last iteration whose first task was seen
     std::vector<std::int64_t> last_of(ranks, -1);   // last task of the current iteration
-    std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, double> op_cache;
+    std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, HostTime> op_cache;
     for (std::size_t i = 0; i < n; ++i) {
       const plan::Task& t = plan.tasks()[i];
       if (!is_worker(t.rank)) continue;
       const auto r = static_cast<std::size_t>(t.rank);
-      double s = 0;
+      double s = 0, lead = 0;  // host time of the task, and before the device may start it
       switch (t.kind) {
         case TaskKind::kForward:
         case TaskKind::kBackwardInput:
@@ -126,7 +134,8 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
             auto it = op_cache.find(key);
             if (it == op_cache.end())
               it = op_cache.emplace(key, ComputeHostSeconds(graph, t, fw, precision)).first;
-            s = it->second;
+            s = it->second.total;
+            lead = it->second.first;
           }
           break;
         case TaskKind::kOptimizer:
@@ -136,6 +145,7 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
               s = share * (fw.per_op_s + fw.optimizer_kernels_per_tensor * fw.per_kernel_s);
             else
               s = std::ceil(share / fw.optimizer_tensors_per_launch) * (fw.per_op_s + fw.per_kernel_s);
+            lead = std::min(s, fw.per_op_s + fw.per_kernel_s);
           }
           break;
         case TaskKind::kCollective:
@@ -148,10 +158,13 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
       if (t.iteration > seen[r]) {  // the first task of an iteration
         seen[r] = t.iteration;
         if (fw.sync_each_step && last_of[r] >= 0) costs->host_sync[static_cast<std::size_t>(last_of[r])] = 1;
-        s += fw.per_step_s + (fw.cuda_graphs ? fw.graph_launch_s : 0);
+        const double setup = fw.per_step_s + (fw.cuda_graphs ? fw.graph_launch_s : 0);
+        s += setup;
+        lead += setup;
       }
       last_of[r] = static_cast<std::int64_t>(i);
       costs->host_ns[i] = SecondsToNs(s);
+      costs->host_lead_ns[i] = SecondsToNs(lead);
     }
     if (fw.sync_each_step)
       for (std::size_t r = 0; r < ranks; ++r)

@@ -10,6 +10,8 @@
 //                 multi_tensor: ceil(tensors / tensors_per_launch) x (per_op + per_kernel)
 //   collective, send   per_collective
 //   first task of each iteration   + per_step
+// The device may start a task once the host has issued its first op (and,
+// on the first task of an iteration, spent per_step): host_lead_ns.
 // With CUDA graphs the per-op, per-kernel and optimizer terms are replaced by
 // one graph_launch on the first task of the iteration. Sync points: the
 // last task of each iteration of a rank (sync_each_step) and every pipeline

@@ -41,10 +41,15 @@ TEST(HostModel, HostBoundStepIsKernelsTimesDispatch) {
   for (int i = 0; i < 10; ++i) p.AddTask(Compute(0));
   TaskCosts c{std::vector<SimTime>(10, 1'000), {}};
   c.host_ns.assign(10, 10'000);
+  c.host_lead_ns.assign(10, 0);
   c.host_sync.assign(10, 0);
   const EngineResult r = RunEngine(p, c);
   EXPECT_EQ(r.makespan, 100'000);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(r.host_begin[static_cast<std::size_t>(i)], i * 10'000);
+  // One kernel per task: the device starts each only once it is launched
+  // (lead = the whole dispatch), so the last runs from 100 to 101 us.
+  c.host_lead_ns.assign(10, 10'000);
+  EXPECT_EQ(RunEngine(p, c).makespan, 101'000);
 }
 
 TEST(HostModel, DeviceBoundStepIsDeviceTimeAfterTheFirstLaunch) {
@@ -54,6 +59,7 @@ TEST(HostModel, DeviceBoundStepIsDeviceTimeAfterTheFirstLaunch) {
   for (int i = 0; i < 10; ++i) p.AddTask(Compute(0));
   TaskCosts c{std::vector<SimTime>(10, 10'000), {}};
   c.host_ns.assign(10, 1'000);
+  c.host_lead_ns.assign(10, 0);
   c.host_sync.assign(10, 0);
   EXPECT_EQ(RunEngine(p, c).makespan, 100'000);
 }
@@ -67,6 +73,7 @@ TEST(HostModel, SyncPointMakesTheHostWait) {
   p.AddTask(Compute(1));
   TaskCosts c{{50'000, 10'000}, {}};
   c.host_ns = {5'000, 5'000};
+  c.host_lead_ns = {0, 0};
   c.host_sync = {1, 0};
   const EngineResult r = RunEngine(p, c);
   EXPECT_EQ(r.host_begin[1], 50'000);

@@ -37,6 +37,7 @@ const std::vector<std::string> kListValuedKeys = {
     "stragglers.interference.ranks",
     "parallelism.stage_layers",
     "simgrid.config",
+    "workload.framework.fused",
 };
 
 // "a.b[3].c" -> "a.b[].c"

@@ -10,7 +10,8 @@
 //
 // The rule: a YAML sequence of scalars is an axis, except at the keys whose
 // value is itself a list of scalars (kListValuedKeys in sweep.cc:
-// stragglers.slow_devices[i].ranks and stragglers.interference.ranks); to
+// stragglers.slow_devices[i].ranks, stragglers.interference.ranks,
+// parallelism.stage_layers, simgrid.config, workload.framework.fused); to
 // sweep one of those give a list of lists (`ranks: [[0], [0, 1]]`). Lists of
 // mappings (cluster.devices, cluster.links, stragglers.slow_devices) are
 // never axes, but their elements may hold axes (`cluster.devices[0].fp32`).

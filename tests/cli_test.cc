@@ -136,17 +136,13 @@ TEST_F(Cli, FitWritesAProfileScenariosCanNameAndIsDeterministic) {
             fit.at("before_fit").at("mape_percent").get<double>());
   // A scenario names the fitted profile as it names a built-in one.
   const fs::path scenario = dir_ / "a" / "s.yaml";
-  std::ofstream(scenario) << "cluster: {device: H100-SXM}
-"
-                             "workload: {model: cifar10-cnn, framework: framework.yaml}
-";
+  std::ofstream(scenario) << "cluster: {device: H100-SXM}\n"
+                             "workload: {model: cifar10-cnn, framework: framework.yaml}\n";
   Result run = Dtsim("run " + scenario.string() + " --no-trace --out " + (dir_ / "run").string());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("host-bound"), std::string::npos) << run.out;
   // Bad input: status 2, the file and line, nothing written.
-  std::ofstream(dir_ / "bad.csv") << "scenario,step_time
-scenarios/default.yaml,12
-";
+  std::ofstream(dir_ / "bad.csv") << "scenario,step_time\nscenarios/default.yaml,12\n";
   Result bad = Dtsim("fit " + (dir_ / "bad.csv").string() + " --fit per_op --out " +
                      (dir_ / "c").string());
   EXPECT_EQ(bad.status, 2);

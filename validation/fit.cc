@@ -26,6 +26,61 @@ std::vector<double> PredictRows(const std::vector<std::size_t>& rows, const RowP
   return out;
 }
 
+// Nelder-Mead iterations on `simplex` (n + 1 points, values `f`) until the
+// values' spread is below 1e-4 MAPE points or `budget` evaluations are
+// spent. Coefficients 1, 2, 0.5, 0.5.
+template <typename Objective, typename Clamp>
+void NelderMead(Objective& objective, Clamp& clamp, int budget, int* evaluations,
+                std::vector<std::vector<double>>* simplex_io, std::vector<double>* f_io) {
+  auto& simplex = *simplex_io;
+  auto& f = *f_io;
+  const std::size_t n = simplex.size() - 1;
+  while (*evaluations < budget) {
+    std::vector<std::size_t> order(n + 1);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return f[a] < f[b]; });
+    std::vector<std::vector<double>> s2;
+    std::vector<double> f2;
+    for (std::size_t i : order) {
+      s2.push_back(simplex[i]);
+      f2.push_back(f[i]);
+    }
+    simplex = s2;
+    f = f2;
+    if (f[n] - f[0] < 1e-4) break;
+    std::vector<double> centroid(n, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t d = 0; d < n; ++d) centroid[d] += simplex[i][d] / static_cast<double>(n);
+    auto along = [&](double t) {
+      std::vector<double> x(n);
+      for (std::size_t d = 0; d < n; ++d) x[d] = centroid[d] + t * (simplex[n][d] - centroid[d]);
+      return clamp(x);
+    };
+    const std::vector<double> xr = along(-1.0);
+    const double fr = objective(xr);
+    if (fr < f[0]) {
+      const std::vector<double> xe = along(-2.0);
+      const double fe = objective(xe);
+      if (fe < fr) { simplex[n] = xe; f[n] = fe; } else { simplex[n] = xr; f[n] = fr; }
+    } else if (fr < f[n - 1]) {
+      simplex[n] = xr;
+      f[n] = fr;
+    } else {
+      const std::vector<double> xc = fr < f[n] ? along(-0.5) : along(0.5);
+      const double fc = objective(xc);
+      if (fc < std::min(fr, f[n])) {
+        simplex[n] = xc;
+        f[n] = fc;
+      } else {  // shrink towards the best
+        for (std::size_t i = 1; i <= n && *evaluations < budget; ++i) {
+          for (std::size_t d = 0; d < n; ++d) simplex[i][d] = simplex[0][d] + 0.5 * (simplex[i][d] - simplex[0][d]);
+          f[i] = objective(simplex[i]);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int MinRowsToFit(std::size_t constants) { return static_cast<int>(3 * constants); }
@@ -68,7 +123,7 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
     x0[i] = std::clamp(std::log(std::max(c.initial, c.lower)), lo[i], hi[i]);
   }
   const int budget = options.max_evaluations > 0 ? options.max_evaluations
-                                                 : 40 * static_cast<int>(n + 1) + 12 * static_cast<int>(n);
+                                                 : 40 * static_cast<int>(n + 1) + 24 * static_cast<int>(n);
   int evaluations = 0;
   // MAPE over the training rows; a failed row counts as a 1000% error so
   // that the search moves away from constants that break predictions.
@@ -89,16 +144,16 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
   // A coarse search first, so that Nelder-Mead starts in the right basin
   // (the step time is a max of host and device paths: the objective has
   // flat regions where a constant is hidden): two passes over the
-  // constants, each tried at its current value times 10^k, k = -3..3
-  // (within its bounds), keeping the best.
+  // constants, each tried at its current value times 10^(k/2),
+  // k = -6..6 (within its bounds), keeping the best.
   double f0 = objective(x0);
   for (int pass = 0; pass < 2; ++pass)
     for (std::size_t i = 0; i < n; ++i) {
       const double centre = x0[i];
-      for (int k = -3; k <= 3; ++k) {
+      for (int k = -6; k <= 6; ++k) {
         if (k == 0) continue;
         std::vector<double> x = x0;
-        x[i] = std::clamp(centre + k * std::log(10.0), lo[i], hi[i]);
+        x[i] = std::clamp(centre + 0.5 * k * std::log(10.0), lo[i], hi[i]);
         if (x[i] == x0[i]) continue;
         const double fx = objective(x);
         if (fx < f0) {
@@ -108,65 +163,37 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
       }
     }
   // Nelder-Mead (Nelder and Mead 1965; coefficients 1, 2, 0.5, 0.5) on a
-  // simplex of x0 and x0 + 0.7 along each axis (a factor of 2 in value).
-  std::vector<std::vector<double>> simplex(n + 1, x0);
-  for (std::size_t i = 0; i < n; ++i) {
-    simplex[i + 1][i] += (x0[i] + 0.7 <= hi[i]) ? 0.7 : -0.7;
-    simplex[i + 1] = clamp(simplex[i + 1]);
-  }
-  std::vector<double> f(n + 1);
-  for (std::size_t i = 0; i <= n; ++i) f[i] = objective(simplex[i]);
-  if (f[0] >= 1000.0)
-    throw UserError("every training row failed to predict with the initial constants");
-  while (evaluations < budget) {
-    std::vector<std::size_t> order(n + 1);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return f[a] < f[b]; });
-    std::vector<std::vector<double>> s2;
-    std::vector<double> f2;
-    for (std::size_t i : order) {
-      s2.push_back(simplex[i]);
-      f2.push_back(f[i]);
+  // simplex of x0 and x0 + 0.7 along each axis (a factor of 2 in value),
+  // restarted from its best point with a fresh simplex while it improves
+  // and the budget lasts (restarts leave the flat corners a collapsed
+  // simplex gets stuck in).
+  std::vector<std::vector<double>> simplex;
+  std::vector<double> f;
+  double best_f = f0;
+  std::vector<double> best_x = x0;
+  for (int restart = 0; restart < 4 && evaluations < budget; ++restart) {
+    simplex.assign(n + 1, best_x);
+    f.assign(n + 1, best_f);
+    for (std::size_t i = 0; i < n; ++i) {
+      simplex[i + 1][i] += (best_x[i] + 0.7 <= hi[i]) ? 0.7 : -0.7;
+      simplex[i + 1] = clamp(simplex[i + 1]);
+      f[i + 1] = objective(simplex[i + 1]);
     }
-    simplex = s2;
-    f = f2;
-    if (f[n] - f[0] < 1e-4) break;  // converged: MAPE spread below 0.0001 points
-    std::vector<double> centroid(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t d = 0; d < n; ++d) centroid[d] += simplex[i][d] / static_cast<double>(n);
-    auto along = [&](double t) {
-      std::vector<double> x(n);
-      for (std::size_t d = 0; d < n; ++d) x[d] = centroid[d] + t * (simplex[n][d] - centroid[d]);
-      return clamp(x);
-    };
-    const std::vector<double> xr = along(-1.0);
-    const double fr = objective(xr);
-    if (fr < f[0]) {
-      const std::vector<double> xe = along(-2.0);
-      const double fe = objective(xe);
-      if (fe < fr) { simplex[n] = xe; f[n] = fe; } else { simplex[n] = xr; f[n] = fr; }
-    } else if (fr < f[n - 1]) {
-      simplex[n] = xr;
-      f[n] = fr;
-    } else {
-      const std::vector<double> xc = fr < f[n] ? along(-0.5) : along(0.5);
-      const double fc = objective(xc);
-      if (fc < std::min(fr, f[n])) {
-        simplex[n] = xc;
-        f[n] = fc;
-      } else {  // shrink towards the best
-        for (std::size_t i = 1; i <= n && evaluations < budget; ++i) {
-          for (std::size_t d = 0; d < n; ++d) simplex[i][d] = simplex[0][d] + 0.5 * (simplex[i][d] - simplex[0][d]);
-          f[i] = objective(simplex[i]);
-        }
-      }
+    NelderMead(objective, clamp, budget, &evaluations, &simplex, &f);
+    const std::size_t b = static_cast<std::size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+    const bool improved = f[b] < best_f - 1e-4;
+    if (f[b] < best_f) {
+      best_f = f[b];
+      best_x = simplex[b];
     }
+    if (!improved && restart > 0) break;
   }
-  const std::size_t best = static_cast<std::size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+  if (best_f >= 1000.0)
+    throw UserError("every training row failed to predict with the constants tried");
   FitResult r;
-  r.mape = f[best];
+  r.mape = best_f;
   r.evaluations = evaluations;
-  for (std::size_t i = 0; i < n; ++i) r.values.push_back(std::exp(std::clamp(simplex[best][i], lo[i], hi[i])));
+  for (std::size_t i = 0; i < n; ++i) r.values.push_back(std::exp(std::clamp(best_x[i], lo[i], hi[i])));
   return r;
 }
 

@@ -5,9 +5,10 @@
 // predicted step times over the training rows. It is minimised over the
 // logarithms of the constants (constants are positive and span decades),
 // each clamped to its [lower, upper] bounds: first a coordinate search on
-// a grid of decades around the initial values (two passes), then
-// Nelder-Mead from the best point, within a fixed budget of evaluations:
-// deterministic for given rows, constants and predictor. k-fold cross-validation assigns each
+// a grid of half decades, 10^-3 to 10^3 around the initial values (two
+// passes), then Nelder-Mead from the best point, restarted while it
+// improves, within a fixed budget of evaluations: deterministic for given
+// rows, constants and predictor. k-fold cross-validation assigns each
 // row to a fold by a hash of its key (FoldOf), fits on the other folds and
 // scores the fold's rows with those constants, so that no row is scored by
 // constants fitted on it.
@@ -35,7 +36,7 @@ struct FitConstant {
 using RowPredictor = std::function<double(std::size_t row, const std::vector<double>& values)>;
 
 struct FitOptions {
-  int max_evaluations = 0;  // 0 = 40 x (constants + 1) + 12 x constants
+  int max_evaluations = 0;  // 0 = 40 x (constants + 1) + 24 x constants
   int jobs = 0;             // rows predicted at once; results do not depend on it
 };
 

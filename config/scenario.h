@@ -44,6 +44,11 @@ struct NetworkConfig {
   // model puts it at 8.4 us for ring all-reduce with the Simple protocol
   // (src/graph/tuning.cc, baseLat, Ring/Simple).
   double collective_latency_s = 8.4e-6;
+  // How collectives are priced (sim/nccl_protocols.h): "ideal" (the default:
+  // collective_latency_s, the links' latency per step and their full
+  // bandwidth) or "nccl" (NCCL's three protocols, LL, LL128 and Simple, each
+  // with its own latencies and share of the bandwidth; the fastest wins).
+  std::string protocols = "ideal";
 };
 
 struct ClusterConfig {

@@ -158,7 +158,8 @@ std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) 
 
 NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const YamlMap m = v.AsMap({"link", "topology", "nics_per_node", "nodes_per_leaf",
-                             "oversubscription", "spine_latency", "collective_latency"});
+                             "oversubscription", "spine_latency", "collective_latency",
+                             "protocols"});
   NetworkConfig n;
   if (auto x = m.Get("topology")) n.topology = ReadEnum(*x, kTopologies, TopologyName, "topology");
   if (auto x = m.Get("nics_per_node")) n.nics_per_node = x->AsInt(1);
@@ -175,6 +176,8 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
   if (auto x = m.Get("collective_latency")) {
     n.collective_latency_s = x->AsQuantity(Dimension::kTime);
   }
+  if (auto x = m.Get("protocols"))
+    n.protocols = x->AsChoice({"ideal", "nccl"}, "collective protocol model") == 0 ? "ideal" : "nccl";
   if (auto x = m.Get("link")) n.link = ResolveLink(*x, catalog);
   return n;
 }

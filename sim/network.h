@@ -34,6 +34,11 @@ struct NetworkSpec {
   double oversubscription = 1.0;
   double spine_latency_s = 0;       // added on leaf-spine-leaf paths
   double collective_latency_s = 0;  // fixed cost of each collective call (plan_costs.h)
+  // NCCL's protocols instead of collective_latency_s (sim/nccl_protocols.h),
+  // and whether LL128 is on (NCCL enables it only on Volta, Ampere and
+  // Hopper with NVLink).
+  bool nccl_protocols = false;
+  bool nccl_ll128 = false;
   // Endpoints beyond the nodes x devices_per_node devices (parameter-server
   // tasks), ranked after them: the node each one sits on. A node index >=
   // `nodes` adds a node (a dedicated server machine with its own NIC). Their

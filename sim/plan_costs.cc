@@ -1,5 +1,6 @@
 #include "sim/plan_costs.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <tuple>
@@ -8,6 +9,7 @@
 #include "plan/compute_tasks.h"
 #include "sim/collectives.h"
 #include "sim/host_costs.h"
+#include "sim/nccl_protocols.h"
 
 namespace dtsim::sim {
 
@@ -94,9 +96,19 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
       std::vector<int> ranks(members.begin(), members.end());
-      it = cache.emplace(key, SecondsToNs(network.spec().collective_latency_s +
-                                          AllReduceSeconds(network, c.algorithm, ranks, c.bytes)))
-               .first;
+      const double t = AllReduceSeconds(network, c.algorithm, ranks, c.bytes);
+      double seconds = network.spec().collective_latency_s + t;
+      if (network.spec().nccl_protocols) {
+        // The schedule's latency part: the same schedule moving one byte
+        // (an empty one costs nothing at all).
+        const double latency = std::min(t, AllReduceSeconds(network, c.algorithm, ranks, 1.0));
+        const int per_node = std::max(1, network.spec().devices_per_node);
+        bool spans_nodes = false;
+        for (int r : ranks) spans_nodes |= r / per_node != ranks.front() / per_node;
+        seconds = NcclCollectiveTime(latency, t - latency, spans_nodes, network.spec().nccl_ll128)
+                      .seconds;
+      }
+      it = cache.emplace(key, SecondsToNs(seconds)).first;
     }
     costs.collective_ns.push_back(it->second);
   }

@@ -138,6 +138,9 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network, workload.framework.fused);
   AddHostCosts(plan, graph, workload.framework, workload.input, workload.precision, &run.costs);
   if (engine == "simgrid") {
+    if (spec.nccl_protocols)
+      throw UserError("cluster.network.protocols: nccl is priced by the analytic engine only",
+                      "use engine: analytic, or protocols: ideal");
     if (!run.costs.host_ns.empty() || !run.costs.input_ns.empty())
       throw UserError("workload.framework with host costs and workload.input are simulated by "
                       "the analytic engine only",
@@ -219,6 +222,18 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
   n.oversubscription = c.network.oversubscription;
   n.spine_latency_s = c.network.spine_latency_s;
   n.collective_latency_s = c.network.collective_latency_s;
+  if (c.network.protocols == "nccl") {
+    n.nccl_protocols = true;
+    // NCCL enables LL128 by default only on Volta, Ampere and Hopper GPUs
+    // joined by NVLink (tuning.cc: "Enable LL128 by default only on
+    // Volta/Ampere/Hopper+NVLink").
+    const hw::DeviceSpec* device = catalog.FindDevice(c.device);
+    const hw::GpuArch arch = device ? device->arch : hw::GpuArch::kUnknown;
+    const bool nvlink =
+        c.intra_node_link.starts_with("nvlink") || c.intra_node_link.starts_with("nvswitch");
+    n.nccl_ll128 = nvlink && (arch == hw::GpuArch::kVolta || arch == hw::GpuArch::kAmpere ||
+                              arch == hw::GpuArch::kHopper);
+  }
   return n;
 }
 

@@ -49,6 +49,7 @@ struct ValidateOptions {
   std::string kernel_launch;     // per-op overhead for every row, e.g. "30us"; "" = default
   std::string cost_model;        // vtrain: "kernels" or "roofline" for every row; "" = default
   std::string framework;         // vtrain: framework profile (name or file) for every row
+  std::string protocols;         // vtrain: "ideal" or "nccl" for every row; "" = ideal
   // vtrain: constants to fit (comma-separated, validation/fit_constants.h)
   // on the rows of fold 0 of 2 (FoldOf of the row's file:line), scored on
   // the others; "" = no fit.

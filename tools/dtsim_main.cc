@@ -189,6 +189,10 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--framework", validate.framework,
                            "vtrain: framework profile for every row: a built-in name (e.g. "
                            "megatron-lm) or a profile file; default none (the devices alone)");
+  validate_cmd->add_option("--protocols", validate.protocols,
+                           "vtrain: collective pricing for every row: ideal (default) or nccl "
+                           "(NCCL's LL, LL128 and Simple protocols)")
+      ->check(CLI::IsMember({"ideal", "nccl"}));
   validate_cmd->add_option("--fit", validate.fit,
                            "vtrain: constants to fit, comma-separated (e.g. "
                            "per_kernel,per_op,per_step), on a fixed half of the rows (by a hash "

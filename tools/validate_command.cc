@@ -224,6 +224,7 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     throw UserError("--kernel-launch applies to the roofline cost model, not to --cost-model "
                     "kernels",
                     "drop one of them");
+  if (!o.protocols.empty()) setup.protocols = o.protocols;
   if (!o.framework.empty())
     setup.framework = config::ReadFramework(
         YamlValue(YAML::Node(o.framework), "--framework", "--framework"), "./--framework");

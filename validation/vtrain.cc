@@ -215,6 +215,7 @@ config::Scenario VtrainScenario(const VtrainRow& row, const VtrainSetup& setup) 
   }
   c.network.link = setup.network_link;
   c.network.nics_per_node = setup.nics_per_node;
+  c.network.protocols = setup.protocols;
 
   config::WorkloadConfig& w = s.workload;
   models::TransformerConfig t;

@@ -105,6 +105,8 @@ struct VtrainSetup {
   // workload.framework for every row (config/framework.h); default none,
   // the devices alone. `dtsim validate vtrain --framework megatron-lm`.
   config::FrameworkProfile framework = *config::FindFramework("none");
+  // cluster.network.protocols for every row: "ideal" or "nccl".
+  std::string protocols = "ideal";
 };
 
 // The scenario of one row: strategy hybrid on ceil(gpus / devices_per_node)

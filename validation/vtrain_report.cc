@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "report/svg_plot.h"
 #include "sim/sweep.h"
 #include "validation/scatter.h"
@@ -98,6 +99,14 @@ Json SetupJson(const VtrainSetup& s) {
   j["devices_per_node"] = s.devices_per_node;
   j["intra_node_link"] = s.intra_node_link.empty() ? kVtrainNvlink : s.intra_node_link;
   if (s.intra_node_link.empty()) j["intra_node_bw_bytes_per_s"] = s.intra_node_bw_bytes_per_s;
+  if (s.framework.name != "none") {
+    j["framework"] = s.framework.name;
+    j["framework_source"] = s.framework.source;
+    j["framework_per_op_s"] = s.framework.per_op_s;
+    j["framework_per_kernel_s"] = s.framework.per_kernel_s;
+    j["framework_per_step_s"] = s.framework.per_step_s;
+  }
+  if (s.protocols != "ideal") j["protocols"] = s.protocols;
   j["network_link"] = s.network_link;
   j["nics_per_node"] = s.nics_per_node;
   j["vocab"] = s.vocab;
@@ -264,14 +273,24 @@ std::string SummaryMarkdown(const VtrainSummary& s, const std::vector<RowResult>
   std::ostringstream o;
   o << "# dtsim against vTrain's measurements\n\n"
     << "Megatron-DeepSpeed iteration times on A100 clusters (vTrain, MICRO 2024), predicted by "
-       "`dtsim validate vtrain` with every constant at its default.\n\n"
+       "`dtsim validate vtrain` "
+    << (setup.framework.name == "none" ? "with every constant at its default"
+                                       : "with the framework profile below")
+    << ".\n\n"
     << "Setup: " << setup.device << ", " << setup.devices_per_node << " per node; intra-node "
     << IntraNodeLink(setup) << "; " << setup.nics_per_node << " x " << setup.network_link
     << " per node; " << hw::PrecisionName(setup.precision) << "; schedule "
     << config::PipelineScheduleName(setup.schedule) << "; recompute "
     << (setup.recompute ? "on" : "off") << "; gradient all-reduce "
     << (setup.overlap ? "overlapped with backward" : "after backward, one bucket")
-    << "; cost model " << CostModelLabel(setup) << ".\n\n";
+    << "; cost model " << CostModelLabel(setup);
+  if (setup.framework.name != "none")
+    o << "; framework " << setup.framework.name << " (" << setup.framework.source << "): "
+      << FormatSeconds(setup.framework.per_op_s) << " per op, "
+      << FormatSeconds(setup.framework.per_kernel_s) << " per kernel, "
+      << FormatSeconds(setup.framework.per_step_s) << " per step";
+  if (setup.protocols != "ideal") o << "; collectives priced with NCCL's protocols";
+  o << ".\n\n";
 
   o << "## Errors\n\n| group " << kErrorHeader << "\n|---" << kErrorRule << "\n";
   o << "| all " << ErrorCells(s.overall) << "\n";

@@ -24,7 +24,7 @@ TEST(NcclProtocols, SmallTakesLlLargeTakesSimple) {
   EXPECT_STREQ(large.protocol, "Simple");
   EXPECT_NEAR(large.seconds, 8.4e-6 + 6.58e-6 * 3.4 / 0.6 + 10e-3, 1e-12);
   // With LL128 on, a 100 us bandwidth part: LL128 = 14 + 6.58 x 1.9 / 0.6
-  // + 100 x 128 / 120 = 141.5 us beats Simple (145.7) and LL (212.6).
+  // + 100 x 128 / 120 = 141.5 us beats Simple (145.7) and LL (213.2).
   const NcclProtocolTime mid = NcclCollectiveTime(6.58e-6, 100e-6, false, true);
   EXPECT_STREQ(mid.protocol, "LL128");
   EXPECT_NEAR(mid.seconds, 14e-6 + 6.58e-6 * 1.9 / 0.6 + 100e-6 * 128 / 120, 1e-12);

@@ -18,21 +18,6 @@
 namespace dtsim::tools {
 namespace {
 
-nlohmann::ordered_json ErrorsJson(const validation::ErrorSummary& e) {
-  return {{"runs", e.runs},
-          {"failed", e.failed},
-          {"mape_percent", e.mean_ape},
-          {"median_ape_percent", e.median_ape},
-          {"max_ape_percent", e.max_ape},
-          {"mean_signed_percent", e.mean_signed_pe}};
-}
-
-void Write(OutputSet& files, const std::string& name, const std::string& content) {
-  auto f = files.Open(name);
-  f << content;
-  CloseOutput(f, name);
-}
-
 std::string Percentages(const validation::ErrorSummary& e) {
   char line[160];
   std::snprintf(line, sizeof line, "MAPE %.1f%%, median %.1f%%, max %.1f%% (%d runs, %d failed)",
@@ -68,9 +53,8 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
       validation::FitConstants(constants, all, measured, predict, options);
   const validation::CrossValidation cv =
       validation::CrossValidate(constants, keys, measured, predict, o.folds, options);
-  std::vector<double> initial, before(runs.size(), 0), after(runs.size(), 0);
-  for (const auto& c : constants) initial.push_back(c.initial);
-  validation::ScoreRows(all, measured, predict, initial, o.jobs, &before);
+  const std::vector<double>& before = cv.before_s;
+  std::vector<double> after(runs.size(), 0);
   const validation::ErrorSummary fitted_all =
       validation::ScoreRows(all, measured, predict, fit.values, o.jobs, &after);
 
@@ -84,11 +68,11 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
     j["constants"].push_back({{"name", constants[i].name},
                               {"initial_s", constants[i].initial},
                               {"fitted_s", fit.values[i]}});
-  j["before_fit"] = ErrorsJson(cv.before);
-  j["fitted_on_all_runs"] = ErrorsJson(fitted_all);
+  j["before_fit"] = validation::FitErrorsJson(cv.before);
+  j["fitted_on_all_runs"] = validation::FitErrorsJson(fitted_all);
   j["cross_validation"] = {{"folds", cv.folds},
                            {"rule", "fold = FNV-1a(file:line) mod folds"},
-                           {"held_out", ErrorsJson(cv.after)},
+                           {"held_out", validation::FitErrorsJson(cv.after)},
                            {"fold_values_s", cv.fold_values}};
   std::string csv = "run,measured_s,predicted_before_s,predicted_fitted_s,predicted_held_out_s\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -104,9 +88,9 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
     comment += "\ninput.per_sample fitted: " + FormatSeconds(fitted.workload.input.per_sample_s) +
                " (set it under workload.input)";
   OutputSet files{std::filesystem::path(o.out_dir)};
-  Write(files, "framework.yaml", config::FrameworkProfileYaml(fitted.workload.framework, comment));
-  Write(files, "fit.json", j.dump(2) + "\n");
-  Write(files, "predictions.csv", csv);
+  WriteOutput(files, "framework.yaml", config::FrameworkProfileYaml(fitted.workload.framework, comment));
+  WriteOutput(files, "fit.json", j.dump(2) + "\n");
+  WriteOutput(files, "predictions.csv", csv);
   const auto written = files.Commit();
   if (o.quiet) return;
   for (std::size_t i = 0; i < constants.size(); ++i)

@@ -14,4 +14,7 @@ using OutputSet = AtomicFileSet;
 // failed to be written (disk full, I/O error).
 void CloseOutput(OutputFile& f, const std::string& what);
 
+// Opens `name` in `files`, writes `content` and closes it (CloseOutput).
+void WriteOutput(OutputSet& files, const std::string& name, const std::string& content);
+
 }  // namespace dtsim::tools

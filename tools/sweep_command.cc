@@ -15,11 +15,6 @@ namespace dtsim::tools {
 namespace {
 
 namespace fs = std::filesystem;
-void Write(OutputSet& files, const std::string& name, const std::string& content) {
-  auto f = files.Open(name);
-  f << content;
-  CloseOutput(f, name);
-}
 
 }  // namespace
 
@@ -45,11 +40,11 @@ void SweepCommand(const SweepOptions& o, std::ostream& out, std::ostream& err) {
   const std::string csv = sim::SweepCsv(sweep, results);
   const report::SweepPlots plots = report::PlotSweep(sweep, results);
   OutputSet files(o.out_dir.empty() ? fs::path(sweep.out_dir) : fs::path(o.out_dir));
-  Write(files, "sweep.csv", csv);
-  Write(files, "throughput.svg", plots.throughput);
-  Write(files, "scaling_efficiency.svg", plots.scaling_efficiency);
-  Write(files, "breakdown.svg", plots.breakdown);
-  Write(files, "index.html", report::SweepPageHtml(sweep, plots, csv));
+  WriteOutput(files, "sweep.csv", csv);
+  WriteOutput(files, "throughput.svg", plots.throughput);
+  WriteOutput(files, "scaling_efficiency.svg", plots.scaling_efficiency);
+  WriteOutput(files, "breakdown.svg", plots.breakdown);
+  WriteOutput(files, "index.html", report::SweepPageHtml(sweep, plots, csv));
   const auto written = files.Commit();
 
   if (o.quiet) return;

@@ -30,12 +30,6 @@
 namespace dtsim::tools {
 namespace {
 
-void Write(OutputSet& files, const std::string& name, const std::string& content) {
-  auto f = files.Open(name);
-  f << content;
-  CloseOutput(f, name);
-}
-
 std::string ErrorLine(const char* group, const validation::ErrorSummary& e) {
   char line[160];
   if (e.predicted == 0) {
@@ -81,10 +75,10 @@ void DeepbenchCommand(const ValidateOptions& o, std::ostream& out, std::ostream&
   }
   const std::vector<validation::DeepbenchSlice> slices = validation::SummarizeDeepbench(results);
   OutputSet files{std::filesystem::path(o.out_dir)};
-  Write(files, "predictions.csv", validation::DeepbenchPredictionsCsv(results));
-  Write(files, "summary.json", validation::DeepbenchSummaryJson(slices, results));
-  Write(files, "summary.md", validation::DeepbenchSummaryMarkdown(slices, results, fitted));
-  Write(files, "scatter.svg", validation::DeepbenchScatterSvg(results));
+  WriteOutput(files, "predictions.csv", validation::DeepbenchPredictionsCsv(results));
+  WriteOutput(files, "summary.json", validation::DeepbenchSummaryJson(slices, results));
+  WriteOutput(files, "summary.md", validation::DeepbenchSummaryMarkdown(slices, results, fitted));
+  WriteOutput(files, "scatter.svg", validation::DeepbenchScatterSvg(results));
   const auto written = files.Commit();
   if (o.quiet) return;
   const double seconds =
@@ -145,12 +139,6 @@ VtrainFit FitVtrain(const std::string& names, const std::vector<validation::Vtra
   return fit;
 }
 
-nlohmann::ordered_json ErrorsJson(const validation::ErrorSummary& e) {
-  return {{"runs", e.runs},         {"failed", e.failed},         {"mape_percent", e.mean_ape},
-          {"median_ape_percent", e.median_ape}, {"max_ape_percent", e.max_ape},
-          {"mean_signed_percent", e.mean_signed_pe}};
-}
-
 std::string VtrainFitJson(const VtrainFit& fit, const validation::VtrainSetup& setup) {
   nlohmann::ordered_json j;
   j["split"] = "fit on the rows whose FNV-1a hash of 'file:line' is even (fold 0 of 2), "
@@ -164,9 +152,9 @@ std::string VtrainFitJson(const VtrainFit& fit, const validation::VtrainSetup& s
     j["constants"].push_back({{"name", fit.constants[i].name},
                               {"initial_s", fit.constants[i].initial},
                               {"fitted_s", fit.result.values[i]}});
-  j["scored"] = {{"all", ErrorsJson(fit.scored.overall)},
-                 {"single_node", ErrorsJson(fit.scored.single_node)},
-                 {"multi_node", ErrorsJson(fit.scored.multi_node)}};
+  j["scored"] = {{"all", validation::FitErrorsJson(fit.scored.overall)},
+                 {"single_node", validation::FitErrorsJson(fit.scored.single_node)},
+                 {"multi_node", validation::FitErrorsJson(fit.scored.multi_node)}};
   return j.dump(2) + "\n";
 }
 
@@ -247,19 +235,19 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
   const std::vector<validation::RowResult> results = validation::JoinResults(rows, predictions);
   const validation::VtrainSummary summary = validation::SummarizeVtrain(results);
   OutputSet files{std::filesystem::path(o.out_dir)};
-  Write(files, "predictions.csv", validation::PredictionsCsv(results));
-  Write(files, "summary.json", validation::SummaryJson(summary, results, setup));
-  Write(files, "summary.md", validation::SummaryMarkdown(summary, results, setup));
-  Write(files, "scatter.svg", validation::ScatterSvg(results));
+  WriteOutput(files, "predictions.csv", validation::PredictionsCsv(results));
+  WriteOutput(files, "summary.json", validation::SummaryJson(summary, results, setup));
+  WriteOutput(files, "summary.md", validation::SummaryMarkdown(summary, results, setup));
+  WriteOutput(files, "scatter.svg", validation::ScatterSvg(results));
   if (fit) {
     // The scored half: the rows the fit did not see.
     std::vector<validation::RowResult> scored;
     for (const validation::RowResult& r : results)
       if (validation::FoldOf(r.row->Where(), 2) != 0) scored.push_back(r);
     fit->scored = validation::SummarizeVtrain(scored);
-    Write(files, "fit.json", VtrainFitJson(*fit, setup));
-    Write(files, "fit.md", VtrainFitMarkdown(*fit));
-    Write(files, "framework.yaml",
+    WriteOutput(files, "fit.json", VtrainFitJson(*fit, setup));
+    WriteOutput(files, "fit.md", VtrainFitMarkdown(*fit));
+    WriteOutput(files, "framework.yaml",
           config::FrameworkProfileYaml(setup.framework,
                                        "fitted by dtsim validate vtrain --fit " + o.fit +
                                            "\non the rows of fold 0 of 2 (FNV-1a of file:line)"));

@@ -218,7 +218,8 @@ CrossValidation CrossValidate(const std::vector<FitConstant>& constants,
   std::iota(all.begin(), all.end(), 0);
   std::vector<double> initial;
   for (const FitConstant& c : constants) initial.push_back(c.initial);
-  cv.before = ScoreRows(all, measured_s, predict, initial, options.jobs);
+  cv.before_s.assign(keys.size(), 0);
+  cv.before = ScoreRows(all, measured_s, predict, initial, options.jobs, &cv.before_s);
   cv.predicted_s.assign(keys.size(), 0);
   for (int k = 0; k < folds; ++k) {
     std::vector<std::size_t> train, test;
@@ -238,6 +239,15 @@ CrossValidation CrossValidate(const std::vector<FitConstant>& constants,
   }
   cv.after = SummarizeErrors(errors, failed);
   return cv;
+}
+
+nlohmann::ordered_json FitErrorsJson(const ErrorSummary& e) {
+  return {{"runs", e.runs},
+          {"failed", e.failed},
+          {"mape_percent", e.mean_ape},
+          {"median_ape_percent", e.median_ape},
+          {"max_ape_percent", e.max_ape},
+          {"mean_signed_percent", e.mean_signed_pe}};
 }
 
 }  // namespace dtsim::validation

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "validation/accuracy.h"
 
 namespace dtsim::validation {
@@ -65,6 +67,7 @@ int FoldOf(const std::string& key, int folds);
 struct CrossValidation {
   int folds = 0;
   ErrorSummary before;  // every row, with the initial constants
+  std::vector<double> before_s;                  // per row: that prediction (0 = failed)
   ErrorSummary after;   // every row, each scored by the fit of the other folds
   std::vector<std::vector<double>> fold_values;  // fitted constants per fold
   std::vector<double> predicted_s;               // per row: held-out prediction (0 = failed)
@@ -82,5 +85,9 @@ CrossValidation CrossValidate(const std::vector<FitConstant>& constants,
 ErrorSummary ScoreRows(const std::vector<std::size_t>& rows, const std::vector<double>& measured_s,
                        const RowPredictor& predict, const std::vector<double>& values, int jobs,
                        std::vector<double>* predicted_s = nullptr);
+
+// The errors as fit.json writes them: runs, failed, mape_percent,
+// median_ape_percent, max_ape_percent, mean_signed_percent.
+nlohmann::ordered_json FitErrorsJson(const ErrorSummary& e);
 
 }  // namespace dtsim::validation

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "hw/catalog.h"
 #include "config/framework.h"
+#include "config/transport.h"
 #include "models/op.h"
 #include "models/zoo.h"
 #include "plan/hybrid.h"
@@ -49,6 +50,11 @@ struct NetworkConfig {
   // bandwidth) or "nccl" (NCCL's three protocols, LL, LL128 and Simple, each
   // with its own latencies and share of the bandwidth; the fastest wins).
   std::string protocols = "ideal";
+  // How messages travel on top of the links (config/transport.h): between
+  // nodes and between the devices of a node. "native" (the default) is the
+  // link as the catalog gives it.
+  TransportProfile transport;
+  TransportProfile intra_node_transport;
 };
 
 struct ClusterConfig {

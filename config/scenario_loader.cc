@@ -159,7 +159,7 @@ std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) 
 NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const YamlMap m = v.AsMap({"link", "topology", "nics_per_node", "nodes_per_leaf",
                              "oversubscription", "spine_latency", "collective_latency",
-                             "protocols"});
+                             "protocols", "transport", "intra_node_transport"});
   NetworkConfig n;
   if (auto x = m.Get("topology")) n.topology = ReadEnum(*x, kTopologies, TopologyName, "topology");
   if (auto x = m.Get("nics_per_node")) n.nics_per_node = x->AsInt(1);
@@ -178,6 +178,8 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
   }
   if (auto x = m.Get("protocols"))
     n.protocols = x->AsChoice({"ideal", "nccl"}, "collective protocol model") == 0 ? "ideal" : "nccl";
+  if (auto x = m.Get("transport")) n.transport = ReadTransport(*x);
+  if (auto x = m.Get("intra_node_transport")) n.intra_node_transport = ReadTransport(*x);
   if (auto x = m.Get("link")) n.link = ResolveLink(*x, catalog);
   return n;
 }

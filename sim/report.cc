@@ -98,6 +98,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["scaling_reference"] = p.scaling_reference;
   j["cost_model"] = p.cost_model;
   if (HasHostSide(p)) j["framework"] = p.framework;
+  if (!p.transport.empty()) j["transport"] = p.transport;
   if (fits) {
     j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
                       {"exposed_comm_s", m.breakdown.exposed_comm_s},
@@ -370,6 +371,7 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
   std::snprintf(line, sizeof line, "network: %s per sample\n",
                 FormatBytes(p.network_bytes_per_sample).c_str());
   o << line;
+  if (!p.transport.empty()) o << "transport: " << p.transport << "\n";
   if (p.failures) {
     const GoodputResult& f = *p.failures;
     std::snprintf(line, sizeof line,

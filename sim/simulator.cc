@@ -213,10 +213,18 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
   NetworkSpec n;
   n.nodes = c.nodes;
   n.devices_per_node = c.devices_per_node;
-  n.intra_bw_bytes_per_s = intra->bw_bytes_per_s;
-  n.intra_latency_s = intra->latency_s;
-  n.nic_bw_bytes_per_s = nic->bw_bytes_per_s * c.network.nics_per_node;
-  n.net_latency_s = nic->latency_s;
+  // Transports fold into the links (config/transport.h): a device port is
+  // one process's, a node's NICs carry the messages of all its devices,
+  // each copied by its own process.
+  const config::EffectiveLink in_node = config::ApplyTransport(
+      intra->bw_bytes_per_s, intra->latency_s, c.network.intra_node_transport);
+  const config::EffectiveLink between = config::ApplyTransport(
+      nic->bw_bytes_per_s * c.network.nics_per_node, nic->latency_s, c.network.transport,
+      c.devices_per_node);
+  n.intra_bw_bytes_per_s = in_node.bw_bytes_per_s;
+  n.intra_latency_s = in_node.latency_s;
+  n.nic_bw_bytes_per_s = between.bw_bytes_per_s;
+  n.net_latency_s = between.latency_s;
   n.fat_tree = c.network.topology == config::Topology::kFatTree;
   n.nodes_per_leaf = c.network.nodes_per_leaf;
   n.oversubscription = c.network.oversubscription;
@@ -374,6 +382,10 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                     s.engine, s.simgrid);
   p.engine = std::move(run.engine);
   p.costs = std::move(run.costs);
+  if (const config::NetworkConfig& n = s.cluster.network;
+      !n.transport.IsNative() || !n.intra_node_transport.IsNative())
+    p.transport = "between nodes " + config::DescribeTransport(n.transport) + "; within nodes " +
+                  config::DescribeTransport(n.intra_node_transport);
   if (host_side) {
     p.framework = s.workload.framework.name;
     const config::InputPipeline& in = s.workload.input;

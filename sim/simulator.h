@@ -48,6 +48,9 @@ struct Prediction {
   // The framework profile and input pipeline in words ("pytorch-eager,
   // input imagenet-224 on 8 cores"), when either adds host-side costs.
   std::string framework;
+  // The transports in words when one is not native ("between nodes grpc
+  // (...); within nodes native"); "" otherwise.
+  std::string transport;
   hw::DeviceSpec device;
   NetworkSpec network;
   // Bytes all ranks send over links per training sample (mean over the

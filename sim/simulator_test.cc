@@ -63,6 +63,35 @@ TEST(Simulator, CostModelFollowsTheScenario) {
   EXPECT_THROW(Simulate(s), UserError);
 }
 
+TEST(Simulator, TransportsFoldIntoTheLinks) {
+  // config/transport.h: seconds per byte 1 / (bw x efficiency) + copies /
+  // (copy bandwidth x copying processes), latency + per message. 25GbE is
+  // 3.125e9 B/s per NIC; the node's 4 devices copy in parallel.
+  config::Scenario s = Base(2, 4);
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+  const NetworkSpec native = MakeNetworkSpec(s, catalog);
+  s.cluster.network.transport = *config::FindTransport("grpc");
+  const config::TransportProfile& g = s.cluster.network.transport;
+  const NetworkSpec grpc = MakeNetworkSpec(s, catalog);
+  const double per_byte =
+      1 / (native.nic_bw_bytes_per_s * g.efficiency) + g.copies / (g.copy_bandwidth_bytes_per_s * 4);
+  EXPECT_DOUBLE_EQ(grpc.nic_bw_bytes_per_s, 1 / per_byte);
+  EXPECT_DOUBLE_EQ(grpc.net_latency_s, native.net_latency_s + g.per_message_s);
+  // Within the node the link is untouched: only cluster.network.transport
+  // was set.
+  EXPECT_EQ(grpc.intra_bw_bytes_per_s, native.intra_bw_bytes_per_s);
+  EXPECT_EQ(grpc.intra_latency_s, native.intra_latency_s);
+  // A communication-bound step gets slower, and the report names the
+  // transport.
+  s.parallelism.overlap = false;
+  config::Scenario plain = s;
+  plain.cluster.network.transport = config::TransportProfile{};
+  const Prediction a = Simulate(plain, {}), b = Simulate(s, {});
+  EXPECT_GT(b.metrics.step_time_s, a.metrics.step_time_s);
+  EXPECT_TRUE(a.transport.empty());
+  EXPECT_NE(b.transport.find("between nodes grpc"), std::string::npos) << b.transport;
+}
+
 TEST(Simulator, FreeCommunicationScalesLinearly) {
   // With communication free, N devices do N times the work of one in the
   // same step time: throughput(N) = N x throughput(1), efficiency 1.

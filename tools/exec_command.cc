@@ -191,6 +191,13 @@ void UseEmulatedLink(const hw::LinkSpec& link, config::Scenario* s) {
   links.push_back(link);
   s->cluster.intra_node_link = link.name;
   s->cluster.network.link = link.name;
+  // The ranks talk MPI over kernel TCP: mpi-tcp's cost per message; the
+  // link's bandwidth is already TCP's goodput through tbf.
+  config::TransportProfile tcp = *config::FindTransport("mpi-tcp");
+  tcp.efficiency = 1;
+  tcp.source += "; efficiency 1: the emulated link's bandwidth is already TCP goodput";
+  s->cluster.network.transport = tcp;
+  s->cluster.network.intra_node_transport = tcp;
 }
 
 // One engine's prediction of what was measured.

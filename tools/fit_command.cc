@@ -65,15 +65,13 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   j["framework_base"] = fitted.workload.framework.name;
   j["evaluations"] = fit.evaluations;
   for (std::size_t i = 0; i < constants.size(); ++i)
-    j["constants"].push_back({{"name", constants[i].name},
-                              {"initial_s", constants[i].initial},
-                              {"fitted_s", fit.values[i]}});
+    j["constants"].push_back(validation::FitConstantJson(constants[i], fit.values[i]));
   j["before_fit"] = validation::FitErrorsJson(cv.before);
   j["fitted_on_all_runs"] = validation::FitErrorsJson(fitted_all);
   j["cross_validation"] = {{"folds", cv.folds},
                            {"rule", "fold = FNV-1a(file:line) mod folds"},
                            {"held_out", validation::FitErrorsJson(cv.after)},
-                           {"fold_values_s", cv.fold_values}};
+                           {"fold_values", cv.fold_values}};  // per fold, in the constants' order and units
   std::string csv = "run,measured_s,predicted_before_s,predicted_fitted_s,predicted_held_out_s\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     char line[160];
@@ -84,6 +82,18 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   std::string comment = "fitted by dtsim fit " + o.csv_path + " --fit " + o.constants + "\n" +
                         "held-out error (" + std::to_string(cv.folds) + "-fold): " +
                         Percentages(cv.after);
+  for (const auto* t : {&fitted.cluster.network.transport, &fitted.cluster.network.intra_node_transport}) {
+    const bool between = t == &fitted.cluster.network.transport;
+    bool named = false;
+    for (const validation::FitConstant& c : constants)
+      named |= c.name.starts_with(between ? "transport." : "intra_node_transport.");
+    if (!named) continue;
+    char line[200];
+    std::snprintf(line, sizeof line, "{base: %s, per_message: %s, efficiency: %.4g}", t->name.c_str(),
+                  FormatSeconds(t->per_message_s).c_str(), t->efficiency);
+    comment += std::string("\ntransport fitted: set cluster.network.") +
+               (between ? "transport" : "intra_node_transport") + ": " + line;
+  }
   if (fitted.workload.input.per_sample_s > 0)
     comment += "\ninput.per_sample fitted: " + FormatSeconds(fitted.workload.input.per_sample_s) +
                " (set it under workload.input)";
@@ -94,8 +104,8 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   const auto written = files.Commit();
   if (o.quiet) return;
   for (std::size_t i = 0; i < constants.size(); ++i)
-    out << constants[i].name << " = " << FormatSeconds(fit.values[i]) << " (was "
-        << FormatSeconds(constants[i].initial) << ")\n";
+    out << constants[i].name << " = " << validation::FormatFitValue(constants[i], fit.values[i])
+        << " (was " << validation::FormatFitValue(constants[i], constants[i].initial) << ")\n";
   out << "before fitting:        " << Percentages(cv.before) << "\n";
   out << "fitted on all runs:    " << Percentages(fitted_all) << "\n";
   out << "held out (" << cv.folds << "-fold):    " << Percentages(cv.after) << "\n";

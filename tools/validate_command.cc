@@ -136,6 +136,8 @@ VtrainFit FitVtrain(const std::string& names, const std::vector<validation::Vtra
   validation::ApplyFitConstants(fit.constants, fit.result.values, &fitted);
   setup->framework = fitted.workload.framework;
   setup->framework.source += ", fitted to vTrain fold 0 of 2";
+  setup->transport = fitted.cluster.network.transport;
+  setup->intra_node_transport = fitted.cluster.network.intra_node_transport;
   return fit;
 }
 
@@ -145,13 +147,13 @@ std::string VtrainFitJson(const VtrainFit& fit, const validation::VtrainSetup& s
                "scored on the others";
   j["framework"] = setup.framework.name;
   j["framework_source"] = setup.framework.source;
+  j["transport"] = config::DescribeTransport(setup.transport);
+  j["intra_node_transport"] = config::DescribeTransport(setup.intra_node_transport);
   j["train_rows"] = fit.train_rows;
   j["evaluations"] = fit.result.evaluations;
   j["train_mape_percent"] = fit.result.mape;
   for (std::size_t i = 0; i < fit.constants.size(); ++i)
-    j["constants"].push_back({{"name", fit.constants[i].name},
-                              {"initial_s", fit.constants[i].initial},
-                              {"fitted_s", fit.result.values[i]}});
+    j["constants"].push_back(validation::FitConstantJson(fit.constants[i], fit.result.values[i]));
   j["scored"] = {{"all", validation::FitErrorsJson(fit.scored.overall)},
                  {"single_node", validation::FitErrorsJson(fit.scored.single_node)},
                  {"multi_node", validation::FitErrorsJson(fit.scored.multi_node)}};
@@ -165,8 +167,9 @@ std::string VtrainFitMarkdown(const VtrainFit& fit) {
         std::to_string(fit.result.evaluations) + " evaluations; training MAPE " +
         std::to_string(fit.result.mape) + "%.\n\n| constant | initial | fitted |\n|---|---:|---:|\n";
   for (std::size_t i = 0; i < fit.constants.size(); ++i)
-    md += "| " + fit.constants[i].name + " | " + FormatSeconds(fit.constants[i].initial) + " | " +
-          FormatSeconds(fit.result.values[i]) + " |\n";
+    md += "| " + fit.constants[i].name + " | " +
+          validation::FormatFitValue(fit.constants[i], fit.constants[i].initial) + " | " +
+          validation::FormatFitValue(fit.constants[i], fit.result.values[i]) + " |\n";
   md += "\n| scored rows | runs | MAPE % | median % | max % | signed % |\n|---|---:|---:|---:|---:|---:|\n";
   auto row = [&](const char* name, const validation::ErrorSummary& e) {
     char line[200];
@@ -267,7 +270,8 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     out << "fitted on " << fit->train_rows << " rows (" << fit->result.evaluations
         << " evaluations, training MAPE " << fit->result.mape << "%):";
     for (std::size_t i = 0; i < fit->constants.size(); ++i)
-      out << " " << fit->constants[i].name << " = " << FormatSeconds(fit->result.values[i]);
+      out << " " << fit->constants[i].name << " = "
+          << validation::FormatFitValue(fit->constants[i], fit->result.values[i]);
     out << "\nscored on the other " << fit->scored.overall.runs << " rows:\n";
     out << ErrorLine("all", fit->scored.overall);
     out << ErrorLine("single-node", fit->scored.single_node);

@@ -30,6 +30,7 @@ struct FitConstant {
   double initial = 0; // > 0
   double lower = 0;   // > 0
   double upper = 0;   // >= lower
+  bool seconds = true;  // a time; false: a dimensionless number (an efficiency)
 };
 
 // Predicted step time (seconds) of row `row` with the constants set to

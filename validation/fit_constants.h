@@ -5,13 +5,19 @@
 //       workload.framework's keys (also written framework.per_op, ...)
 //   input.per_sample
 //       workload.input's per-sample cost
+//   transport.per_message, transport.efficiency,
+//   intra_node_transport.per_message, intra_node_transport.efficiency
+//       cluster.network's transports (config/transport.h): between nodes
+//       and within them
 //
-// Each is a time in seconds, fitted within [1 ns, 1 s] from the scenario's
-// value (1 us when that is 0).
+// A time is fitted within [1 ns, 1 s] from the scenario's value (1 us when
+// that is 0); an efficiency within [0.05, 1].
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "config/scenario.h"
 #include "validation/fit.h"
@@ -26,6 +32,12 @@ const std::vector<std::string>& FittableConstants();
 std::vector<FitConstant> ParseFitConstants(const std::string& names, const config::Scenario& base);
 
 // Sets constant `names[i]` to values[i] in `s`.
+// "12.3 us" for a time, "0.873" for an efficiency.
+std::string FormatFitValue(const FitConstant& c, double value);
+// {"name", "initial_s", "fitted_s"} for a time, {"name", "initial",
+// "fitted"} for an efficiency: for fit.json.
+nlohmann::ordered_json FitConstantJson(const FitConstant& c, double fitted);
+
 void ApplyFitConstants(const std::vector<FitConstant>& constants, const std::vector<double>& values,
                        config::Scenario* s);
 

@@ -12,6 +12,7 @@
 
 #include "config/scenario.h"
 #include "sim/simulator.h"
+#include "validation/fit_constants.h"
 
 namespace dtsim::validation {
 namespace {
@@ -116,6 +117,48 @@ TEST(Fit, CrossValidationNeverScoresARowItFittedOn) {
   }
   EXPECT_EQ(cv.after.predicted, static_cast<int>(d.rows.size()));
   EXPECT_LT(cv.after.mean_ape, cv.before.mean_ape);
+}
+
+TEST(Fit, RecoversATransportEfficiency) {
+  // Rows: ResNet-50 data parallel over 2 machines on 10 GbE without
+  // overlap, batch 4 to 128 per GPU: the gradients' all-reduce is the same
+  // in every row, compute grows with the batch. "Measured": dtsim's own
+  // prediction with the transport between nodes at efficiency 0.7, times 2%
+  // lognormal noise; the fit starts from native (1) through the names a
+  // user types.
+  std::vector<config::Scenario> rows;
+  std::vector<double> measured;
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> noise(0.0, 0.02);
+  for (int batch = 4; batch <= 128; batch *= 2) {
+    config::Scenario s;
+    s.cluster.nodes = 2;
+    s.cluster.device = "V100-SXM2-32GB";
+    s.cluster.network.link = "10GbE";
+    s.workload.model.zoo_name = "resnet50";
+    s.workload.batch_per_device = batch;
+    s.workload.iterations = 3;
+    s.parallelism.overlap = false;
+    rows.push_back(s);
+    s.cluster.network.transport.efficiency = 0.7;
+    measured.push_back(Predict(s) * noise(rng));
+  }
+  const std::vector<FitConstant> c = ParseFitConstants("network.transport.efficiency", rows[0]);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].seconds);
+  EXPECT_EQ(c[0].initial, 1.0);
+  EXPECT_EQ(c[0].upper, 1.0);
+  const RowPredictor predict = [&](std::size_t row, const std::vector<double>& v) {
+    config::Scenario s = rows[row];
+    ApplyFitConstants(c, v, &s);
+    return Predict(s);
+  };
+  std::vector<std::size_t> all(rows.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const FitResult r = FitConstants(c, all, measured, predict);
+  EXPECT_NEAR(r.values[0], 0.7, 0.05);
+  EXPECT_LT(r.mape, 3.0);
+  EXPECT_EQ(FormatFitValue(c[0], 0.7), "0.7");
 }
 
 TEST(Fit, FoldsAreAFixedFunctionOfTheKey) {

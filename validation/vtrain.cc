@@ -216,6 +216,8 @@ config::Scenario VtrainScenario(const VtrainRow& row, const VtrainSetup& setup) 
   c.network.link = setup.network_link;
   c.network.nics_per_node = setup.nics_per_node;
   c.network.protocols = setup.protocols;
+  c.network.transport = setup.transport;
+  c.network.intra_node_transport = setup.intra_node_transport;
 
   config::WorkloadConfig& w = s.workload;
   models::TransformerConfig t;

@@ -107,6 +107,11 @@ struct VtrainSetup {
   config::FrameworkProfile framework = *config::FindFramework("none");
   // cluster.network.protocols for every row: "ideal" or "nccl".
   std::string protocols = "ideal";
+  // cluster.network's transports for every row (config/transport.h);
+  // native unless `--fit transport.efficiency` (or another transport
+  // constant) fitted them.
+  config::TransportProfile transport;
+  config::TransportProfile intra_node_transport;
 };
 
 // The scenario of one row: strategy hybrid on ceil(gpus / devices_per_node)

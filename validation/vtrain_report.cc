@@ -107,6 +107,9 @@ Json SetupJson(const VtrainSetup& s) {
     j["framework_per_step_s"] = s.framework.per_step_s;
   }
   if (s.protocols != "ideal") j["protocols"] = s.protocols;
+  if (!s.transport.IsNative()) j["transport"] = config::DescribeTransport(s.transport);
+  if (!s.intra_node_transport.IsNative())
+    j["intra_node_transport"] = config::DescribeTransport(s.intra_node_transport);
   j["network_link"] = s.network_link;
   j["nics_per_node"] = s.nics_per_node;
   j["vocab"] = s.vocab;
@@ -290,6 +293,10 @@ std::string SummaryMarkdown(const VtrainSummary& s, const std::vector<RowResult>
       << FormatSeconds(setup.framework.per_kernel_s) << " per kernel, "
       << FormatSeconds(setup.framework.per_step_s) << " per step";
   if (setup.protocols != "ideal") o << "; collectives priced with NCCL's protocols";
+  if (!setup.transport.IsNative())
+    o << "; transport between nodes " << config::DescribeTransport(setup.transport);
+  if (!setup.intra_node_transport.IsNative())
+    o << "; transport within nodes " << config::DescribeTransport(setup.intra_node_transport);
   o << ".\n\n";
 
   o << "## Errors\n\n| group " << kErrorHeader << "\n|---" << kErrorRule << "\n";

@@ -172,6 +172,8 @@ std::string DeviceProfileProblem(const DeviceProfile& p) {
       return "device profile: conv_efficiency_by_flops needs flops >= 1 and efficiency in "
              "[1e-6, 1]";
   }
+  if (!(p.scheduler_handoff_s >= 0) || !std::isfinite(p.scheduler_handoff_s))
+    return "device profile: scheduler_handoff must be >= 0";
   if (p.link) {
     if (!(p.link->bw_bytes_per_s > 0) || !std::isfinite(p.link->bw_bytes_per_s))
       return "device profile: link bandwidth must be > 0";
@@ -222,6 +224,9 @@ std::string DeviceProfileYaml(const DeviceProfile& p) {
     for (const auto& [flops, e] : p.conv_efficiency_by_flops)
       o << "  - {flops: " << flops << ", efficiency: " << Number(e) << "}\n";
   }
+  if (p.scheduler_handoff_s > 0)
+    o << "scheduler_handoff: " << WithUnit(p.scheduler_handoff_s, kMicro, "us")
+      << "  # until a busy-waiting process gets a shared core\n";
   if (p.link) {
     o << "link:  # between MPI ranks on this machine\n"
       << "  bandwidth: " << WithUnit(p.link->bw_bytes_per_s, kGiga, "GB/s") << "\n"
@@ -255,7 +260,7 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   }
   const YamlMap m = root.AsMap({"format", "device", "peak_fp32", "memory_bandwidth",
                                 "kernel_launch", "compute_efficiency", "dense_efficiency_by_rows",
-                                "conv_efficiency_by_flops",
+                                "conv_efficiency_by_flops", "scheduler_handoff",
                                 "link", "provenance"});
   const YamlValue format = m.Require("format", "the format version, 1");
   if (format.AsInt(1) != kDeviceProfileFormat) {
@@ -283,6 +288,8 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     p.dense_efficiency_by_rows = ReadEfficiencyTable(*x, "rows");
   if (auto x = m.Get("conv_efficiency_by_flops"))
     p.conv_efficiency_by_flops = ReadEfficiencyTable(*x, "flops");
+  if (auto x = m.Get("scheduler_handoff"))
+    p.scheduler_handoff_s = x->AsQuantity(Dimension::kTime, 1.0);
   if (auto x = m.Get("link")) p.link = ReadLink(*x);
   p.provenance = ReadProvenance(m.Require("provenance"));
   return p;

@@ -76,6 +76,10 @@ struct DeviceProfile {
   // conv2d value at every size.
   std::map<std::int64_t, double> conv_efficiency_by_flops;
   std::optional<ProfileLink> link;     // absent when measured with one rank
+  // Time until a busy-waiting process gets the core it shares with another
+  // busy process (one scheduler slice): what each message costs ranks that
+  // outnumber the cores. 0 = not measured.
+  double scheduler_handoff_s = 0;
   ProfileProvenance provenance;
 };
 

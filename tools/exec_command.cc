@@ -39,6 +39,12 @@
 namespace dtsim::tools {
 namespace {
 
+// The scheduler handoff of the scenario's device profile; 0 without one.
+double HandoffOf(const config::Scenario& s) {
+  if (s.cluster.device_profile.empty()) return 0;
+  return config::LoadDeviceProfile(s.cluster.device_profile).scheduler_handoff_s;
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -191,13 +197,18 @@ void UseEmulatedLink(const hw::LinkSpec& link, config::Scenario* s) {
   links.push_back(link);
   s->cluster.intra_node_link = link.name;
   s->cluster.network.link = link.name;
-  // The ranks talk MPI over kernel TCP: mpi-tcp's cost per message; the
-  // link's bandwidth is already TCP's goodput through tbf.
+  // The ranks talk MPI over kernel TCP: mpi-tcp's cost per message, on top
+  // of what ShareCores added; the link's bandwidth is already TCP's goodput
+  // through tbf.
   config::TransportProfile tcp = *config::FindTransport("mpi-tcp");
   tcp.efficiency = 1;
   tcp.source += "; efficiency 1: the emulated link's bandwidth is already TCP goodput";
-  s->cluster.network.transport = tcp;
-  s->cluster.network.intra_node_transport = tcp;
+  for (config::TransportProfile* t :
+       {&s->cluster.network.transport, &s->cluster.network.intra_node_transport}) {
+    const double shared_cores = t->per_message_s;
+    *t = tcp;
+    t->per_message_s += shared_cores;
+  }
 }
 
 // One engine's prediction of what was measured.
@@ -412,7 +423,11 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     if (cores > 0 && r.times.size() > cores)
       out << "note: " << r.times.size() << " ranks share " << cores
           << " cores: the prediction gives each rank " << cores << "/" << r.times.size()
-          << " of the profiled core's compute rate and memory bandwidth\n";
+          << " of the profiled core's compute rate and memory bandwidth"
+          << (HandoffOf(s) > 0 ? ", and every message the profile's scheduler handoff (" +
+                                     FormatSeconds(HandoffOf(s)) + ")"
+                               : std::string())
+          << "\n";
     auto md = files.Open("validation.md");
     md << "# " << s.name << ": prediction against real execution\n\n"
        << r.times.size() << " ranks, " << m.measured << " measured iterations of "
@@ -583,7 +598,11 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
 // The profile measured one process on one core. When more processes than
 // cores run (each MPI rank busy-polls while it waits, so all of them
 // compete), a rank gets cores/processes of a core: the prediction's device
-// runs at that share of the profiled compute rate and memory bandwidth.
+// runs at that share of the profiled compute rate and memory bandwidth. And
+// a message waits until its receiver (or sender) gets its core back from
+// the busy process it shares it with: the profile's scheduler handoff (one
+// scheduler slice) is added to every message, as a transport's cost per
+// message (config/transport.h).
 void ShareCores(int processes, config::Scenario* s) {
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores == 0 || static_cast<unsigned>(processes) <= cores) return;
@@ -593,6 +612,14 @@ void ShareCores(int processes, config::Scenario* s) {
     for (double* rate : {&d.fp32_flop_per_s, &d.tf32_flop_per_s, &d.fp16_flop_per_s,
                          &d.bf16_flop_per_s, &d.memory_bw_bytes_per_s})
       *rate *= share;
+  }
+  const double handoff = HandoffOf(*s);
+  for (config::TransportProfile* t :
+       {&s->cluster.network.transport, &s->cluster.network.intra_node_transport}) {
+    t->per_message_s += handoff;
+    if (handoff > 0)
+      t->source += "; plus the profile's scheduler handoff per message: " +
+                   std::to_string(processes) + " ranks share " + std::to_string(cores) + " cores";
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "exec/calibrate/device_benchmarks.h"
+#include "exec/calibrate/host_benchmarks.h"
 #include "exec/calibrate/link_benchmarks.h"
 
 namespace dtsim::exec {
@@ -68,8 +69,9 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
   const std::vector<ConvSize> conv_sizes =
       quick ? std::vector<ConvSize>{{16, 16}, {64, 16}, {64, 56}}
             : std::vector<ConvSize>{{16, 16}, {32, 16}, {64, 16}, {64, 32}, {64, 56}};
+  const bool pin = CanPinThreads();
   const int total = static_cast<int>(gemms.size() + convs.size() + 2 + 1 + kinds.size() +
-                                     dense_rows.size() + conv_sizes.size());
+                                     dense_rows.size() + conv_sizes.size() + (pin ? 1 : 0));
 
   std::vector<ProfileMeasurement> out;
   const auto add = [&](ProfileMeasurement m) {
@@ -85,6 +87,10 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
   for (std::int64_t rows : dense_rows) add(MeasureDenseRows(backend, rows, timing));
   for (const ConvSize& c : conv_sizes)
     add(MeasureConvSize(backend, c.channels, c.side, quick, timing));
+  // 20 handoffs of a few ms each per timed run.
+  if (pin) {
+    if (auto handoff = MeasureSchedulerHandoff(quick ? 10 : 20, timing)) add(*handoff);
+  }
   return out;
 }
 
@@ -145,6 +151,10 @@ config::DeviceProfile BuildDeviceProfile(const std::string& device,
       const std::int64_t flops = std::stoll(m.name.substr(m.name.find(' ') + 1));
       p.conv_efficiency_by_flops[flops] =
           std::min(1.0, m.flops / m.seconds / p.peak_fp32_flop_per_s);
+      continue;
+    }
+    if (m.group == "scheduler") {
+      p.scheduler_handoff_s = m.seconds;
       continue;
     }
     if (m.group != "op" || m.flops <= 0) continue;

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "exec/calibrate/device_benchmarks.h"
+#include "exec/calibrate/host_benchmarks.h"
 #include "exec/calibrate/timing.h"
 #include "exec/kernels/cpu_backend.h"
 
@@ -31,6 +34,25 @@ TEST(CalibrateTest, TimeMedianRunsWarmupThenRepeatsAndIgnoresAnOutlier) {
   EXPECT_EQ(calls, 4);
   EXPECT_EQ(t.repeats, 3);
   EXPECT_GE(t.median_s, 1e-3);
+  EXPECT_LT(t.median_s, 0.1);
+}
+
+TEST(CalibrateTest, BeforeEachRunsBeforeEveryRunAndIsNotTimed) {
+  // before_each sleeps 200 ms, each run 1 ms: called 1 + 3 times, each just
+  // before a run, and the median stays near 1 ms.
+  std::vector<char> order;
+  TimingOptions options{.warmup = 1, .repeats = 3};
+  options.before_each = [&] {
+    order.push_back('b');
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  };
+  const Timing t = TimeMedian(
+      [&] {
+        order.push_back('r');
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      options);
+  EXPECT_EQ(std::string(order.begin(), order.end()), "brbrbrbr");
   EXPECT_LT(t.median_s, 0.1);
 }
 
@@ -104,6 +126,7 @@ TEST(CalibrateTest, ProfileFromMeasurements) {
       {"op", "dense", "s", 3e9, 0, 0.1, 5},      // 30 GFLOP/s = 0.75 of 40
       {"op", "matmul", "s", 5e9, 0, 0.1, 5},     // 50 GFLOP/s > peak: 1
       {"conv_size", "flops 1179648", "n8", 1e9, 0, 0.1, 5},  // 10 GFLOP/s = 0.25
+      {"scheduler", "handoff", "", 0, 0, 1.5e-3, 5},
       {"ping_pong", "4B", "", 0, 4, 2e-6, 5},
       {"ping_pong", "64MiB", "", 0, 64.0 * (1 << 20), 0.010002, 5},
   };
@@ -121,6 +144,7 @@ TEST(CalibrateTest, ProfileFromMeasurements) {
   EXPECT_DOUBLE_EQ(p.link->latency_s, 2e-6);
   EXPECT_NEAR(p.link->bw_bytes_per_s, 6.7108864e9, 1e-6 * 6.7108864e9);
   EXPECT_EQ(p.link->ranks, 2);
+  EXPECT_DOUBLE_EQ(p.scheduler_handoff_s, 1.5e-3);  // the scheduler measurement, as is
   EXPECT_EQ(config::DeviceProfileProblem(p), "");
 }
 
@@ -146,6 +170,12 @@ TEST(CalibrateTest, QuickDeviceMeasurementIsAValidProfile) {
   const config::DeviceProfile p = BuildDeviceProfile("cpu", v, 1);
   EXPECT_EQ(config::DeviceProfileProblem(p), "");
   EXPECT_FALSE(p.link.has_value());
+  // Busy threads sharing a core hand over once per scheduler slice: well
+  // above a microsecond (Linux slices are 0.75 ms and more) wherever they
+  // can be pinned.
+  if (CanPinThreads()) {
+    EXPECT_GT(p.scheduler_handoff_s, 1e-5);
+  }
   EXPECT_EQ(p.compute_efficiency.size(), CalibratedOpKinds().size());
   // 3x3 convolutions at 16 channels on 16x16 (2 x 16 x 16 x 9 x 256 =
   // 1,179,648 forward FLOPs per sample) up to 64 on 56x56 (231,211,008).

@@ -74,8 +74,10 @@ config::ProfileMeasurement MeasureConvSize(Backend& backend, std::int64_t channe
                                            std::int64_t side, bool quick,
                                            const TimingOptions& timing);
 
-// Dense 1024 -> 1024 forward and backward on `rows` rows (batch x positions):
-// small-row GEMMs stream the weights and run below the large-GEMM rate.
+// Dense 1024 -> 1024 forward and backward on `rows` rows (batch x positions),
+// with cold caches (128 MiB streamed before each run, as the rest of a
+// training step evicts a layer's weights between two uses): small-row GEMMs
+// stream the weights and run below the large-GEMM rate.
 // Group "dense_rows", name "rows <rows>" (the profile's
 // dense_efficiency_by_rows).
 config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,

@@ -10,10 +10,14 @@ namespace dtsim::exec {
 
 Timing TimeMedian(const std::function<void()>& run, const TimingOptions& options) {
   DTSIM_CHECK(options.warmup >= 0 && options.repeats >= 1, "bad timing options");
-  for (int i = 0; i < options.warmup; ++i) run();
+  for (int i = 0; i < options.warmup; ++i) {
+    if (options.before_each) options.before_each();
+    run();
+  }
   std::vector<double> seconds;
   seconds.reserve(static_cast<std::size_t>(options.repeats));
   for (int i = 0; i < options.repeats; ++i) {
+    if (options.before_each) options.before_each();
     const auto start = std::chrono::steady_clock::now();
     run();
     const auto end = std::chrono::steady_clock::now();

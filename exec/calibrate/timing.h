@@ -13,6 +13,9 @@ struct TimingOptions {
   // Timed runs; the median is reported. An odd count gives a measured value
   // rather than the mean of the two middle ones.
   int repeats = 5;
+  // Called, untimed, before every run (warm-up and timed), e.g. to evict the
+  // caches; empty = nothing.
+  std::function<void()> before_each = {};
 };
 
 struct Timing {

@@ -25,6 +25,7 @@
 #include "exec/kernels/cpu_isa.h"
 #include "exec/netem/emulated_network.h"
 #include "exec/netem/latency_communicator.h"
+#include "exec/runtime/measured_window.h"
 #include "exec/runtime/plan_executor.h"
 #include "exec/runtime/rank_memory.h"
 #include "exec/local_devices.h"
@@ -113,17 +114,18 @@ void CheckExecutable(const config::Scenario& s) {
 struct Summary {
   double step_s = 0, compute_s = 0, comm_s = 0, input_s = 0, throughput = 0;
   int measured = 0;
+  exec::MeasuredWindow window;  // the measured iterations (exec/runtime/measured_window.h)
 };
 
-// Mean over the iterations run after the first (warm-up; the only one when
-// a resumed run ran one) of the slowest rank's time, and the mean over
-// ranks of compute and communication time.
-Summary Summarize(const exec::ExecResult& r) {
+// Mean over the measured iterations (MeasuredIterations; `h`: the
+// averaging period, 1 without local SGD) of the slowest rank's time, and
+// the mean over ranks of compute and communication time.
+Summary Summarize(const exec::ExecResult& r, int h) {
   Summary s;
-  const int n = static_cast<int>(r.losses.size());
-  const int from = n > 1 ? 1 : 0;
+  s.window = exec::MeasuredIterations(static_cast<int>(r.losses.size()),
+                                      static_cast<int>(r.first_iteration), h);
   const auto ranks = static_cast<double>(r.times.size());
-  for (int i = from; i < n; ++i) {
+  for (int i = s.window.from; i < s.window.to; ++i) {
     double slowest = 0;
     for (const auto& rank : r.times) {
       const auto& t = rank[static_cast<std::size_t>(i)];
@@ -260,7 +262,8 @@ std::string StepTimeChart(const config::Scenario& s, const exec::ExecResult& r,
 void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::Plan& plan,
             const models::ModelGraph& graph, const exec::ExecResult& r,
             const std::optional<NetworkSetting>& net, std::ostream& out) {
-  const Summary m = Summarize(r);
+  const Summary m = Summarize(
+      r, s.parallelism.strategy == config::Strategy::kLocalSgd ? s.parallelism.averaging_period : 1);
   json j;
   j["scenario"] = s.name;
   j["ranks"] = r.times.size();
@@ -278,7 +281,9 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
                    {"compute_s", m.compute_s},
                    {"comm_s", m.comm_s},
                    {"input_wait_s", m.input_s},
-                   {"iterations_measured", m.measured}};
+                   {"iterations_measured", m.measured},
+                   {"measured_iterations",
+                    {r.first_iteration + m.window.from + 1, r.first_iteration + m.window.to}}};
   j["loss"] = r.losses;
   if (r.server_updates > 0) {
     j["parameter_server"] = {{"updates", r.server_updates},
@@ -301,9 +306,13 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     out << "resumed from step " << r.first_iteration << "; ran iterations "
         << r.first_iteration + 1 << ".." << r.first_iteration + static_cast<int>(r.losses.size())
         << "\n";
-  out << "measured over " << m.measured << " iteration(s)"
-      << (m.measured + 1 == static_cast<int>(r.losses.size()) ? " (the first run is warm-up)" : "")
-      << ":\n";
+  out << "measured over " << m.measured << " iteration(s)";
+  if (m.window.whole_rounds)
+    out << " (iterations " << r.first_iteration + m.window.from + 1 << ".."
+        << r.first_iteration + m.window.to << ": whole averaging rounds after the first)";
+  else if (m.measured + 1 == static_cast<int>(r.losses.size()))
+    out << " (the first run is warm-up)";
+  out << ":\n";
   std::snprintf(line, sizeof line,
                 "  step time %.4f s, %.1f samples/s, compute %.4f s, comm %.4f s, input wait "
                 "%.4f s\n",

@@ -75,9 +75,11 @@ config::ProfileMeasurement MeasureConvSize(Backend& backend, std::int64_t channe
                                            const TimingOptions& timing);
 
 // Dense 1024 -> 1024 forward and backward on `rows` rows (batch x positions),
-// with cold caches (128 MiB streamed before each run, as the rest of a
-// training step evicts a layer's weights between two uses): small-row GEMMs
-// stream the weights and run below the large-GEMM rate.
+// each pass (forward, data gradient, weight gradient) timed with cold caches
+// (128 MiB streamed before each run, as the rest of a training step evicts
+// a layer's weights between two uses); seconds = the sum of the passes'
+// medians. Small-row GEMMs stream the weights and run below the large-GEMM
+// rate.
 // Group "dense_rows", name "rows <rows>" (the profile's
 // dense_efficiency_by_rows).
 config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,

@@ -48,7 +48,14 @@ std::string Shape(std::int64_t n, const char* rest) {
   return s;
 }
 
-OpRun Dense(Backend& be, DeviceBuffers& buf, std::int64_t n) {
+// A dense layer's three passes, each a call sequence of its own.
+struct DensePasses {
+  std::string shape;
+  double flops = 0;  // all three passes
+  std::function<void()> forward, data_grad, weight_grad;
+};
+
+DensePasses DenseLayer(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   const std::int64_t in = 1024, out = 1024;
   models::GraphBuilder g("calibrate");
   const models::Tensor y = g.Dense("op", g.Input("x", {in}), {.out_features = out});
@@ -61,13 +68,27 @@ OpRun Dense(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   float* dx = buf.Filled(n * in, 0);
   float* dw = buf.Filled(out * in, 0);
   float* db = buf.Filled(out, 0);
-  return {Shape(n, "1024->1024"), FwdBwdFlops(g.graph().op(y.op), n),
-          [=, &be] {
-            be.Gemm(false, true, n, out, in, 1, x, w, 0, ys);
-            be.AddBias(ys, b, n, out);
-            be.Gemm(false, false, n, in, out, 1, dy, w, 1, dx);  // dx += dy W
-            be.Gemm(true, false, out, in, n, 1, dy, x, 1, dw);   // dW += dy^T x
-            be.BiasGrad(dy, n, out, db);
+  DensePasses d;
+  d.shape = Shape(n, "1024->1024");
+  d.flops = FwdBwdFlops(g.graph().op(y.op), n);
+  d.forward = [=, &be] {
+    be.Gemm(false, true, n, out, in, 1, x, w, 0, ys);
+    be.AddBias(ys, b, n, out);
+  };
+  d.data_grad = [=, &be] { be.Gemm(false, false, n, in, out, 1, dy, w, 1, dx); };  // dx += dy W
+  d.weight_grad = [=, &be] {
+    be.Gemm(true, false, out, in, n, 1, dy, x, 1, dw);  // dW += dy^T x
+    be.BiasGrad(dy, n, out, db);
+  };
+  return d;
+}
+
+OpRun Dense(Backend& be, DeviceBuffers& buf, std::int64_t n) {
+  const DensePasses d = DenseLayer(be, buf, n);
+  return {d.shape, d.flops, [d] {
+            d.forward();
+            d.data_grad();
+            d.weight_grad();
           }};
 }
 
@@ -364,16 +385,29 @@ config::ProfileMeasurement TimeRun(Backend& backend, const OpRun& op,
 config::ProfileMeasurement MeasureDenseRows(Backend& backend, std::int64_t rows,
                                             const TimingOptions& timing) {
   DeviceBuffers buffers(backend);
-  // Cold caches, as in training: between two uses of a layer's weights a
-  // step streams the other layers and the optimizer's pass over every
-  // parameter. 128 MiB written and read back evicts a last-level cache of
-  // up to about 100 MiB.
+  const DensePasses d = DenseLayer(backend, buffers, rows);
+  // Each pass with cold caches, as in training: between two passes over a
+  // layer's weights a step runs the other layers, and between steps the
+  // optimizer's pass over every parameter. 128 MiB written and read back
+  // evicts a last-level cache of up to about 100 MiB.
   std::vector<float> evict(std::size_t{32} << 20, 0.0f);
   TimingOptions cold = timing;
   cold.before_each = [&evict] {
     for (float& v : evict) v += 1.0f;
   };
-  config::ProfileMeasurement m = TimeRun(backend, Dense(backend, buffers, rows), cold);
+  config::ProfileMeasurement m;
+  m.shape = d.shape;
+  m.flops = d.flops;
+  for (const std::function<void()>* pass : {&d.forward, &d.data_grad, &d.weight_grad}) {
+    const Timing t = TimeMedian(
+        [&] {
+          (*pass)();
+          backend.Synchronize();
+        },
+        cold);
+    m.seconds += t.median_s;
+    m.repeats = t.repeats;
+  }
   m.group = "dense_rows";
   m.name = "rows " + std::to_string(rows);
   return m;

@@ -78,6 +78,7 @@ class Executor {
     for (std::size_t t = 0; t < plan_.num_tasks(); ++t)
       if (remaining_[t] == 0) Ready(static_cast<TaskId>(t));
     for (std::size_t s = 0; s < busy_.size(); ++s) TryStart(s);
+    FlushSends();
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
@@ -90,7 +91,11 @@ class Executor {
       } else {
         for (TaskId t : plan_.collectives()[static_cast<std::size_t>(-e.id - 1)].tasks) Finish(t);
       }
+      // Sends started at this instant are priced once every event of the
+      // instant has run, so that a rank's simultaneous sends share its link.
+      if (!pending_sends_.empty() && (events_.empty() || events_.top().time != now_)) FlushSends();
     }
+    DTSIM_CHECK(pending_sends_.empty(), "every started send is priced");
     for (std::size_t s = 0; s < busy_.size(); ++s)
       DTSIM_CHECK(head_[s] == queue_begin_[s + 1], "plan deadlocked: a stream never drained");
     for (std::size_t t = 0; t < plan_.num_tasks(); ++t)
@@ -164,7 +169,6 @@ class Executor {
   // once the host has issued it.
   void StartSend(TaskId id) {
     const auto t = static_cast<std::size_t>(id);
-    const plan::Task& task = plan_.tasks()[t];
     SimTime start = now_;
     if (!result_.host_begin.empty() && gated_[t]) {
       if (result_.host_begin[t] == kNever) {  // AdvanceHost starts it
@@ -177,8 +181,40 @@ class Executor {
       result_.host_wait_ns[t] = std::max<SimTime>(0, result_.host_end[t] - since);
     }
     result_.timing[t].start = start;
-    result_.timing[t].end = hooks_->TransferEnd(task, start, costs_.task_ns[t]);
-    events_.push({result_.timing[t].end, seq_++, id});
+    pending_sends_.push_back(id);  // FlushSends prices it with the rank's other sends
+  }
+
+  // Prices the sends started at this instant: those of one rank with the
+  // same start go to the hooks together (they share the rank's link), in
+  // the order they started.
+  void FlushSends() {
+    for (std::size_t i = 0; i < pending_sends_.size(); ++i) {
+      const TaskId first = pending_sends_[i];
+      if (first < 0) continue;
+      const plan::Task& lead = plan_.tasks()[static_cast<std::size_t>(first)];
+      const SimTime start = result_.timing[static_cast<std::size_t>(first)].start;
+      group_tasks_.clear();
+      group_ids_.clear();
+      group_ns_.clear();
+      for (std::size_t j = i; j < pending_sends_.size(); ++j) {
+        const TaskId id = pending_sends_[j];
+        if (id < 0) continue;
+        const auto t = static_cast<std::size_t>(id);
+        if (plan_.tasks()[t].rank != lead.rank || result_.timing[t].start != start) continue;
+        group_tasks_.push_back(&plan_.tasks()[t]);
+        group_ids_.push_back(id);
+        group_ns_.push_back(costs_.task_ns[t]);
+        pending_sends_[j] = -1;
+      }
+      group_ends_.assign(group_ids_.size(), 0);
+      hooks_->TransferGroupEnds(group_tasks_, start, group_ns_, group_ends_);
+      for (std::size_t k = 0; k < group_ids_.size(); ++k) {
+        const auto t = static_cast<std::size_t>(group_ids_[k]);
+        result_.timing[t].end = group_ends_[k];
+        events_.push({group_ends_[k], seq_++, group_ids_[k]});
+      }
+    }
+    pending_sends_.clear();
   }
 
   // --- Gates: the host thread and the input pipeline -----------------------
@@ -373,6 +409,10 @@ class Executor {
   std::vector<SimTime> able_since_;           // per task: first time only a gate held it
   std::uint64_t seq_ = 0;
   SimTime now_ = 0;
+  std::vector<TaskId> pending_sends_;  // started at now_, not priced yet (-1: done)
+  std::vector<const plan::Task*> group_tasks_;  // FlushSends' scratch
+  std::vector<TaskId> group_ids_;
+  std::vector<SimTime> group_ns_, group_ends_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/units.h"
@@ -59,6 +60,14 @@ class EngineHooks {
   virtual SimTime TransferEnd(const plan::Task& task, SimTime start, SimTime ns) {
     (void)task;
     return AddSimTime(start, ns);
+  }
+  // The kSend tasks one rank starts at the same instant `start` (a server
+  // answering all its workers at once), ns[i] the static cost of tasks[i]:
+  // sets ends[i]. They may share their sender's link (the default treats
+  // them one by one with TransferEnd, in order).
+  virtual void TransferGroupEnds(std::span<const plan::Task* const> tasks, SimTime start,
+                                 std::span<const SimTime> ns, std::span<SimTime> ends) {
+    for (std::size_t i = 0; i < tasks.size(); ++i) ends[i] = TransferEnd(*tasks[i], start, ns[i]);
   }
 };
 

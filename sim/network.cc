@@ -86,6 +86,65 @@ SimTime Network::ReserveTransfer(int src, int dst, double bytes, SimTime now_ns)
   return AddSimTime(end, SecondsToNs(p.latency_s));
 }
 
+void Network::ReserveTransferGroup(int src, std::span<const int> dst, std::span<const double> bytes,
+                                   SimTime now_ns, std::span<SimTime> ends) {
+  DTSIM_CHECK(dst.size() == bytes.size() && dst.size() == ends.size(), "one end per transfer");
+  if (dst.size() == 1) {
+    ends[0] = ReserveTransfer(src, dst[0], bytes[0], now_ns);
+    return;
+  }
+  // Solo times; the sender's link (every path's first) and, per transfer,
+  // when the rest of its path is free.
+  std::vector<Path> paths(dst.size());
+  std::vector<double> solo(dst.size(), 0);
+  std::vector<SimTime> rest_free(dst.size(), now_ns);
+  SimTime start = now_ns;
+  for (std::size_t i = 0; i < dst.size(); ++i) {
+    if (dst[i] == src) continue;
+    paths[i] = Route(src, dst[i]);
+    const auto first = static_cast<std::size_t>(paths[i].links[0]);
+    start = std::max(start, busy_until_[first]);
+    double bw = bw_[first];
+    for (int k = 1; k < paths[i].num_links; ++k) {
+      const auto l = static_cast<std::size_t>(paths[i].links[k]);
+      bw = std::min(bw, bw_[l]);
+      rest_free[i] = std::max(rest_free[i], busy_until_[l]);
+    }
+    solo[i] = bytes[i] / bw;
+  }
+  std::vector<std::size_t> order(dst.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return solo[a] < solo[b]; });
+  const double k = static_cast<double>(order.size());
+  double before = 0;  // sum of the shorter transfers' solo times
+  SimTime sender_busy = start;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const std::size_t i = order[j];
+    if (dst[i] == src) {
+      ends[i] = now_ns;
+      continue;
+    }
+    const SimTime shared =
+        AddSimTime(start, SecondsToNs(before + (k - static_cast<double>(j)) * solo[i]));
+    before += solo[i];
+    // A path whose other links are still busy (another sender's transfers
+    // into the same receiver) queues behind them there.
+    const SimTime end = std::max(shared, AddSimTime(rest_free[i], SecondsToNs(solo[i])));
+    for (int l = 1; l < paths[i].num_links; ++l) {
+      SimTime& busy = busy_until_[static_cast<std::size_t>(paths[i].links[l])];
+      busy = std::max(busy, end);
+    }
+    sender_busy = std::max(sender_busy, shared);
+    ends[i] = AddSimTime(end, SecondsToNs(paths[i].latency_s));
+  }
+  for (std::size_t i = 0; i < dst.size(); ++i) {
+    if (dst[i] == src) continue;
+    SimTime& busy = busy_until_[static_cast<std::size_t>(paths[i].links[0])];
+    busy = std::max(busy, sender_busy);
+  }
+}
+
 double Network::StepSeconds(std::span<const Transfer> transfers) {
   for (const Transfer& t : transfers) {
     DTSIM_CHECK(t.src >= 0 && t.src < num_ranks() && t.dst >= 0 && t.dst < num_ranks(),

@@ -71,6 +71,18 @@ class Network {
   // queue behind each other (incast). Returns when the transfer that is
   // ready at `now_ns` has arrived (its reservation end plus path latency).
   SimTime ReserveTransfer(int src, int dst, double bytes, SimTime now_ns);
+  // Transfers from one sender that start together at `now_ns` (a server
+  // answering its workers): they share the sender's link fairly, as TCP
+  // flows do, instead of queueing on it. Processor sharing on the solo
+  // times d_i = bytes_i / (slowest link of path i), sorted d_(1) <= ... <=
+  // d_(k), from when the sender's link is free: transfer (j) leaves it after
+  // sum_{i<j} d_(i) + (k - j + 1) d_(j). A transfer whose other links are
+  // busy until t (another sender's transfers into the same receiver)
+  // ends no earlier than t + d_i; then its path latency. Links are
+  // reserved until their transfers end. ends[i] for dst[i]. One transfer
+  // is ReserveTransfer.
+  void ReserveTransferGroup(int src, std::span<const int> dst, std::span<const double> bytes,
+                            SimTime now_ns, std::span<SimTime> ends);
   // The same transfer alone on an idle network, seconds.
   double TransferSeconds(int src, int dst, double bytes) const;
 

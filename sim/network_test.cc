@@ -70,6 +70,36 @@ TEST(Network, ReservedTransfersIntoOneLinkQueue) {
   EXPECT_DOUBLE_EQ(net.TransferSeconds(0, 3, 1e6), 10e-6 + 1e6 / 10e9);
 }
 
+TEST(Network, TransfersFromOneSenderAtOnceShareItsLink) {
+  // Two nodes behind 1 GB/s NICs, one device each, 1 us between nodes; a
+  // third endpoint (a server machine) sends to both at once. Processor
+  // sharing: equal transfers of 1 MB (1 ms alone) both end at 2 ms; 1 MB
+  // and 3 MB end at 2 ms (2 x 1 ms) and 4 ms (1 + 3 ms), then the latency.
+  NetworkSpec spec;
+  spec.nodes = 2;
+  spec.devices_per_node = 1;
+  spec.intra_bw_bytes_per_s = 1e12;
+  spec.nic_bw_bytes_per_s = 1e9;
+  spec.net_latency_s = 1e-6;
+  spec.extra_endpoint_nodes = {2};
+  Network net(spec);
+  const std::vector<int> dst = {0, 1};
+  std::vector<SimTime> ends(2);
+  net.ReserveTransferGroup(2, dst, std::vector<double>{1e6, 1e6}, 0, ends);
+  EXPECT_EQ(ends[0], 2'001'000);
+  EXPECT_EQ(ends[1], 2'001'000);
+  // The sender's link is busy until the group is done: the next group
+  // starts at 2 ms.
+  net.ReserveTransferGroup(2, dst, std::vector<double>{3e6, 1e6}, 0, ends);
+  EXPECT_EQ(ends[1], 2'000'000 + 2'001'000);
+  EXPECT_EQ(ends[0], 2'000'000 + 4'001'000);
+  // One transfer is a plain reservation.
+  Network fresh(spec);
+  std::vector<SimTime> one(1);
+  fresh.ReserveTransferGroup(2, std::vector<int>{0}, std::vector<double>{1e6}, 0, one);
+  EXPECT_EQ(one[0], 1'001'000);
+}
+
 TEST(Network, ExtraEndpointsAddServerNodes) {
   NetworkSpec s = TwoNodes();
   s.extra_endpoint_nodes = {2, 0};  // a dedicated server node, and one on node 0

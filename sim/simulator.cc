@@ -117,10 +117,27 @@ class SimHooks : public EngineHooks {
     return reservations_->ReserveTransfer(t.rank, t.peer, t.bytes, start);
   }
 
+  void TransferGroupEnds(std::span<const plan::Task* const> tasks, SimTime start,
+                         std::span<const SimTime> ns, std::span<SimTime> ends) override {
+    if (reservations_ == nullptr || tasks.size() == 1) {
+      EngineHooks::TransferGroupEnds(tasks, start, ns, ends);
+      return;
+    }
+    dst_.clear();
+    bytes_.clear();
+    for (const plan::Task* t : tasks) {
+      dst_.push_back(t->peer);
+      bytes_.push_back(t->bytes);
+    }
+    reservations_->ReserveTransferGroup(tasks.front()->rank, dst_, bytes_, start, ends);
+  }
+
  private:
   const StragglerModel* stragglers_;
   Network* reservations_;
-  std::vector<int> delayed_until_;  // last iteration whose delay was applied, per worker
+  std::vector<int> delayed_until_;
+  std::vector<int> dst_;        // TransferGroupEnds' scratch
+  std::vector<double> bytes_;  // last iteration whose delay was applied, per worker
 };
 
 struct Run {

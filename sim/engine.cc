@@ -185,33 +185,40 @@ class Executor {
   }
 
   // Prices the sends started at this instant: those of one rank with the
-  // same start go to the hooks together (they share the rank's link), in
-  // the order they started.
+  // same start go to the hooks together (they share the rank's link);
+  // groups in the order their first send started, sends in the order they
+  // started. Linear in the number of sends.
   void FlushSends() {
-    for (std::size_t i = 0; i < pending_sends_.size(); ++i) {
-      const TaskId first = pending_sends_[i];
-      if (first < 0) continue;
-      const plan::Task& lead = plan_.tasks()[static_cast<std::size_t>(first)];
-      const SimTime start = result_.timing[static_cast<std::size_t>(first)].start;
-      group_tasks_.clear();
-      group_ids_.clear();
-      group_ns_.clear();
-      for (std::size_t j = i; j < pending_sends_.size(); ++j) {
-        const TaskId id = pending_sends_[j];
-        if (id < 0) continue;
-        const auto t = static_cast<std::size_t>(id);
-        if (plan_.tasks()[t].rank != lead.rank || result_.timing[t].start != start) continue;
-        group_tasks_.push_back(&plan_.tasks()[t]);
-        group_ids_.push_back(id);
-        group_ns_.push_back(costs_.task_ns[t]);
-        pending_sends_[j] = -1;
+    if (rank_group_.empty()) rank_group_.assign(static_cast<std::size_t>(plan_.num_ranks()), -1);
+    groups_.clear();
+    for (const TaskId id : pending_sends_) {
+      const auto t = static_cast<std::size_t>(id);
+      const auto r = static_cast<std::size_t>(plan_.tasks()[t].rank);
+      const SimTime start = result_.timing[t].start;
+      std::int64_t g = rank_group_[r];
+      while (g >= 0 && groups_[static_cast<std::size_t>(g)].start != start)
+        g = groups_[static_cast<std::size_t>(g)].next_of_rank;
+      if (g < 0) {
+        g = static_cast<std::int64_t>(groups_.size());
+        groups_.push_back({start, rank_group_[r], {}});
+        rank_group_[r] = g;
       }
-      group_ends_.assign(group_ids_.size(), 0);
-      hooks_->TransferGroupEnds(group_tasks_, start, group_ns_, group_ends_);
-      for (std::size_t k = 0; k < group_ids_.size(); ++k) {
-        const auto t = static_cast<std::size_t>(group_ids_[k]);
-        result_.timing[t].end = group_ends_[k];
-        events_.push({group_ends_[k], seq_++, group_ids_[k]});
+      groups_[static_cast<std::size_t>(g)].ids.push_back(id);
+    }
+    for (SendGroup& group : groups_) {
+      group_tasks_.clear();
+      group_ns_.clear();
+      for (const TaskId id : group.ids) {
+        const auto t = static_cast<std::size_t>(id);
+        group_tasks_.push_back(&plan_.tasks()[t]);
+        group_ns_.push_back(costs_.task_ns[t]);
+        rank_group_[static_cast<std::size_t>(plan_.tasks()[t].rank)] = -1;
+      }
+      group_ends_.assign(group.ids.size(), 0);
+      hooks_->TransferGroupEnds(group_tasks_, group.start, group_ns_, group_ends_);
+      for (std::size_t k = 0; k < group.ids.size(); ++k) {
+        result_.timing[static_cast<std::size_t>(group.ids[k])].end = group_ends_[k];
+        events_.push({group_ends_[k], seq_++, group.ids[k]});
       }
     }
     pending_sends_.clear();
@@ -409,9 +416,17 @@ class Executor {
   std::vector<SimTime> able_since_;           // per task: first time only a gate held it
   std::uint64_t seq_ = 0;
   SimTime now_ = 0;
-  std::vector<TaskId> pending_sends_;  // started at now_, not priced yet (-1: done)
-  std::vector<const plan::Task*> group_tasks_;  // FlushSends' scratch
-  std::vector<TaskId> group_ids_;
+  std::vector<TaskId> pending_sends_;  // started at this instant, not priced yet
+  // FlushSends' scratch: the groups (one rank, one start), and per rank its
+  // latest group (-1: none), chained through next_of_rank.
+  struct SendGroup {
+    SimTime start = 0;
+    std::int64_t next_of_rank = -1;
+    std::vector<TaskId> ids;
+  };
+  std::vector<SendGroup> groups_;
+  std::vector<std::int64_t> rank_group_;
+  std::vector<const plan::Task*> group_tasks_;
   std::vector<SimTime> group_ns_, group_ends_;
 };
 

@@ -346,7 +346,7 @@ InputPipeline ReadInputPipeline(const YamlValue& v) {
   }
   if (auto x = m.Get("per_sample")) p.per_sample_s = x->AsQuantity(Dimension::kTime, 10.0);
   if (auto x = m.Get("cores")) p.cores = static_cast<int>(x->AsInt64(1, 4096));
-  if (auto x = m.Get("prefetch")) p.prefetch = static_cast<int>(x->AsInt64(1, 1024));
+  if (auto x = m.Get("prefetch")) p.prefetch = static_cast<int>(x->AsInt64(0, 1024));
   return p;
 }
 

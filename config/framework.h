@@ -82,7 +82,7 @@ struct InputPipeline {
   std::string dataset = "synthetic";
   double per_sample_s = 0;  // CPU seconds per sample on one core
   int cores = 1;            // cores per node given to the pipeline
-  int prefetch = 2;         // batches prepared ahead (>= 1)
+  int prefetch = 2;         // batches prepared ahead; 0: each step loads its own batch
   bool Costs() const { return per_sample_s > 0; }
 };
 

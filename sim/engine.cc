@@ -260,7 +260,7 @@ class Executor {
     }
     if (!costs_.input_ns.empty()) {
       DTSIM_CHECK(costs_.input_ns.size() == ranks, "one input time per rank");
-      DTSIM_CHECK(costs_.input_prefetch >= 1, "input prefetch >= 1");
+      DTSIM_CHECK(costs_.input_prefetch >= 0, "input prefetch >= 0");
       result_.input_wait_ns.assign(n, 0);
       input_iteration_.assign(n, -1);
       std::vector<std::int32_t> seen(ranks, -1);
@@ -329,7 +329,7 @@ class Executor {
     }
     const bool takes_batch = !input_iteration_.empty() && input_iteration_[t] >= 0;
     if (takes_batch) {
-      const SimTime ready = BatchReady(plan_.tasks()[t].rank);
+      const SimTime ready = BatchReady(plan_.tasks()[t].rank, since);
       result_.input_wait_ns[t] = std::max<SimTime>(0, ready - since);
       gate = std::max(gate, ready);
     }
@@ -344,8 +344,10 @@ class Executor {
     return true;
   }
 
-  // When rank r's batch for its k-th iteration with input is ready.
-  SimTime BatchReady(plan::RankId r) {
+  // When rank r's batch for its k-th iteration with input is ready, asked
+  // for by a task able to start since `since`. Without prefetch (0) the
+  // batch is prepared only once asked for.
+  SimTime BatchReady(plan::RankId r, SimTime since) {
     const auto rr = static_cast<std::size_t>(r);
     auto& ready = batch_ready_[rr];
     const auto& taken = batch_taken_[rr];
@@ -354,7 +356,8 @@ class Executor {
     while (ready.size() <= k) {
       const std::size_t j = ready.size();
       SimTime begin = j == 0 ? 0 : ready[j - 1];
-      if (j >= q) begin = std::max(begin, taken[j - q]);
+      if (q == 0) begin = std::max(begin, since);  // j == k: earlier ones were asked for
+      else if (j >= q) begin = std::max(begin, taken[j - q]);
       ready.push_back(AddSimTime(begin, costs_.input_ns[rr]));
     }
     return ready[k];

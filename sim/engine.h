@@ -40,7 +40,9 @@ struct TaskCosts {
   // its node's pipeline takes to prepare one iteration's batch (0: the
   // rank reads no input). The first compute task of each iteration of
   // rank r waits for its batch; batch k is prepared after batch k - 1 and
-  // once batch k - input_prefetch has been taken.
+  // once batch k - input_prefetch has been taken; with input_prefetch = 0,
+  // once that task asks for it (it is able to start otherwise): the step
+  // loads its own batch.
   std::vector<SimTime> input_ns = {};
   int input_prefetch = 2;
 };

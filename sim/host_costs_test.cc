@@ -114,6 +114,22 @@ TEST(InputPipeline, FastPipelineHidesBehindTheDevice) {
     EXPECT_EQ(r.timing[static_cast<std::size_t>(k)].start, 1'000'000 + 3'000'000 * k) << k;
 }
 
+TEST(InputPipeline, NoPrefetchLoadsEachBatchWhenAsked) {
+  // prefetch 0: iteration k's batch (1 ms) is prepared only when its task
+  // could start, after iteration k - 1's 3 ms: the step is the sum, 4 ms
+  // (closed form), and every iteration waits 1 ms for its batch.
+  Plan p = OneRank(4);
+  for (int i = 0; i < 4; ++i) p.AddTask(Compute(i));
+  TaskCosts c{std::vector<SimTime>(4, 3'000'000), {}};
+  c.input_ns = {1'000'000};
+  c.input_prefetch = 0;
+  const EngineResult r = RunEngine(p, c);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(r.timing[static_cast<std::size_t>(k)].start, 1'000'000 + 4'000'000 * k) << k;
+    EXPECT_EQ(r.input_wait_ns[static_cast<std::size_t>(k)], 1'000'000) << k;
+  }
+}
+
 config::Scenario Mlp(const std::string& framework) {
   config::Scenario s;
   s.name = "host";

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 // Units the writer uses: one per dimension, so that files compare easily.
 constexpr double kGiga = 1e9;   // GFLOP/s, GB/s
 constexpr double kMicro = 1e-6; // us
+constexpr double kNano = 1e-9;  // ns
 
 // Six significant digits: far below the run-to-run noise of a measurement.
 std::string Number(double v) {
@@ -174,6 +175,10 @@ std::string DeviceProfileProblem(const DeviceProfile& p) {
   }
   if (!(p.scheduler_handoff_s >= 0) || !std::isfinite(p.scheduler_handoff_s))
     return "device profile: scheduler_handoff must be >= 0";
+  for (const auto& [kind, seconds] : p.input_draw_s_per_element) {
+    if (kind.empty() || !(seconds > 0) || !std::isfinite(seconds))
+      return "device profile: input_draw needs a dataset name and a time > 0";
+  }
   if (p.link) {
     if (!(p.link->bw_bytes_per_s > 0) || !std::isfinite(p.link->bw_bytes_per_s))
       return "device profile: link bandwidth must be > 0";
@@ -224,6 +229,11 @@ std::string DeviceProfileYaml(const DeviceProfile& p) {
     for (const auto& [flops, e] : p.conv_efficiency_by_flops)
       o << "  - {flops: " << flops << ", efficiency: " << Number(e) << "}\n";
   }
+  if (!p.input_draw_s_per_element.empty()) {
+    o << "input_draw:  # dtsim exec's synthetic batches, per input element\n";
+    for (const auto& [kind, seconds] : p.input_draw_s_per_element)
+      o << "  " << kind << ": " << WithUnit(seconds, kNano, "ns") << "\n";
+  }
   if (p.scheduler_handoff_s > 0)
     o << "scheduler_handoff: " << WithUnit(p.scheduler_handoff_s, kMicro, "us")
       << "  # until a busy-waiting process gets a shared core\n";
@@ -260,7 +270,7 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   }
   const YamlMap m = root.AsMap({"format", "device", "peak_fp32", "memory_bandwidth",
                                 "kernel_launch", "compute_efficiency", "dense_efficiency_by_rows",
-                                "conv_efficiency_by_flops", "scheduler_handoff",
+                                "conv_efficiency_by_flops", "scheduler_handoff", "input_draw",
                                 "link", "provenance"});
   const YamlValue format = m.Require("format", "the format version, 1");
   if (format.AsInt(1) != kDeviceProfileFormat) {
@@ -288,6 +298,11 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     p.dense_efficiency_by_rows = ReadEfficiencyTable(*x, "rows");
   if (auto x = m.Get("conv_efficiency_by_flops"))
     p.conv_efficiency_by_flops = ReadEfficiencyTable(*x, "flops");
+  if (auto x = m.Get("input_draw")) {
+    const YamlMap draws = x->AsMap({"class_image", "teacher", "tokens"});
+    for (const YamlMap::Entry& e : draws.entries())
+      p.input_draw_s_per_element[e.key] = e.value.AsPositiveQuantity(Dimension::kTime);
+  }
   if (auto x = m.Get("scheduler_handoff"))
     p.scheduler_handoff_s = x->AsQuantity(Dimension::kTime, 1.0);
   if (auto x = m.Get("link")) p.link = ReadLink(*x);

@@ -80,6 +80,10 @@ struct DeviceProfile {
   // busy process (one scheduler slice): what each message costs ranks that
   // outnumber the cores. 0 = not measured.
   double scheduler_handoff_s = 0;
+  // What `dtsim exec` spends drawing its synthetic batches on a rank's
+  // thread, seconds per input element, by dataset (class_image, teacher,
+  // tokens). Empty = not measured.
+  std::map<std::string, double> input_draw_s_per_element;
   ProfileProvenance provenance;
 };
 

@@ -31,6 +31,7 @@ DeviceProfile Sample() {
   p.conv_efficiency_by_flops = {{1179648, 0.4}, {231211008, 0.6}};
   p.link = ProfileLink{5e9, 1.5e-6, 2};
   p.scheduler_handoff_s = 1.2e-3;
+  p.input_draw_s_per_element = {{"class_image", 4.5e-9}, {"tokens", 2e-8}};
   p.provenance.date = "2025-01-31T12:00:00Z";
   p.provenance.host = "testhost";
   p.provenance.dtsim_version = "0.1.0";
@@ -58,6 +59,9 @@ void ExpectSame(const DeviceProfile& a, const DeviceProfile& b) {
   EXPECT_EQ(a.dense_efficiency_by_rows, b.dense_efficiency_by_rows);
   EXPECT_EQ(a.conv_efficiency_by_flops, b.conv_efficiency_by_flops);
   EXPECT_DOUBLE_EQ(a.scheduler_handoff_s, b.scheduler_handoff_s);
+  ASSERT_EQ(a.input_draw_s_per_element.size(), b.input_draw_s_per_element.size());
+  for (const auto& [kind, seconds] : a.input_draw_s_per_element)
+    EXPECT_DOUBLE_EQ(seconds, b.input_draw_s_per_element.at(kind)) << kind;
   ASSERT_EQ(a.link.has_value(), b.link.has_value());
   if (a.link) {
     EXPECT_DOUBLE_EQ(a.link->bw_bytes_per_s, b.link->bw_bytes_per_s);

@@ -57,14 +57,22 @@ exec::CpuIsa CpuIsaOf(const ExecCommandOptions& o) {
 
 // A synthetic data set shaped like the model's input and loss, or the
 // user's file (checked against the model).
+// The synthetic dataset `dtsim exec` trains `g` on without a dataset file
+// (exec/calibrate/host_benchmarks.h names): "tokens" for a model that
+// embeds its input, "class_image" for (C, H, W) input, "teacher" otherwise.
+std::string SyntheticKindOf(const models::ModelGraph& g) {
+  for (models::OpId c : g.consumers(0))
+    if (g.op(c).kind == models::OpKind::kEmbedding) return "tokens";
+  return g.op(0).output_shape.size() == 3 ? "class_image" : "teacher";
+}
+
 std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed) {
   const models::Op& input = g.op(0);
   const models::Op& loss = g.op(g.num_ops() - 1);
   const std::int64_t classes = loss.attrs.vocab;
-  bool tokens = false;
-  for (models::OpId c : g.consumers(0))
-    if (g.op(c).kind == models::OpKind::kEmbedding) tokens = true;
+  const std::string kind = SyntheticKindOf(g);
+  const bool tokens = kind == "tokens";
   if (!path.empty()) {
     auto data = std::make_unique<exec::BinaryDataset>(exec::BinaryDataset::Open(path));
     if (data->sample_shape() != input.output_shape || data->classes() > classes)
@@ -78,7 +86,7 @@ std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const st
   if (tokens)
     return std::make_unique<exec::TokenDataset>(exec::TokenDatasetOptions{
         .vocab = classes, .seq_len = input.output_shape[0], .seed = seed});
-  if (input.output_shape.size() == 3)
+  if (kind == "class_image")
     return std::make_unique<exec::ClassImageDataset>(exec::ClassImageDatasetOptions{
         .channels = input.output_shape[0],
         .height = input.output_shape[1],
@@ -225,6 +233,8 @@ EnginePrediction Predict(const config::Scenario& s, const std::string& engine,
                          std::ostream* trace = nullptr) {
   config::Scenario e = s;
   e.engine = engine;
+  // The input pipeline is the analytic engine's alone (sim/simulator.h).
+  if (engine == "simgrid") e.workload.input = config::InputPipeline{};
   const sim::Prediction p = sim::Simulate(e);
   if (trace) sim::WriteChromeTrace(*trace, p, s.outputs.trace_max_ranks);
   return {engine, p.device.name, p.metrics.step_time_s, p.metrics.throughput_samples_per_s,
@@ -632,6 +642,29 @@ void ShareCores(int processes, config::Scenario* s) {
   }
 }
 
+// The prediction's input pipeline: each rank draws its own synthetic
+// batches, on its training thread (prefetch 0) or, with --input-threads N,
+// on N threads one iteration ahead, at the profile's cost per input element
+// for the dataset exec uses (like compute, shared when ranks outnumber
+// cores). Nothing without a measured cost or with a dataset file.
+void UseInputDraw(const ExecCommandOptions& o, const models::ModelGraph& graph, int processes,
+                  int input_threads, config::Scenario* s) {
+  if (!o.dataset.empty() || s->cluster.device_profile.empty()) return;
+  const config::DeviceProfile profile = config::LoadDeviceProfile(s->cluster.device_profile);
+  const std::string kind = SyntheticKindOf(graph);
+  const auto it = profile.input_draw_s_per_element.find(kind);
+  if (it == profile.input_draw_s_per_element.end()) return;
+  const unsigned cores = std::thread::hardware_concurrency();
+  const double share =
+      cores > 0 && static_cast<unsigned>(processes) > cores ? static_cast<double>(cores) / processes : 1;
+  config::InputPipeline& in = s->workload.input;
+  in.dataset = "dtsim exec's synthetic " + kind;
+  in.per_sample_s =
+      static_cast<double>(models::NumElements(graph.op(0).output_shape)) * it->second / share;
+  in.cores = s->cluster.devices_per_node * std::max(1, input_threads);
+  in.prefetch = input_threads > 0 ? 1 : 0;
+}
+
 std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   std::vector<std::string> a = {o.validate ? "validate" : "exec", o.scenario_path};
   if (o.iterations > 0) a.insert(a.end(), {"--iterations", std::to_string(o.iterations)});
@@ -751,12 +784,13 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
                         (needed > s.cluster.num_devices() ? " and parameter servers" : "") +
                         ") but " + std::to_string(world.size()) + " processes run it",
                     "run with --ranks " + std::to_string(needed) + " (one process per rank)");
+  exec::ExecOptions eo = MakeExecOptions(o, s, world.size());
   if (o.validate) {
     UseProfile(o, comm, &s, out, err);
     ShareCores(world.size(), &s);
+    UseInputDraw(o, graph, world.size(), eo.input_threads, &s);
   }
 
-  exec::ExecOptions eo = MakeExecOptions(o, s, world.size());
   if (root && s.stragglers.noise != config::NoiseDistribution::kNone)
     err << "note: straggler noise is simulated only; real runs inject the fixed slowdowns\n";
   if (!o.quiet) eo.log = [&out](const std::string& line) { out << line << "\n" << std::flush; };

@@ -71,7 +71,8 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
             : std::vector<ConvSize>{{16, 16}, {32, 16}, {64, 16}, {64, 32}, {64, 56}};
   const bool pin = CanPinThreads();
   const int total = static_cast<int>(gemms.size() + convs.size() + 2 + 1 + kinds.size() +
-                                     dense_rows.size() + conv_sizes.size() + (pin ? 1 : 0));
+                                     dense_rows.size() + conv_sizes.size() + (pin ? 1 : 0) +
+                                     SyntheticDatasetKinds().size());
 
   std::vector<ProfileMeasurement> out;
   const auto add = [&](ProfileMeasurement m) {
@@ -91,6 +92,7 @@ std::vector<ProfileMeasurement> MeasureDevice(Backend& backend, const CalibrateO
   if (pin) {
     if (auto handoff = MeasureSchedulerHandoff(quick ? 10 : 20, timing)) add(*handoff);
   }
+  for (const std::string& kind : SyntheticDatasetKinds()) add(MeasureSyntheticDraw(kind, timing));
   return out;
 }
 
@@ -155,6 +157,10 @@ config::DeviceProfile BuildDeviceProfile(const std::string& device,
     }
     if (m.group == "scheduler") {
       p.scheduler_handoff_s = m.seconds;
+      continue;
+    }
+    if (m.group == "input_draw") {
+      p.input_draw_s_per_element[m.name] = m.seconds;
       continue;
     }
     if (m.group != "op" || m.flops <= 0) continue;

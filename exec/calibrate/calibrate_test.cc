@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,6 +128,7 @@ TEST(CalibrateTest, ProfileFromMeasurements) {
       {"op", "matmul", "s", 5e9, 0, 0.1, 5},     // 50 GFLOP/s > peak: 1
       {"conv_size", "flops 1179648", "n8", 1e9, 0, 0.1, 5},  // 10 GFLOP/s = 0.25
       {"scheduler", "handoff", "", 0, 0, 1.5e-3, 5},
+      {"input_draw", "teacher", "", 0, 65536, 3e-8, 5},
       {"ping_pong", "4B", "", 0, 4, 2e-6, 5},
       {"ping_pong", "64MiB", "", 0, 64.0 * (1 << 20), 0.010002, 5},
   };
@@ -145,6 +147,7 @@ TEST(CalibrateTest, ProfileFromMeasurements) {
   EXPECT_NEAR(p.link->bw_bytes_per_s, 6.7108864e9, 1e-6 * 6.7108864e9);
   EXPECT_EQ(p.link->ranks, 2);
   EXPECT_DOUBLE_EQ(p.scheduler_handoff_s, 1.5e-3);  // the scheduler measurement, as is
+  EXPECT_EQ(p.input_draw_s_per_element, (std::map<std::string, double>{{"teacher", 3e-8}}));
   EXPECT_EQ(config::DeviceProfileProblem(p), "");
 }
 
@@ -177,6 +180,13 @@ TEST(CalibrateTest, QuickDeviceMeasurementIsAValidProfile) {
     EXPECT_GT(p.scheduler_handoff_s, 1e-5);
   }
   EXPECT_EQ(p.compute_efficiency.size(), CalibratedOpKinds().size());
+  // Every synthetic dataset's draw, at a plausible cost per element: above
+  // a nanosecond (a counter-based random draw each) and below 10 us.
+  ASSERT_EQ(p.input_draw_s_per_element.size(), SyntheticDatasetKinds().size());
+  for (const auto& [kind, seconds] : p.input_draw_s_per_element) {
+    EXPECT_GT(seconds, 1e-10) << kind;
+    EXPECT_LT(seconds, 1e-5) << kind;
+  }
   // 3x3 convolutions at 16 channels on 16x16 (2 x 16 x 16 x 9 x 256 =
   // 1,179,648 forward FLOPs per sample) up to 64 on 56x56 (231,211,008).
   ASSERT_EQ(p.conv_efficiency_by_flops.size(), 3u);

@@ -4,9 +4,11 @@
 #include <sched.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "common/error.h"
+#include "exec/data/synthetic_dataset.h"
 
 namespace dtsim::exec {
 namespace {
@@ -65,6 +67,44 @@ std::optional<config::ProfileMeasurement> MeasureSchedulerHandoff(int handoffs,
   m.group = "scheduler";
   m.name = "handoff between 2 busy-waiting threads on 1 core";
   m.seconds = t.median_s / handoffs;
+  m.repeats = t.repeats;
+  return m;
+}
+
+const std::vector<std::string>& SyntheticDatasetKinds() {
+  static const std::vector<std::string> kKinds = {"class_image", "teacher", "tokens"};
+  return kKinds;
+}
+
+config::ProfileMeasurement MeasureSyntheticDraw(const std::string& kind,
+                                                const TimingOptions& timing) {
+  std::unique_ptr<Dataset> data;
+  if (kind == "class_image") {
+    data = std::make_unique<ClassImageDataset>(ClassImageDatasetOptions{});
+  } else if (kind == "teacher") {
+    data = std::make_unique<TeacherDataset>(TeacherDatasetOptions{.shape = {1024}});
+  } else {
+    DTSIM_CHECK(kind == "tokens", "unknown synthetic dataset kind " + kind);
+    data = std::make_unique<TokenDataset>(TokenDatasetOptions{.vocab = 1000, .seq_len = 128});
+  }
+  constexpr std::int64_t kSamples = 64;
+  std::int64_t per_sample = 1, per_label = 1;
+  for (std::int64_t d : data->sample_shape()) per_sample *= d;
+  for (std::int64_t d : data->label_shape()) per_label *= d;
+  std::vector<float> x(static_cast<std::size_t>(kSamples * per_sample));
+  std::vector<float> labels(static_cast<std::size_t>(kSamples * per_label));
+  std::int64_t first = 0;
+  const Timing t = TimeMedian(
+      [&] {
+        data->Fill(first, kSamples, x.data(), labels.data());
+        first += kSamples;  // new samples every run, as training draws them
+      },
+      timing);
+  config::ProfileMeasurement m;
+  m.group = "input_draw";
+  m.name = kind;
+  m.bytes = static_cast<double>(kSamples * per_sample);
+  m.seconds = t.median_s / m.bytes;
   m.repeats = t.repeats;
   return m;
 }

@@ -326,17 +326,12 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             } else {
               dep = c + 1 < chunks ? bwd_out[cc + 1][mb] : fwd_out[cc][mb];
               if (dep < 0) break;
-              if (o.recompute) {
-                Task re;
-                re.kind = TaskKind::kForward;
-                re.rank = rank;
-                re.iteration = it;
-                re.micro_batch = st.micro_batch;
-                re.op = static_cast<std::int32_t>(b);
-                re.op_count = static_cast<std::int32_t>(e - b);
-                re.batch = o.micro_batch;
-                dep = plan.AddTask(re, std::span(&dep, 1));
-              }
+              // Full recomputation re-runs the chunk's forward, its
+              // tensor-parallel all-reduces included (they sit inside the
+              // checkpointed layers: Megatron-LM's RowParallelLinear).
+              if (o.recompute)
+                dep = chain(rank, s, ForwardSegments(graph, b, e, t > 1), TaskKind::kForward,
+                            st.micro_batch, dep);
               TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1), TaskKind::kBackward,
                                   st.micro_batch, dep);
               last_backward[static_cast<std::size_t>(s)] = last;

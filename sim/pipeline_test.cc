@@ -164,6 +164,20 @@ TEST(TensorParallel, MegatronCommunicationVolumePerLayer) {
   EXPECT_EQ(tp_collectives, 4 * c.layers * m + 2 * m);
   // The split ops carry 1/t of the parameters.
   EXPECT_LT(shard.Totals().params, g.Totals().params / 2);
+
+  // Full recomputation re-runs each forward before its backward, with its
+  // all-reduces (Korthikanti et al. 2022, section 5: recomputation repeats
+  // the forward's tensor-parallel communication): 2 more per layer and
+  // micro-batch, plus the embedding's, 6 L m + 3 m in all, each b x s x h.
+  o.recompute = true;
+  const plan::Plan re = plan::BuildHybridPlan(shard, {1, t}, o);
+  int re_collectives = 0;
+  for (const plan::Collective& col : re.collectives()) {
+    if (re.groups()[static_cast<std::size_t>(col.group)].size() != static_cast<std::size_t>(t)) continue;
+    ++re_collectives;
+    EXPECT_DOUBLE_EQ(col.bytes, bsh);
+  }
+  EXPECT_EQ(re_collectives, 6 * c.layers * m + 3 * m);
 }
 
 TEST(Pipeline, TiedEmbeddingGradientIsAllReducedBetweenFirstAndLastStage) {

@@ -64,6 +64,18 @@ std::string TaskLabel(const Prediction& p, const plan::Task& t) {
 
 }  // namespace
 
+ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Prediction& p) {
+  ModelFigures f;
+  f.model_flops_per_sample = p.model_totals.fwd_flops + p.model_totals.bwd_flops;
+  const double samples_per_s = p.metrics.throughput_samples_per_s;
+  const int devices = scenario.cluster.num_devices();
+  if (devices <= 0 || !(samples_per_s > 0)) return f;
+  f.model_flops_per_device_per_s = f.model_flops_per_sample * samples_per_s / devices;
+  f.mfu = f.model_flops_per_device_per_s / p.device.PeakFlopRate(scenario.workload.precision);
+  f.tokens_per_s = samples_per_s * p.tokens_per_sample;
+  return f;
+}
+
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;
   nlohmann::ordered_json j;
@@ -93,6 +105,13 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["throughput_samples_per_s"] = fits ? nlohmann::ordered_json(m.throughput_samples_per_s) : none;
   j["step_time_s"] = fits ? nlohmann::ordered_json(m.step_time_s) : none;
   j["scaling_efficiency"] = fits ? nlohmann::ordered_json(p.scaling_efficiency) : none;
+  const ModelFigures figures = ComputeModelFigures(s, p);
+  if (p.tokens_per_sample > 0)
+    j["tokens_per_s"] = fits ? nlohmann::ordered_json(figures.tokens_per_s) : none;
+  j["model_flops_per_sample"] = figures.model_flops_per_sample;
+  j["model_tflops_per_device"] =
+      fits ? nlohmann::ordered_json(figures.model_flops_per_device_per_s / 1e12) : none;
+  j["mfu"] = fits ? nlohmann::ordered_json(figures.mfu) : none;
   if (!fits) j["does_not_fit"] = p.does_not_fit;
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling_reference;
@@ -205,7 +224,8 @@ std::string CsvHeader() {
   return "scenario,model,device,nodes,devices_per_node,devices,algorithm,precision,"
          "batch_per_device,global_batch,throughput_samples_per_s,step_time_s,"
          "scaling_efficiency,compute_s,exposed_comm_s,idle_s,strategy,sync,averaging_period,"
-         "network_bytes_per_sample,goodput,memory_per_device_bytes,fits,infeasible";
+         "network_bytes_per_sample,goodput,memory_per_device_bytes,fits,infeasible,tokens_per_s,"
+         "model_tflops_per_device,mfu";
 }
 
 std::string CsvRow(const config::Scenario& s, const Prediction& p) {
@@ -239,7 +259,12 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
     << p.network_bytes_per_sample << ',';
   timed(p.failures ? p.failures->goodput : 1.0);
   o << PeakDeviceBytes(p) << ',' << (fits ? "true" : "false") << ','
-    << CsvField(p.does_not_fit);
+    << CsvField(p.does_not_fit) << ',';
+  const ModelFigures figures = ComputeModelFigures(s, p);
+  if (fits && p.tokens_per_sample > 0) o << figures.tokens_per_s;
+  o << ',';
+  timed(figures.model_flops_per_device_per_s / 1e12);
+  if (fits) o << figures.mfu;
   return o.str();
 }
 
@@ -403,6 +428,19 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 m.throughput_samples_per_s, static_cast<long long>(p.plan.samples_per_iteration),
                 FormatSeconds(m.step_time_s).c_str(), p.single_device_throughput_samples_per_s,
                 100.0 * p.scaling_efficiency);
+  o << line;
+  const ModelFigures figures = ComputeModelFigures(s, p);
+  if (p.tokens_per_sample > 0) {
+    std::snprintf(line, sizeof line, "tokens: %.1f tokens/s (%.0f per sample)\n",
+                  figures.tokens_per_s, p.tokens_per_sample);
+    o << line;
+  }
+  std::snprintf(line, sizeof line,
+                "model FLOPs: %.2f TFLOP/s per device, MFU %.1f%% of %s's %s peak "
+                "(forward + backward of the model, %.4g GFLOP per sample, no recomputation)\n",
+                figures.model_flops_per_device_per_s / 1e12, 100.0 * figures.mfu,
+                p.device.name.c_str(), hw::PrecisionName(s.workload.precision),
+                figures.model_flops_per_sample / 1e9);
   o << line;
   const double step = std::max(m.step_time_s, 1e-30);
   std::snprintf(line, sizeof line,

@@ -14,6 +14,22 @@
 
 namespace dtsim::sim {
 
+// The figures users compare across tools (Megatron-LM's and PaLM's
+// definitions, Narayanan et al. 2021 and Chowdhery et al. 2022, appendix B):
+//   model FLOPs per sample = forward + backward FLOPs of the whole model
+//     graph (input and weight gradients), without recomputation: what the
+//     model needs, not what the plan runs;
+//   model TFLOP/s per device = model FLOPs per sample x samples/s / devices;
+//   MFU = that / the device's dense peak at the scenario's precision;
+//   tokens/s = samples/s x tokens per sample (language models; 0 otherwise).
+struct ModelFigures {
+  double model_flops_per_sample = 0;
+  double model_flops_per_device_per_s = 0;
+  double mfu = 0;
+  double tokens_per_s = 0;
+};
+ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Prediction& p);
+
 // Top-level keys include throughput_samples_per_s, step_time_s,
 // scaling_efficiency and breakdown {compute_s, exposed_comm_s, idle_s}.
 nlohmann::ordered_json ReportJson(const config::Scenario& scenario, const Prediction& p);

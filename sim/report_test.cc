@@ -70,6 +70,56 @@ TEST(Report, PlanThatDoesNotFitHasNoThroughput) {
   EXPECT_EQ(log.find("throughput:"), std::string::npos) << log;
 }
 
+TEST(Report, ModelFlopsTokensAndMfu) {
+  // A small GPT (l = 2 layers, h = 256, s = 128 tokens, V = 1000), data
+  // parallel on 2 A100s in fp16. Model FLOPs per token, without
+  // recomputation (Narayanan et al. 2021, eq. 3 with 72 for 96, i.e. no
+  // recomputed forward): 72 l h^2 + 12 l s h + 6 V h. dtsim's graph also
+  // counts biases, norms, softmax and GeLU: within 3%.
+  config::Scenario s;
+  s.name = "gpt";
+  s.cluster.nodes = 1;
+  s.cluster.devices_per_node = 2;
+  s.cluster.device = "A100-SXM4-80GB";
+  s.cluster.intra_node_link = "nvswitch-a100";
+  models::TransformerConfig t;
+  t.layers = 2;
+  t.hidden = 256;
+  t.heads = 8;
+  t.sequence = 128;
+  t.vocab = 1000;
+  s.workload.model.transformer = t;
+  s.workload.batch_per_device = 4;
+  s.workload.precision = hw::Precision::kFp16;
+  s.workload.iterations = 2;
+  const Prediction p = Simulate(s);
+  const double l = 2, h = 256, sq = 128, v = 1000;
+  const double per_token = 72 * l * h * h + 12 * l * sq * h + 6 * v * h;
+  const ModelFigures f = ComputeModelFigures(s, p);
+  EXPECT_NEAR(f.model_flops_per_sample / sq, per_token, 0.03 * per_token);
+  // The definitions, exactly: tokens/s = samples/s x s; TFLOP/s per device
+  // and MFU over the A100's fp16 dense peak (312 TFLOP/s, its datasheet).
+  const double samples_per_s = p.metrics.throughput_samples_per_s;
+  EXPECT_DOUBLE_EQ(f.tokens_per_s, samples_per_s * sq);
+  EXPECT_DOUBLE_EQ(f.model_flops_per_device_per_s, f.model_flops_per_sample * samples_per_s / 2);
+  EXPECT_NEAR(f.mfu, f.model_flops_per_device_per_s / 312e12, 1e-12);
+  // Reported everywhere: JSON, CSV and the step log.
+  const auto j = ReportJson(s, p);
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), f.tokens_per_s);
+  EXPECT_DOUBLE_EQ(j["mfu"].get<double>(), f.mfu);
+  EXPECT_NEAR(std::stod(Column("mfu", CsvRow(s, p))), f.mfu, 1e-9 * f.mfu);
+  EXPECT_NE(StepLog(s, p).find("tokens/s"), std::string::npos);
+  EXPECT_NE(StepLog(s, p).find("MFU"), std::string::npos);
+  // An image model has no tokens.
+  s.workload.model = config::ModelRef{};
+  s.workload.model.zoo_name = "resnet50";
+  const Prediction r = Simulate(s);
+  EXPECT_EQ(ReportJson(s, r).count("tokens_per_s"), 0u);
+  EXPECT_EQ(Column("tokens_per_s", CsvRow(s, r)), "");
+  // ResNet-50: 3 x 4.09 GMAC x 2 = 24.5 GFLOP per sample (He et al. 2016).
+  EXPECT_NEAR(ComputeModelFigures(s, r).model_flops_per_sample, 24.5e9, 0.02 * 24.5e9);
+}
+
 TEST(Report, PlanThatFitsReportsItsMemory) {
   config::Scenario s = Gpt3OnA100();
   s.workload.model.zoo_name = "resnet50";

@@ -335,6 +335,9 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const models::ModelGraph& full = options.graph ? *options.graph : *built;
   CheckPlanSize(s, full);  // refuses plans that would not fit in memory
   p.model_totals = full.Totals();
+  for (models::OpId c : full.consumers(0))
+    if (full.op(c).kind == models::OpKind::kEmbedding)
+      p.tokens_per_sample = static_cast<double>(models::NumElements(full.op(0).output_shape));
   p.device = *device;
   p.averaging_period = AveragingPeriod(s);
   const CostModelOptions cost_options = MakeCostOptions(s.workload);

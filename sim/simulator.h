@@ -27,6 +27,9 @@ namespace dtsim::sim {
 struct Prediction {
   models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
   models::GraphTotals model_totals;  // of the whole model
+  // Tokens per sample of a language model (its input feeds an embedding:
+  // the sequence length); 0 for other models.
+  double tokens_per_sample = 0;
   plan::Plan plan;
   EngineResult engine;
   RunMetrics metrics;

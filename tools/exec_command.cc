@@ -46,6 +46,14 @@ double HandoffOf(const config::Scenario& s) {
   return config::LoadDeviceProfile(s.cluster.device_profile).scheduler_handoff_s;
 }
 
+// The share of a core each of `processes` ranks gets on this machine: 1
+// unless they outnumber the cores.
+double CoreShare(int processes) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores == 0 || static_cast<unsigned>(processes) <= cores) return 1;
+  return static_cast<double>(cores) / processes;
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -439,13 +447,14 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     out << "\nprediction (" << setting << ", no overlap) against measurement:\n" << table;
     const unsigned cores = std::thread::hardware_concurrency();
     j["cores"] = cores;
+    const double handoff = HandoffOf(s);
     if (cores > 0 && r.times.size() > cores)
       out << "note: " << r.times.size() << " ranks share " << cores
           << " cores: the prediction gives each rank " << cores << "/" << r.times.size()
           << " of the profiled core's compute rate and memory bandwidth"
-          << (HandoffOf(s) > 0 ? ", and every message the profile's scheduler handoff (" +
-                                     FormatSeconds(HandoffOf(s)) + ")"
-                               : std::string())
+          << (handoff > 0 ? ", and every message the profile's scheduler handoff (" +
+                                FormatSeconds(handoff) + ")"
+                          : std::string())
           << "\n";
     auto md = files.Open("validation.md");
     md << "# " << s.name << ": prediction against real execution\n\n"
@@ -622,23 +631,22 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
 // the busy process it shares it with: the profile's scheduler handoff (one
 // scheduler slice) is added to every message, as a transport's cost per
 // message (config/transport.h).
-void ShareCores(int processes, config::Scenario* s) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  if (cores == 0 || static_cast<unsigned>(processes) <= cores) return;
-  const double share = static_cast<double>(cores) / processes;
+void ShareCores(int processes, const config::DeviceProfile* profile, config::Scenario* s) {
+  const double share = CoreShare(processes);
+  if (share >= 1) return;
   for (hw::DeviceSpec& d : s->cluster.custom_devices) {
     if (d.name != s->cluster.device) continue;
     for (double* rate : {&d.fp32_flop_per_s, &d.tf32_flop_per_s, &d.fp16_flop_per_s,
                          &d.bf16_flop_per_s, &d.memory_bw_bytes_per_s})
       *rate *= share;
   }
-  const double handoff = HandoffOf(*s);
+  const double handoff = profile != nullptr ? profile->scheduler_handoff_s : 0;
   for (config::TransportProfile* t :
        {&s->cluster.network.transport, &s->cluster.network.intra_node_transport}) {
     t->per_message_s += handoff;
     if (handoff > 0)
       t->source += "; plus the profile's scheduler handoff per message: " +
-                   std::to_string(processes) + " ranks share " + std::to_string(cores) + " cores";
+                   std::to_string(processes) + " ranks share the cores";
   }
 }
 
@@ -648,15 +656,12 @@ void ShareCores(int processes, config::Scenario* s) {
 // for the dataset exec uses (like compute, shared when ranks outnumber
 // cores). Nothing without a measured cost or with a dataset file.
 void UseInputDraw(const ExecCommandOptions& o, const models::ModelGraph& graph, int processes,
-                  int input_threads, config::Scenario* s) {
-  if (!o.dataset.empty() || s->cluster.device_profile.empty()) return;
-  const config::DeviceProfile profile = config::LoadDeviceProfile(s->cluster.device_profile);
+                  int input_threads, const config::DeviceProfile* profile, config::Scenario* s) {
+  if (!o.dataset.empty() || profile == nullptr) return;
   const std::string kind = SyntheticKindOf(graph);
-  const auto it = profile.input_draw_s_per_element.find(kind);
-  if (it == profile.input_draw_s_per_element.end()) return;
-  const unsigned cores = std::thread::hardware_concurrency();
-  const double share =
-      cores > 0 && static_cast<unsigned>(processes) > cores ? static_cast<double>(cores) / processes : 1;
+  const auto it = profile->input_draw_s_per_element.find(kind);
+  if (it == profile->input_draw_s_per_element.end()) return;
+  const double share = CoreShare(processes);
   config::InputPipeline& in = s->workload.input;
   in.dataset = "dtsim exec's synthetic " + kind;
   in.per_sample_s =
@@ -787,8 +792,13 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   exec::ExecOptions eo = MakeExecOptions(o, s, world.size());
   if (o.validate) {
     UseProfile(o, comm, &s, out, err);
-    ShareCores(world.size(), &s);
-    UseInputDraw(o, graph, world.size(), eo.input_threads, &s);
+    // The profile the loader or UseProfile applied, read once.
+    std::optional<config::DeviceProfile> profile;
+    if (!s.cluster.device_profile.empty())
+      profile = config::LoadDeviceProfile(s.cluster.device_profile);
+    const config::DeviceProfile* measured = profile ? &*profile : nullptr;
+    ShareCores(world.size(), measured, &s);
+    UseInputDraw(o, graph, world.size(), eo.input_threads, measured, &s);
   }
 
   if (root && s.stragglers.noise != config::NoiseDistribution::kNone)

@@ -75,6 +75,11 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
   m.step_time_s = NsToSeconds(window_end - window_begin) / m.measured_iterations;
   if (m.step_time_s > 0)
     m.throughput_samples_per_s = static_cast<double>(plan.samples_per_iteration) / m.step_time_s;
+  std::vector<double> steps;
+  for (int i = first; i <= last; ++i)
+    steps.push_back(NsToSeconds(iter_end[static_cast<std::size_t>(i)] -
+                                (i == 0 ? 0 : iter_end[static_cast<std::size_t>(i - 1)])));
+  m.step_times = Summarize(steps);
 
   // Busy intervals per worker inside the measured window: its compute
   // stream, and communication (its comm stream, plus transfers it sends or
@@ -142,6 +147,30 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     m.breakdown.input_wait_s += b.input_wait_s / static_cast<double>(workers);
   }
   return m;
+}
+
+std::vector<double> StepTimesPerWorker(const plan::Plan& plan, const EngineResult& result, int first) {
+  DTSIM_CHECK(first >= 1, "StepTimesPerWorker needs a previous iteration");
+  const auto ranks = static_cast<std::size_t>(plan.num_ranks());
+  const auto iterations = static_cast<std::size_t>(plan.iterations);
+  std::vector<SimTime> end(ranks * iterations, -1);
+  for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
+    const plan::Task& task = plan.tasks()[t];
+    if (plan.IsServer(task.rank) || task.kind == plan::TaskKind::kSend) continue;
+    SimTime& e = end[static_cast<std::size_t>(task.rank) * iterations +
+                     static_cast<std::size_t>(task.iteration)];
+    e = std::max(e, result.timing[t].end);
+  }
+  std::vector<double> steps;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    if (!plan.IsMaterialized(static_cast<plan::RankId>(r)) || plan.IsServer(static_cast<plan::RankId>(r)))
+      continue;
+    for (std::size_t i = static_cast<std::size_t>(first); i < iterations; ++i) {
+      const SimTime prev = end[r * iterations + i - 1], cur = end[r * iterations + i];
+      if (prev >= 0 && cur >= prev) steps.push_back(NsToSeconds(cur - prev));
+    }
+  }
+  return steps;
 }
 
 }  // namespace dtsim::sim

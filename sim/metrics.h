@@ -6,6 +6,7 @@
 
 #include "plan/plan.h"
 #include "sim/engine.h"
+#include "sim/statistics.h"
 
 namespace dtsim::sim {
 
@@ -31,6 +32,13 @@ struct RunMetrics {
   int measured_iterations = 0;
   std::vector<double> iteration_end_s;  // global end of each iteration
   double step_time_s = 0;               // mean over measured iterations
+  // The distribution of the measured iterations' durations (seconds):
+  // p50/p95/p99 as PyTorch's DDP benchmark reports them. Synchronous plans:
+  // one sample per measured iteration (end of the global iteration minus
+  // the end of the previous one). Asynchronous parameter servers: each
+  // worker's own steps, pooled (StepTimesPerWorker). The fast path of
+  // symmetric local SGD: the H steps of one averaging round.
+  Summary step_times;
   double throughput_samples_per_s = 0;
   Breakdown breakdown;                  // mean over ranks, per iteration
   // Per materialized worker (rank ids in `ranks`), in rank order.
@@ -51,5 +59,12 @@ struct MetricsWindow {
 // unmaterialized ranks are not part of the per-rank figures.
 RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
                           MetricsWindow window = {});
+
+// The durations of each materialized worker's own iterations `first`
+// onwards (end of its iteration i minus the end of its iteration i - 1; a
+// worker's iteration ends with its last task of it), pooled in (worker,
+// iteration) order: the steps an asynchronous worker sees. REQUIRES: first
+// >= 1.
+std::vector<double> StepTimesPerWorker(const plan::Plan& plan, const EngineResult& result, int first);
 
 }  // namespace dtsim::sim

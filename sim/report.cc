@@ -104,6 +104,12 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   const nlohmann::ordered_json none = nullptr;
   j["throughput_samples_per_s"] = fits ? nlohmann::ordered_json(m.throughput_samples_per_s) : none;
   j["step_time_s"] = fits ? nlohmann::ordered_json(m.step_time_s) : none;
+  j["step_time_percentiles"] =
+      fits && m.step_times.n > 0
+          ? nlohmann::ordered_json{{"steps", m.step_times.n}, {"p50_s", m.step_times.p50},
+                                   {"p95_s", m.step_times.p95}, {"p99_s", m.step_times.p99},
+                                   {"max_s", m.step_times.max}}
+          : none;
   j["scaling_efficiency"] = fits ? nlohmann::ordered_json(p.scaling_efficiency) : none;
   const ModelFigures figures = ComputeModelFigures(s, p);
   if (p.tokens_per_sample > 0)
@@ -225,7 +231,7 @@ std::string CsvHeader() {
          "batch_per_device,global_batch,throughput_samples_per_s,step_time_s,"
          "scaling_efficiency,compute_s,exposed_comm_s,idle_s,strategy,sync,averaging_period,"
          "network_bytes_per_sample,goodput,memory_per_device_bytes,fits,infeasible,tokens_per_s,"
-         "model_tflops_per_device,mfu";
+         "model_tflops_per_device,mfu,step_time_p50_s,step_time_p95_s,step_time_p99_s";
 }
 
 std::string CsvRow(const config::Scenario& s, const Prediction& p) {
@@ -264,7 +270,13 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
   if (fits && p.tokens_per_sample > 0) o << figures.tokens_per_s;
   o << ',';
   timed(figures.model_flops_per_device_per_s / 1e12);
-  if (fits) o << figures.mfu;
+  timed(figures.mfu);
+  const bool spread = fits && m.step_times.n > 0;
+  if (spread) o << m.step_times.p50;
+  o << ',';
+  if (spread) o << m.step_times.p95;
+  o << ',';
+  if (spread) o << m.step_times.p99;
   return o.str();
 }
 
@@ -429,6 +441,18 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 FormatSeconds(m.step_time_s).c_str(), p.single_device_throughput_samples_per_s,
                 100.0 * p.scaling_efficiency);
   o << line;
+  if (m.step_times.n > 0) {
+    // Fewer than 100 steps put p99 between the two longest: say so.
+    std::snprintf(line, sizeof line, "step time over %d %s: p50 %s, p95 %s, p99 %s, max %s%s\n",
+                  m.step_times.n,
+                  p.async ? "worker steps" : (m.step_times.n == 1 ? "measured step" : "measured steps"),
+                  FormatSeconds(m.step_times.p50).c_str(), FormatSeconds(m.step_times.p95).c_str(),
+                  FormatSeconds(m.step_times.p99).c_str(), FormatSeconds(m.step_times.max).c_str(),
+                  m.step_times.n < 100 && m.step_times.max > m.step_times.min
+                      ? " (under 100 steps: raise workload.iterations for the tail)"
+                      : "");
+    o << line;
+  }
   const ModelFigures figures = ComputeModelFigures(s, p);
   if (p.tokens_per_sample > 0) {
     std::snprintf(line, sizeof line, "tokens: %.1f tokens/s (%.0f per sample)\n",

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -62,6 +63,8 @@ TEST(Report, PlanThatDoesNotFitHasNoThroughput) {
   EXPECT_EQ(Column("throughput_samples_per_s", row), "");
   EXPECT_EQ(Column("step_time_s", row), "");
   EXPECT_EQ(Column("scaling_efficiency", row), "");
+  EXPECT_EQ(Column("step_time_p99_s", row), "");
+  EXPECT_TRUE(j.at("step_time_percentiles").is_null());
   EXPECT_GT(std::stod(Column("memory_per_device_bytes", row)), 80 * kGiB);
   EXPECT_NE(Column("infeasible", row).find("does not fit"), std::string::npos);
 
@@ -147,6 +150,40 @@ TEST(Report, AveragingRoundSaysHowItIsComputed) {
   EXPECT_DOUBLE_EQ(p.averaging_round_s, 4 * p.metrics.step_time_s);
   const std::string log = StepLog(s, p);
   EXPECT_NE(log.find("(4 steps = 4 x the mean step time"), std::string::npos) << log;
+}
+
+// Issue 13, item 5: the step-time distribution in JSON, CSV and the step
+// log. Local SGD with H = 4 over 1 + 4 iterations measures one round: three
+// plain steps (a) and one that averages (b > a), so p50 = a, p95 =
+// a + 0.85 (b - a) (h = 3 x 0.95 = 2.85, Hyndman & Fan 7), max = b.
+TEST(Report, StepTimePercentilesEverywhere) {
+  config::Scenario s = Gpt3OnA100();
+  s.workload.model.zoo_name = "resnet50";
+  s.workload.batch_per_device = 32;
+  s.workload.iterations = 5;
+  s.parallelism.strategy = config::Strategy::kLocalSgd;
+  s.parallelism.averaging_period = 4;
+  const Prediction p = Simulate(s);
+  const std::vector<double>& end = p.metrics.iteration_end_s;
+  ASSERT_EQ(end.size(), 5u);
+  std::vector<double> steps;
+  for (std::size_t i = 1; i < end.size(); ++i) steps.push_back(end[i] - end[i - 1]);
+  std::sort(steps.begin(), steps.end());
+  const double a = steps[0], b = steps[3];
+  ASSERT_GT(b, a * 1.001);
+  EXPECT_NEAR(steps[2], a, 1e-9);  // the three plain steps are alike
+  const auto j = ReportJson(s, p).at("step_time_percentiles");
+  EXPECT_EQ(j.at("steps").get<int>(), 4);
+  EXPECT_NEAR(j.at("p50_s").get<double>(), a, 1e-9);
+  EXPECT_NEAR(j.at("p95_s").get<double>(), a + 0.85 * (b - a), 1e-9);
+  EXPECT_NEAR(j.at("max_s").get<double>(), b, 1e-12);
+  const std::string row = CsvRow(s, p);
+  EXPECT_NEAR(std::stod(Column("step_time_p50_s", row)), a, 1e-9);
+  EXPECT_NEAR(std::stod(Column("step_time_p95_s", row)), a + 0.85 * (b - a), 1e-9);
+  EXPECT_NEAR(std::stod(Column("step_time_p99_s", row)), a + 0.97 * (b - a), 1e-9);
+  const std::string log = StepLog(s, p);
+  EXPECT_NE(log.find("step time over 4 measured steps: p50 "), std::string::npos) << log;
+  EXPECT_NE(log.find("raise workload.iterations"), std::string::npos) << log;
 }
 
 // Issue 10, item 8: buckets_per_iteration counts parameter-gradient buckets

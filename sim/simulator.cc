@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -57,12 +58,18 @@ int AveragingPeriod(const config::Scenario& s) {
 // iteration, then enough rounds of H to cover the iterations asked for.
 // Computed in 64 bits: with H near INT_MAX, 1 + rounds x H does not fit an
 // int (issue 10, item 7); such a count is refused rather than wrapped.
-int IterationsToSimulate(const config::Scenario& s) {
+std::int64_t IterationsFor(const config::Scenario& s) {
   const std::int64_t h = AveragingPeriod(s);
   const std::int64_t asked = s.workload.iterations;
-  if (h == 1) return static_cast<int>(asked);
+  if (h == 1) return asked;
   const std::int64_t rounds = std::max<std::int64_t>(1, (std::max<std::int64_t>(1, asked - 1) + h - 1) / h);
-  const std::int64_t total = 1 + rounds * h;
+  return 1 + rounds * h;
+}
+
+int IterationsToSimulate(const config::Scenario& s) {
+  const std::int64_t h = AveragingPeriod(s);
+  const std::int64_t total = IterationsFor(s);
+  if (h == 1) return static_cast<int>(total);
   // Plan task ids and iteration numbers are 32-bit.
   constexpr std::int64_t kMaxIterations = 1'000'000;
   if (total > kMaxIterations)
@@ -428,6 +435,12 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.metrics.throughput_samples_per_s =
         static_cast<double>(p.plan.samples_per_iteration) / p.metrics.step_time_s;
     p.metrics.breakdown = Weighted(plain.breakdown, wp, avg.breakdown, wa);
+    // The steps the full simulation measures (all but the warm-up): whole
+    // rounds of H - 1 plain steps and one that averages.
+    const std::int64_t rounds = std::max<std::int64_t>(1, IterationsFor(s) - 1) / h;
+    const std::array<double, 2> step{plain.step_time_s, avg.step_time_s};
+    const std::array<std::int64_t, 2> count{rounds * (h - 1), rounds};
+    p.metrics.step_times = SummarizeCounted(step, count);
     for (std::size_t r = 0; r < p.metrics.per_rank.size(); ++r) {
       p.metrics.per_rank[r] = Weighted(plain.per_rank[r], wp, avg.per_rank[r], wa);
       p.metrics.compute_utilization[r] = p.metrics.per_rank[r].compute_s / p.metrics.step_time_s;
@@ -450,6 +463,9 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.metrics.throughput_samples_per_s = p.async->global_steps_per_s * s.workload.batch_per_device;
       if (p.async->global_steps_per_s > 0)
         p.metrics.step_time_s = workers / p.async->global_steps_per_s;
+      if (const std::vector<double> steps = StepTimesPerWorker(p.plan, p.engine, std::max(1, first));
+          !steps.empty())
+        p.metrics.step_times = Summarize(steps);
     }
   }
   p.averaging_round_s = p.metrics.step_time_s * p.averaging_period;

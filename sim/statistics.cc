@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "common/error.h"
 
@@ -85,8 +87,56 @@ Summary Summarize(std::span<const double> samples) {
   s.ci95_half_width = ConfidenceHalfWidth95(samples);
   s.min = sorted.front();
   s.p50 = SortedPercentile(sorted, 50);
+  s.p95 = SortedPercentile(sorted, 95);
   s.p99 = SortedPercentile(sorted, 99);
   s.max = sorted.back();
+  return s;
+}
+
+Summary SummarizeCounted(std::span<const double> values, std::span<const std::int64_t> counts) {
+  DTSIM_CHECK(values.size() == counts.size(), "one count per value");
+  std::vector<std::pair<double, std::int64_t>> x;
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    DTSIM_CHECK(counts[i] >= 0, "counts must not be negative");
+    if (counts[i] == 0) continue;
+    x.emplace_back(values[i], counts[i]);
+    n += counts[i];
+  }
+  DTSIM_CHECK(n > 0, "a summary of no samples");
+  std::sort(x.begin(), x.end());
+  // The k-th smallest sample (0-based) of the expanded list.
+  auto at = [&](std::int64_t k) {
+    for (const auto& [v, c] : x) {
+      if (k < c) return v;
+      k -= c;
+    }
+    return x.back().first;
+  };
+  auto percentile = [&](double p) {
+    const double h = static_cast<double>(n - 1) * p / 100;
+    const auto lo = static_cast<std::int64_t>(std::floor(h));
+    if (lo + 1 >= n) return x.back().first;
+    const double a = at(lo), b = at(lo + 1);
+    return a + (h - static_cast<double>(lo)) * (b - a);
+  };
+  Summary s;
+  s.n = static_cast<int>(std::min<std::int64_t>(n, std::numeric_limits<int>::max()));
+  double sum = 0;
+  for (const auto& [v, c] : x) sum += v * static_cast<double>(c);
+  s.mean = sum / static_cast<double>(n);
+  if (n > 1) {
+    double squares = 0;
+    for (const auto& [v, c] : x) squares += (v - s.mean) * (v - s.mean) * static_cast<double>(c);
+    s.stddev = std::sqrt(squares / static_cast<double>(n - 1));
+    s.ci95_half_width = StudentT975(static_cast<int>(std::min<std::int64_t>(n - 1, 1 << 30))) *
+                        s.stddev / std::sqrt(static_cast<double>(n));
+  }
+  s.min = x.front().first;
+  s.p50 = percentile(50);
+  s.p95 = percentile(95);
+  s.p99 = percentile(99);
+  s.max = x.back().first;
   return s;
 }
 

@@ -6,6 +6,7 @@
 // t(0.975, n - 1) x s / sqrt(n).
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -45,11 +46,18 @@ struct Summary {
   double ci95_half_width = 0;  // the mean's 95% interval is mean +- this
   double min = 0;
   double p50 = 0;              // Percentile(50): the median
+  double p95 = 0;              // Percentile(95)
   double p99 = 0;              // Percentile(99)
   double max = 0;
 };
 
 // All of the above at once. REQUIRES: samples non-empty.
 Summary Summarize(std::span<const double> samples);
+
+// Summarize() of the samples in which values[i] occurs counts[i] times,
+// without writing them out (e.g. the H steps of an averaging round: H - 1
+// alike and one longer, for any H). REQUIRES: equal sizes, counts >= 0,
+// some count > 0.
+Summary SummarizeCounted(std::span<const double> values, std::span<const std::int64_t> counts);
 
 }  // namespace dtsim::sim

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "sim/random.h"
@@ -57,6 +58,39 @@ TEST(StatisticsTest, SingleSampleHasNoSpread) {
   EXPECT_DOUBLE_EQ(s.ci95_half_width, 0.0);
   EXPECT_DOUBLE_EQ(s.p50, 3.5);
   EXPECT_DOUBLE_EQ(s.p99, 3.5);
+}
+
+// SummarizeCounted against Summarize of the written-out samples (the
+// reference), and one averaging round by hand: nine steps of a = 1 and one
+// of b = 3, n = 10: p95 at h = 9 x 0.95 = 8.55, a + 0.55 (b - a) = 2.1;
+// p99 at h = 8.91: 1 + 0.91 x 2 = 2.82; p50 = 1; mean 1.2.
+TEST(StatisticsTest, CountedSamplesSummarizeAsWrittenOut) {
+  const std::vector<double> round_values = {3, 1};
+  const std::vector<std::int64_t> round_counts = {1, 9};
+  const Summary r = SummarizeCounted(round_values, round_counts);
+  EXPECT_EQ(r.n, 10);
+  EXPECT_DOUBLE_EQ(r.p50, 1.0);
+  EXPECT_NEAR(r.p95, 2.1, 1e-12);
+  EXPECT_NEAR(r.p99, 2.82, 1e-12);
+  EXPECT_NEAR(r.mean, 1.2, 1e-12);
+  EXPECT_DOUBLE_EQ(r.max, 3.0);
+  const std::vector<std::vector<double>> values = {{1, 3}, {5, 2, 9, 4}, {7}, {2, 2, 8}};
+  const std::vector<std::vector<std::int64_t>> counts = {{9, 1}, {3, 0, 1, 4}, {5}, {1, 2, 30}};
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    std::vector<double> written;
+    for (std::size_t i = 0; i < values[c].size(); ++i)
+      written.insert(written.end(), static_cast<std::size_t>(counts[c][i]), values[c][i]);
+    const Summary a = SummarizeCounted(values[c], counts[c]), b = Summarize(written);
+    EXPECT_EQ(a.n, b.n) << c;
+    EXPECT_NEAR(a.mean, b.mean, 1e-12) << c;
+    EXPECT_NEAR(a.stddev, b.stddev, 1e-12) << c;
+    EXPECT_NEAR(a.ci95_half_width, b.ci95_half_width, 1e-12) << c;
+    EXPECT_DOUBLE_EQ(a.min, b.min) << c;
+    EXPECT_NEAR(a.p50, b.p50, 1e-12) << c;
+    EXPECT_NEAR(a.p95, b.p95, 1e-12) << c;
+    EXPECT_NEAR(a.p99, b.p99, 1e-12) << c;
+    EXPECT_DOUBLE_EQ(a.max, b.max) << c;
+  }
 }
 
 TEST(StatisticsTest, StudentQuantiles) {

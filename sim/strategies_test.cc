@@ -2,6 +2,8 @@
 // properties issue 3 asks the simulator to hold.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/simulator.h"
 #include "sim/statistics.h"
 
@@ -100,6 +102,29 @@ TEST(ParameterServer, AsyncIsAtLeastAsFastAsSyncUnderStragglers) {
   }
 }
 
+// Issue 13, item 5: asynchronous workers do not share steps, so the
+// distribution pools each worker's own. One worker stalling for d with
+// probability 0.2 per step: its steps last base or base + d, so p50 = base
+// and p95 = base + d (0.2 > 0.05); four workers: 4 x 100 steps, and the
+// 20% that stall put p95 at least d above the median.
+TEST(ParameterServer, AsyncStepTimesArePerWorker) {
+  Scenario one = Ps(1, 0, true);
+  one.workload.iterations = 101;
+  const double base = Simulate(one).metrics.step_times.p50;
+  Scenario stalls = WithStalls(one, 1);
+  stalls.workload.iterations = 101;
+  const double d = stalls.stragglers.delay_s;
+  const Summary st = Simulate(stalls).metrics.step_times;
+  EXPECT_EQ(st.n, 100);
+  EXPECT_NEAR(st.p50, base, 0.01 * d);
+  EXPECT_NEAR(st.p95, base + d, 0.01 * d);
+  Scenario four = WithStalls(Ps(4, 0, true), 1);
+  four.workload.iterations = 101;
+  const Summary st4 = Simulate(four).metrics.step_times;
+  EXPECT_EQ(st4.n, 400);
+  EXPECT_GT(st4.p95, st4.p50 + 0.9 * d);
+}
+
 TEST(ParameterServer, OneAsyncWorkerHasNoStaleness) {
   const Prediction p = Simulate(Ps(1, 0, true));
   ASSERT_TRUE(p.async.has_value());
@@ -155,7 +180,51 @@ TEST(FastPath, MatchesTheFullSimulation) {
     EXPECT_NEAR(fast.metrics.breakdown.exposed_comm_s, full.metrics.breakdown.exposed_comm_s, 1e-9);
     EXPECT_NEAR(fast.network_bytes_per_sample, full.network_bytes_per_sample,
                 1e-9 * full.network_bytes_per_sample);
+    // The distribution of step times too (issue 13, item 5): the fast path
+    // stands for the same measured steps.
+    EXPECT_EQ(fast.metrics.step_times.n, full.metrics.step_times.n);
+    EXPECT_NEAR(fast.metrics.step_times.p50, full.metrics.step_times.p50, 1e-9);
+    EXPECT_NEAR(fast.metrics.step_times.p95, full.metrics.step_times.p95, 1e-9);
+    EXPECT_NEAR(fast.metrics.step_times.p99, full.metrics.step_times.p99, 1e-9);
+    EXPECT_NEAR(fast.metrics.step_times.max, full.metrics.step_times.max, 1e-9);
   }
+}
+
+// Issue 13, item 5: p50/p95/p99 of the step time under stall noise. Each of
+// N = 4 synchronous workers stalls for d = 50 ms in a step with probability
+// q = 0.1, independently, and the step waits for the slowest, so a step
+// lasts base + d with probability 1 - (1 - q)^4 = 0.3439 and base otherwise
+// (base: the same scenario without noise). With that mix, the median is
+// base and p95 and p99 are base + d (0.3439 > 0.05); the share of long steps
+// over n = 400 steps is within 4 binomial standard deviations of 0.3439.
+TEST(Stragglers, StepTimePercentilesFollowTheStallProbability) {
+  Scenario s = Cluster(1, 4, "25GbE");
+  s.workload.model.zoo_name = "mnist-mlp";
+  s.workload.iterations = 401;
+  const Prediction calm = Simulate(s);
+  const double base = calm.metrics.step_time_s;
+  EXPECT_EQ(calm.metrics.step_times.n, 400);
+  EXPECT_NEAR(calm.metrics.step_times.p99, base, 1e-9 * base);  // no noise: one value
+  const double d = 0.05, q = 0.1;
+  s.stragglers.noise = config::NoiseDistribution::kStall;
+  s.stragglers.probability = q;
+  s.stragglers.delay_s = d;
+  const Prediction noisy = Simulate(s);
+  const Summary& st = noisy.metrics.step_times;
+  ASSERT_EQ(st.n, 400);
+  EXPECT_NEAR(st.p50, base, 0.01 * d);
+  EXPECT_NEAR(st.p95, base + d, 0.01 * d);
+  EXPECT_NEAR(st.p99, base + d, 0.01 * d);
+  int long_steps = 0;
+  double prev = noisy.metrics.iteration_end_s[0];
+  for (std::size_t i = 1; i < noisy.metrics.iteration_end_s.size(); ++i) {
+    long_steps += noisy.metrics.iteration_end_s[i] - prev > base + d / 2;
+    prev = noisy.metrics.iteration_end_s[i];
+  }
+  const double share = 1 - std::pow(1 - q, 4);
+  EXPECT_NEAR(long_steps, 400 * share, 4 * std::sqrt(400 * share * (1 - share)));
+  // The mean is what step_time_s reports.
+  EXPECT_NEAR(st.mean, noisy.metrics.step_time_s, 1e-9);
 }
 
 TEST(Stragglers, SlowDeviceSetsThePaceOfSynchronousTraining) {

@@ -8,7 +8,8 @@ bool IsFreeOp(const models::Op& op) {
 
 StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,
                        int batch, std::span<const TaskId> first_deps,
-                       const std::function<void(models::OpId, TaskId)>& on_weight_grad) {
+                       const std::function<void(models::OpId, TaskId)>& on_weight_grad,
+                       const RecomputeRanges& recompute) {
   StepTasks step;
   Task t;
   t.rank = rank;
@@ -22,8 +23,20 @@ StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank,
     step.last = plan->AddTask(t, step.first < 0 ? first_deps : std::span<const TaskId>{});
     if (step.first < 0) step.first = step.last;
   }
+  std::size_t next_range = recompute.size();  // ranges are taken last to first
   for (models::OpId v = graph.num_ops(); v-- > 0;) {
     const models::Op& op = graph.op(v);
+    // Entering a recomputed range from above: its forward runs again first.
+    while (next_range > 0 && recompute[next_range - 1].first > v) --next_range;
+    if (next_range > 0 && recompute[next_range - 1].second == v + 1) {
+      const auto [b, e] = recompute[--next_range];
+      t.kind = TaskKind::kForward;
+      for (models::OpId x = b; x < e; ++x) {
+        if (IsFreeOp(graph.op(x))) continue;
+        t.op = static_cast<std::int32_t>(x);
+        step.last = plan->AddTask(t);
+      }
+    }
     if (IsFreeOp(op)) continue;
     t.op = static_cast<std::int32_t>(v);
     if (!graph.ReadsOnlyGraphInputs(v)) {

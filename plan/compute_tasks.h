@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "models/graph.h"
 #include "plan/plan.h"
@@ -19,13 +21,22 @@ struct StepTasks {
   TaskId last = -1;   // the last backward task
 };
 
+// Op ranges [begin, end) whose forward backward re-runs (full activation
+// recomputation, Chen et al. 2016 "Training Deep Nets with Sublinear Memory
+// Cost"; PyTorch's torch.utils.checkpoint): forward keeps only each range's
+// input, and just before the backward of the range's last op, the range's
+// forward runs again. Ranges are disjoint, ascending.
+using RecomputeRanges = std::vector<std::pair<models::OpId, models::OpId>>;
+
 // Adds, on `rank`'s compute stream, the forward of every op in topological
 // order, then the backward in reverse order: for each op its input
 // gradient (unless it reads only graph inputs) and its weight gradient (if it
-// has parameters). The first forward task depends on `first_deps`;
+// has parameters), with the forward of each of `recompute` re-run before
+// its backward. The first forward task depends on `first_deps`;
 // `on_weight_grad(op, task)` is called for each weight-gradient task.
 StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,
                        int batch, std::span<const TaskId> first_deps,
-                       const std::function<void(models::OpId, TaskId)>& on_weight_grad = {});
+                       const std::function<void(models::OpId, TaskId)>& on_weight_grad = {},
+                       const RecomputeRanges& recompute = {});
 
 }  // namespace dtsim::plan

@@ -88,7 +88,8 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
           &plan, graph, r, it, options.batch_per_rank, {}, [&](OpId v, TaskId w) {
             bucket_deps[static_cast<std::size_t>(bucket_of_op[v])][static_cast<std::size_t>(r)]
                 .push_back(w);
-          });
+          },
+          options.recompute);
       const TaskId last = step.last;
       if (!options.overlap) {
         for (auto& per_rank : bucket_deps) per_rank[static_cast<std::size_t>(r)] = {last};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "models/graph.h"
+#include "plan/compute_tasks.h"
 #include "plan/plan.h"
 
 namespace dtsim::plan {
@@ -36,6 +37,9 @@ struct DataParallelOptions {
   // Symmetric shortcut (see plan.h): materialize only rank 0's tasks when 1;
   // 0 = all ranks.
   int materialized_ranks = 0;
+  // Activation recomputation: these op ranges re-run their forward before
+  // their backward (compute_tasks.h); empty = none.
+  RecomputeRanges recompute;
 };
 
 // REQUIRES: graph non-empty. With one rank, no collectives are generated.

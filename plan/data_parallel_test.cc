@@ -87,5 +87,31 @@ TEST(DataParallelPlan, BucketWaitsForItsGradientsOnly) {
   EXPECT_EQ(q.task(late[0]).op, 1);  // d1's weight gradient comes last
 }
 
+// Full recomputation of the range [d1, relu] (ops 1-2): rank 0's compute
+// stream runs the forward of in..loss, then backward from loss down; on
+// reaching the range (before relu's backward) the forwards of d1 and relu
+// run again. Expected order, written out from that rule (the input op is
+// free and gets no task; d1 reads only the graph input: no input gradient):
+//   F1 F2 F3 F4 | B4i B3i B3w | F1 F2 | B2i B1w | optimizer
+TEST(DataParallelPlan, RecomputeReRunsTheRangeBeforeItsBackward) {
+  DataParallelOptions o;
+  o.batch_per_rank = 4;
+  o.recompute = {{1, 3}};
+  const Plan plan = BuildDataParallelPlan(Tiny(), {1, 1}, o);
+  std::vector<std::pair<TaskKind, int>> order;
+  for (const Task& t : plan.tasks())
+    if (t.rank == 0 && t.stream == StreamKind::kCompute) order.emplace_back(t.kind, t.op);
+  using K = TaskKind;
+  const std::vector<std::pair<TaskKind, int>> expected = {
+      {K::kForward, 1},       {K::kForward, 2},        {K::kForward, 3},
+      {K::kForward, 4},       {K::kBackwardInput, 4},  {K::kBackwardInput, 3},
+      {K::kBackwardWeight, 3}, {K::kForward, 1},       {K::kForward, 2},
+      {K::kBackwardInput, 2}, {K::kBackwardWeight, 1}, {K::kOptimizer, -1}};
+  EXPECT_EQ(order, expected);
+  // Without ranges: the same minus the two re-run forwards.
+  o.recompute.clear();
+  EXPECT_EQ(BuildDataParallelPlan(Tiny(), {1, 1}, o).num_tasks(), plan.num_tasks() - 2);
+}
+
 }  // namespace
 }  // namespace dtsim::plan

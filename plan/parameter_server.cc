@@ -82,7 +82,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           pulled.push_back(after < 0 ? plan.AddTask(pull) : plan.AddTask(pull, std::span(&after, 1)));
         }
       }
-      TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, pulled).last;
+      TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, pulled, {}, o.recompute).last;
       if (h > 1) {  // local SGD: the worker updates its own replica every step
         Task opt;
         opt.kind = TaskKind::kOptimizer;

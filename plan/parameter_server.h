@@ -31,6 +31,7 @@ struct ParameterServerOptions {
   int replicas_to_aggregate = 0;  // synchronous only; 0 = all workers
   bool push_parameters = false;   // payload: parameters (averaging) or gradients
   int averaging_period = 1;       // push/pull every H steps; H > 1 = local SGD
+  RecomputeRanges recompute;      // activation recomputation (compute_tasks.h)
 };
 
 // Ranks: workers 0..n-1 (node-major, as in data parallel), then servers

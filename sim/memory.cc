@@ -70,7 +70,7 @@ std::string Gib(double bytes, int decimals, bool trim) {
 std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
                                        const std::vector<models::OpId>& ops, int tensor_parallel,
                                        bool recompute, double* largest_unit_bytes,
-                                       bool per_stage) {
+                                       bool per_stage, plan::RecomputeRanges* recomputed) {
   DTSIM_CHECK(tensor_parallel >= 1, "tensor_parallel must be >= 1");
   const std::vector<bool> in_set = OpSet(graph, ops);
   std::vector<double> kept(graph.num_ops(), 0.0);
@@ -108,10 +108,19 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
       for (models::OpId id : group) kept[id] = 0;
       kept[group.front()] = input;
       largest = std::max(largest, full);
+      if (recomputed != nullptr) recomputed->emplace_back(group.front(), group.back() + 1);
     }
   }
   if (largest_unit_bytes != nullptr) *largest_unit_bytes = largest;
   return kept;
+}
+
+plan::RecomputeRanges RecomputedRanges(const models::ModelGraph& graph,
+                                       const std::vector<models::OpId>& ops, int tensor_parallel,
+                                       bool per_stage) {
+  plan::RecomputeRanges ranges;
+  KeptBytesPerSample(graph, ops, tensor_parallel, true, nullptr, per_stage, &ranges);
+  return ranges;
 }
 
 MemoryBreakdown DeviceMemory(const MemoryInputs& in) {

@@ -41,6 +41,7 @@
 #include "common/units.h"
 #include "config/scenario.h"
 #include "models/graph.h"
+#include "plan/compute_tasks.h"
 #include "plan/plan.h"
 #include "sim/engine.h"
 
@@ -132,9 +133,21 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& inputs);
 // input is counted on the first of its ops.
 // `per_stage` (with `recompute`): `ops` form one unit whose input is kept
 // (MemoryInputs::recompute_per_stage).
+// `*recomputed` (optional) receives the op ranges whose forward is
+// recomputed (the units that keep their input instead of their activations).
 std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
                                        const std::vector<models::OpId>& ops, int tensor_parallel,
                                        bool recompute, double* largest_unit_bytes = nullptr,
+                                       bool per_stage = false,
+                                       plan::RecomputeRanges* recomputed = nullptr);
+
+// The ranges full recomputation re-runs, the same that KeptBytesPerSample
+// checkpoints: each layer unit of `ops` whose input is smaller than the
+// activations it saves (or the whole of `ops` with `per_stage`), as
+// [first op, last op + 1). Plans re-run exactly these, so the memory saved
+// and the compute paid agree.
+plan::RecomputeRanges RecomputedRanges(const models::ModelGraph& graph,
+                                       const std::vector<models::OpId>& ops, int tensor_parallel,
                                        bool per_stage = false);
 
 // Micro-batches whose activations pipeline stage `stage` (0-based, of

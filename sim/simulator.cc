@@ -40,6 +40,19 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   return o;
 }
 
+std::vector<models::OpId> AllOps(const models::ModelGraph& graph) {
+  std::vector<models::OpId> ops;
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) ops.push_back(v);
+  return ops;
+}
+
+// Full recomputation on a worker that holds the whole model: the ranges the
+// memory model checkpoints (RecomputedRanges), re-run before their backward.
+plan::RecomputeRanges WholeModelRecompute(const config::Scenario& s, const models::ModelGraph& graph) {
+  if (!s.parallelism.recompute) return {};
+  return RecomputedRanges(graph, AllOps(graph), 1);
+}
+
 bool IsPipelined(const config::Scenario& s) {
   return s.parallelism.strategy == Strategy::kHybrid || s.parallelism.strategy == Strategy::kModel;
 }
@@ -82,7 +95,8 @@ int IterationsToSimulate(const config::Scenario& s) {
   return static_cast<int>(total);
 }
 
-plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s, int iterations,
+plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
+                                                 const models::ModelGraph& graph, int iterations,
                                                  int averaging_period, int materialize) {
   plan::DataParallelOptions o;
   o.batch_per_rank = s.workload.batch_per_device;
@@ -92,6 +106,7 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s, int 
   o.algorithm = s.parallelism.algorithm;
   o.averaging_period = averaging_period;
   o.materialized_ranks = materialize;
+  o.recompute = WholeModelRecompute(s, graph);
   // Horovod fuses gradients into its own buffer size.
   if (s.workload.framework.fusion_buffer_bytes > 0) o.bucket_bytes = s.workload.framework.fusion_buffer_bytes;
   return o;
@@ -293,6 +308,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
     o.push_parameters = ps.payload == config::PsPayload::kParameters ||
                         s.parallelism.strategy == Strategy::kLocalSgd;
     o.averaging_period = AveragingPeriod(s);
+    o.recompute = WholeModelRecompute(s, graph);
     if (o.replicas_to_aggregate > s.cluster.num_devices())
       throw UserError("parallelism.parameter_server.replicas_to_aggregate (" +
                           std::to_string(o.replicas_to_aggregate) + ") exceeds the " +
@@ -302,7 +318,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
   }
   return plan::BuildDataParallelPlan(
       graph, shape,
-      DataParallelOptionsFor(s, IterationsToSimulate(s), AveragingPeriod(s), materialize));
+      DataParallelOptionsFor(s, graph, IterationsToSimulate(s), AveragingPeriod(s), materialize));
 }
 
 Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
@@ -388,7 +404,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.graph = full;
     p.plan = plan::BuildDataParallelPlan(
         p.graph, {s.cluster.nodes, s.cluster.devices_per_node},
-        DataParallelOptionsFor(s, 2, p.averaging_period > 1 ? 2 : 1, 1));
+        DataParallelOptionsFor(s, p.graph, 2, p.averaging_period > 1 ? 2 : 1, 1));
   } else {
     p.graph = full;
     p.plan = MakePlan(s, p.graph, materialize);
@@ -558,7 +574,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
         p.stage_rank.push_back(st * o.tensor);
       }
     } else {
-      for (models::OpId v = 0; v < full.num_ops(); ++v) in.ops.push_back(v);
+      in.ops = AllOps(full);
       in.data_parallel = servers ? 1 : workers;
       in.zero_stage = servers ? 0 : par.zero_stage;
       in.micro_batch_size = s.workload.batch_per_device;

@@ -226,5 +226,41 @@ TEST(Simulator, TensorParallelWithoutASymmetricPlanIsRefused) {
   }
 }
 
+// Issue 13 reproducer: `recompute: true` with strategy data (or a
+// parameter server) shrank the activations but did not re-run any forward,
+// so the step kept its length: a memory saving for free. Now the step grows
+// by exactly the forward time of the ranges the memory model checkpoints
+// (RecomputedRanges), about one more forward pass: for ResNet-50, between a
+// fifth and a half of the step (forward is about a third of forward +
+// backward; Chen et al. 2016, §3: "one additional forward pass").
+TEST(Simulator, RecomputeRerunsTheForwardWithEveryStrategy) {
+  for (const bool servers : {false, true}) {
+    config::Scenario s = FreeComm(Base(1, servers ? 2 : 1));
+    s.workload.iterations = 2;
+    if (servers) s.parallelism.strategy = config::Strategy::kParameterServer;
+    const Prediction plain = Simulate(s);
+    s.parallelism.recompute = true;
+    const Prediction rec = Simulate(s);
+    std::vector<models::OpId> all;
+    for (models::OpId v = 0; v < plain.graph.num_ops(); ++v) all.push_back(v);
+    const plan::RecomputeRanges ranges = RecomputedRanges(plain.graph, all, 1);
+    ASSERT_GT(ranges.size(), 10u);
+    double extra_s = 0;  // rank 0's forwards of iteration 1 inside the ranges
+    for (std::size_t t = 0; t < plain.plan.num_tasks(); ++t) {
+      const plan::Task& task = plain.plan.task(static_cast<plan::TaskId>(t));
+      if (task.rank != 0 || task.iteration != 1 || task.kind != plan::TaskKind::kForward) continue;
+      for (const auto& [b, e] : ranges)
+        if (task.op >= static_cast<int>(b) && task.op < static_cast<int>(e))
+          extra_s += NsToSeconds(plain.costs.task_ns[t]);
+    }
+    EXPECT_NEAR(rec.metrics.breakdown.compute_s - plain.metrics.breakdown.compute_s, extra_s,
+                1e-6 * extra_s)
+        << (servers ? "parameter server" : "data");
+    EXPECT_GT(extra_s, 0.2 * plain.metrics.breakdown.compute_s);
+    EXPECT_LT(extra_s, 0.5 * plain.metrics.breakdown.compute_s);
+    EXPECT_LT(rec.stage_memory.at(0).activations_bytes, plain.stage_memory.at(0).activations_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::sim

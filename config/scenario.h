@@ -200,6 +200,12 @@ struct HybridConfig {
   // dynamic program). even_layers: Megatron-LM's split, the same number of
   // transformer layers per chunk, embeddings first, head last.
   bool even_layers = false;
+  // Megatron-LM's sequence parallelism (Korthikanti et al. 2022, §4.2.2;
+  // --sequence-parallel): with t > 1, the ops tensor parallelism replicates
+  // inside the transformer layers (layer norms, dropouts, residuals) split
+  // the sequence over the t ranks; each tensor-parallel all-reduce becomes
+  // a reduce-scatter and an all-gather, and activations divide by t.
+  bool sequence_parallel = false;
 };
 
 struct ParallelismConfig {
@@ -219,6 +225,12 @@ struct ParallelismConfig {
   // and ZeRO's sharding of optimizer state (1), gradients (2) and parameters
   // (3) over the data-parallel replicas.
   bool recompute = false;
+  // Megatron-LM's selective activation recomputation (Korthikanti et al.
+  // 2022, §5; --recompute-granularity selective): only attention's core
+  // (QK^T, softmax, its dropout, attention over V) is recomputed; its
+  // s x s activations are not kept. `recompute: selective` in YAML;
+  // exclusive with `recompute` (full).
+  bool recompute_selective = false;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   int zero_stage = 0;
 };

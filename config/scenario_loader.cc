@@ -53,7 +53,7 @@ const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
-    "zero_stage", "partition"};
+    "zero_stage", "partition", "sequence_parallel"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -379,7 +379,16 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     const std::vector<std::string> kinds = {"balanced", "even_layers"};
     h.even_layers = x->AsChoice(kinds, "partition") == 1;
   }
-  if (auto x = m.Get("recompute")) p.recompute = x->AsBool();
+  if (auto x = m.Get("sequence_parallel")) h.sequence_parallel = x->AsBool();
+  if (auto x = m.Get("recompute")) {
+    // true/false as before, or the granularity by name (Megatron-LM's
+    // --recompute-granularity full|selective).
+    const std::vector<std::string> kinds = {"false", "no", "off", "none", "true",
+                                            "yes", "on",    "full", "selective"};
+    const std::size_t k = x->AsChoice(kinds, "recompute (true/full, false/none or selective)");
+    p.recompute = k >= 4 && k <= 7;
+    p.recompute_selective = k == 8;
+  }
   if (auto x = m.Get("optimizer")) p.optimizer = ReadEnum(*x, kOptimizers, OptimizerKindName, "optimizer");
   if (auto x = m.Get("zero_stage")) {
     p.zero_stage = x->AsInt(0);

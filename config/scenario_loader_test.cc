@@ -123,6 +123,27 @@ TEST(ScenarioLoaderTest, CostModelKeys) {
                       "unknown GPU architecture 'blackwell'"));
 }
 
+// Issue 13, item 3: recompute takes a granularity (Megatron-LM's
+// --recompute-granularity), and sequence_parallel is a key of hybrid plans
+// with tensor parallelism only.
+TEST(ScenarioLoaderTest, RecomputeGranularityAndSequenceParallel) {
+  EXPECT_TRUE(ParseScenario("parallelism: {recompute: true}\n", "t.yaml").parallelism.recompute);
+  EXPECT_TRUE(ParseScenario("parallelism: {recompute: full}\n", "t.yaml").parallelism.recompute);
+  const Scenario sel = ParseScenario("parallelism: {recompute: selective}\n", "t.yaml");
+  EXPECT_FALSE(sel.parallelism.recompute);
+  EXPECT_TRUE(sel.parallelism.recompute_selective);
+  const Scenario none = ParseScenario("parallelism: {recompute: none}\n", "t.yaml");
+  EXPECT_FALSE(none.parallelism.recompute || none.parallelism.recompute_selective);
+  EXPECT_TRUE(FailsAt("parallelism:\n  recompute: partial\n", 2, "recompute"));
+  const std::string hybrid =
+      "cluster: {nodes: 1, devices_per_node: 4, device: A100-SXM4-80GB, intra_node_link: "
+      "nvswitch-a100}\nworkload: {model: gpt2}\nparallelism:\n  strategy: hybrid\n";
+  EXPECT_TRUE(ParseScenario(hybrid + "  tensor_parallel: 2\n  sequence_parallel: true\n", "t.yaml")
+                  .parallelism.hybrid.sequence_parallel);
+  EXPECT_TRUE(FailsAt(hybrid + "  sequence_parallel: true\n", 5, "tensor_parallel > 1"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  sequence_parallel: true\n", 2, "strategy hybrid"));
+}
+
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or
 // as an error without a location ("must be > 0, got inf"); each is refused
 // at the value, naming the bound (common/yaml_reader.h BoundsOf).

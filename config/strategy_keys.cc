@@ -96,6 +96,12 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
       !(st == Strategy::kHybrid && p.hybrid.schedule == PipelineSchedule::kInterleaved)) {
     return Unused(s, path, "only the interleaved schedule of strategy hybrid has virtual stages");
   }
+  if (path == "parallelism.sequence_parallel" &&
+      (st != Strategy::kHybrid || p.hybrid.tensor_parallel == 1)) {
+    return Unused(s, path, "sequence parallelism splits over the tensor-parallel group what "
+                           "tensor parallelism replicates: it needs strategy hybrid with "
+                           "tensor_parallel > 1");
+  }
   if (path == "parallelism.partition" && !p.hybrid.stage_layers.empty()) {
     return "parallelism.partition has no effect when parallelism.stage_layers gives the chunks "
            "by hand";

@@ -13,39 +13,119 @@ namespace {
 
 using models::OpId;
 
-// A run of ops of one chunk that executes as one task.
+// A run of ops of one chunk that executes as one task, with the
+// tensor-parallel collectives around it. Bytes are per sample (x the
+// micro-batch size when emitted); 0 = no collective.
 struct Segment {
   OpId begin, end;
-  bool all_reduce_after;  // a tensor-parallel all-reduce follows it
+  // An all-gather before the ops run (sequence parallelism: forward, an
+  // input from the sequence-parallel region; backward, the output gradient
+  // of a row-parallel op).
+  double gather_before_bytes = 0;
+  // After the ops: an all-reduce, or with sequence parallelism a
+  // reduce-scatter (forward, after a row-parallel op; backward, of a
+  // column-parallel op's input gradient).
+  CollectiveOp after = CollectiveOp::kAllReduce;
+  double after_bytes = 0;
+  // Backward with sequence parallelism: a column-parallel op's input, kept
+  // sharded over the sequence, is all-gathered again for its weight
+  // gradient, overlapped with the input gradient (Korthikanti et al. 2022,
+  // §4.2.2).
+  double regather_bytes = 0;
 };
 
+double OutputBytes(const models::ModelGraph& g, OpId v, int batch) {
+  const models::Op& op = g.op(v);
+  return static_cast<double>(models::NumElements(op.output_shape)) * batch *
+         models::DTypeBytes(op.dtype);
+}
+
+// The bytes per sample of `v`'s first input (its producer's output), 0 when
+// it reads nothing.
+double InputBytes(const models::ModelGraph& g, OpId v) {
+  const auto ins = g.inputs(v);
+  return ins.empty() ? 0 : OutputBytes(g, ins.front(), 1);
+}
+
+// Sequence parallelism: `v` leaves the sequence-parallel region (reads an
+// op of it but is not in it): an all-gather of that input runs before it.
+// Returns its bytes per sample, 0 when none.
+double GatherBefore(const models::ModelGraph& g, OpId v) {
+  if (InSequenceParallelRegion(g.op(v))) return 0;
+  for (OpId in : g.inputs(v))
+    if (InSequenceParallelRegion(g.op(in))) return OutputBytes(g, in, 1);
+  return 0;
+}
+
 // Forward segments of [begin, end): cut after every op whose forward output
-// is all-reduced.
-std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp) {
+// is all-reduced (reduce-scattered with `sp`), and with `sp` before every op
+// that needs an all-gather of its input.
+std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp,
+                                     bool sp) {
   std::vector<Segment> out;
-  OpId start = begin;
+  Segment cur{begin, begin};
   for (OpId v = begin; v < end; ++v) {
+    if (tp && sp) {
+      if (const double bytes = GatherBefore(g, v); bytes > 0) {
+        if (v > cur.begin) {
+          cur.end = v;
+          out.push_back(cur);
+          cur = Segment{v, v};
+        }
+        cur.gather_before_bytes = bytes;
+      }
+    }
     if (tp && TensorParallelCollective(g.op(v)) == TpCollective::kAfterForward) {
-      out.push_back({start, v + 1, true});
-      start = v + 1;
+      cur.end = v + 1;
+      cur.after = sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+      cur.after_bytes = OutputBytes(g, v, 1);
+      out.push_back(cur);
+      cur = Segment{v + 1, v + 1};
     }
   }
-  if (start < end) out.push_back({start, end, false});
+  if (cur.begin < end) {
+    cur.end = end;
+    out.push_back(cur);
+  }
   return out;
 }
 
 // Backward segments of [begin, end), in backward order: cut before every op
-// whose input gradient is all-reduced (backward reaches it last).
-std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp) {
+// whose input gradient is all-reduced (reduce-scattered with `sp`; backward
+// reaches it last), and with `sp` after every row-parallel op (its output
+// gradient is all-gathered before its backward).
+std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp,
+                                      bool sp) {
   std::vector<Segment> out;
   OpId stop = end;
+  double gather = 0;  // the pending all-gather before the next segment
   for (OpId v = end; v-- > begin;) {
-    if (tp && TensorParallelCollective(g.op(v)) == TpCollective::kAfterBackwardInput) {
-      out.push_back({v, stop, true});
+    const TpCollective tc = tp ? TensorParallelCollective(g.op(v)) : TpCollective::kNone;
+    if (tc == TpCollective::kAfterForward && sp) {
+      if (v + 1 < stop) {
+        Segment seg{v + 1, stop};
+        seg.gather_before_bytes = gather;
+        out.push_back(seg);
+      }
+      stop = v + 1;
+      gather = OutputBytes(g, v, 1);
+    }
+    if (tc == TpCollective::kAfterBackwardInput) {
+      Segment seg{v, stop};
+      seg.gather_before_bytes = gather;
+      seg.after = sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+      seg.after_bytes = InputBytes(g, v);
+      if (sp) seg.regather_bytes = InputBytes(g, v);
+      out.push_back(seg);
       stop = v;
+      gather = 0;
     }
   }
-  if (begin < stop) out.push_back({begin, stop, false});
+  if (begin < stop) {
+    Segment seg{begin, stop};
+    seg.gather_before_bytes = gather;
+    out.push_back(seg);
+  }
   return out;
 }
 
@@ -87,12 +167,6 @@ std::vector<SharedWeight> SharedWeights(const models::ModelGraph& g,
   return out;
 }
 
-double OutputBytes(const models::ModelGraph& g, OpId v, int batch) {
-  const models::Op& op = g.op(v);
-  return static_cast<double>(models::NumElements(op.output_shape)) * batch *
-         models::DTypeBytes(op.dtype);
-}
-
 }  // namespace
 
 const char* PipelineScheduleName(PipelineSchedule s) {
@@ -104,11 +178,21 @@ const char* PipelineScheduleName(PipelineSchedule s) {
   return "?";
 }
 
-models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t) {
+models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t,
+                                       bool sequence_parallel) {
   models::ModelGraph shard = graph;
   if (t <= 1) return shard;
   for (OpId v = 0; v < shard.num_ops(); ++v) {
     models::Op& op = shard.mutable_op(v);
+    if (sequence_parallel && InSequenceParallelRegion(op)) {
+      op.fwd_flops /= t;
+      op.bwd_input_flops /= t;
+      op.bwd_weight_flops /= t;
+      op.read_elements_per_sample /= t;
+      op.written_elements_per_sample /= t;
+      op.saved_elements_per_sample /= t;
+      continue;
+    }
     if (!IsTensorParallelSplit(op)) continue;
     op.attrs.tensor_split = t;
     op.attrs.tensor_split_input = TensorParallelCollective(op) == TpCollective::kAfterForward;
@@ -161,6 +245,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                      const HybridOptions& o) {
   const int n = cluster.nodes * cluster.devices_per_node;
   const int t = o.tensor, p = o.pipeline, v = o.virtual_stages, m = o.micro_batches;
+  const bool sp = o.sequence_parallel && t > 1;
   if (t < 1 || p < 1 || n % (t * p) != 0)
     throw UserError("tensor_parallel x pipeline_parallel (" + std::to_string(t) + " x " +
                         std::to_string(p) + ") must divide the " + std::to_string(n) + " devices",
@@ -248,12 +333,34 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
       std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
       std::vector<TaskId> last_backward(static_cast<std::size_t>(p), -1);
 
-      // Runs a chain of segment tasks on `rank`, each followed by its tensor
-      // all-reduce where needed; returns the last task.
+      // A tensor-parallel collective of `bytes_per_sample` x the micro-batch
+      // over the tensor group of (replica, stage), after `deps`; returns the
+      // materialized member's task (t > 1 plans are symmetric: one member).
+      auto tp_collective = [&](CollectiveOp op, int stage, double bytes_per_sample,
+                               std::vector<TaskId> deps) {
+        Collective c;
+        c.op = op;
+        c.algorithm = o.algorithm;
+        c.bytes = bytes_per_sample * o.micro_batch;
+        c.group = tp_group.at({replica, stage});
+        c.activations = true;
+        c.copies = o.symmetric ? d : 1;
+        const auto ci = plan.AddCollective(c, {std::move(deps)}, it);
+        return plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+      };
+      const auto after = [](TaskId x) { return x < 0 ? std::vector<TaskId>{} : std::vector<TaskId>{x}; };
+      // Runs a chain of segment tasks on `rank`, each with its tensor
+      // collectives (Segment); returns the last task.
       auto chain = [&](RankId rank, int stage, const std::vector<Segment>& segs, TaskKind kind,
                        int mb, TaskId dep) {
         TaskId last = dep;
         for (const Segment& seg : segs) {
+          if (t > 1 && seg.gather_before_bytes > 0)
+            last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last));
+          const TaskId regather =
+              t > 1 && seg.regather_bytes > 0
+                  ? tp_collective(CollectiveOp::kAllGather, stage, seg.regather_bytes, after(last))
+                  : -1;
           Task task;
           task.kind = kind;
           task.rank = rank;
@@ -263,21 +370,10 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           task.op_count = static_cast<std::int32_t>(seg.end - seg.begin);
           task.batch = o.micro_batch;
           last = last < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&last, 1));
-          if (seg.all_reduce_after && t > 1) {
-            Collective c;
-            c.op = CollectiveOp::kAllReduce;
-            c.algorithm = o.algorithm;
-            c.bytes = OutputBytes(graph, kind == TaskKind::kForward ? seg.end - 1 : seg.begin,
-                                  o.micro_batch);
-            if (kind != TaskKind::kForward) {  // the input gradient has the input's size
-              const auto ins = graph.inputs(seg.begin);
-              c.bytes = ins.empty() ? 0 : OutputBytes(graph, ins.front(), o.micro_batch);
-            }
-            c.group = tp_group.at({replica, stage});
-            c.activations = true;
-            c.copies = o.symmetric ? d : 1;
-            const auto ci = plan.AddCollective(c, {{last}}, it);
-            last = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+          if (t > 1 && seg.after_bytes > 0) {
+            std::vector<TaskId> deps = {last};
+            if (regather >= 0) deps.push_back(regather);
+            last = tp_collective(seg.after, stage, seg.after_bytes, std::move(deps));
           }
         }
         return last;
@@ -316,11 +412,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 dep = fwd_out[cc - 1][mb];
                 if (dep < 0) break;  // its input is not emitted yet
               }
-              TaskId last = chain(rank, s, ForwardSegments(graph, b, e, t > 1), TaskKind::kForward,
+              TaskId last = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp), TaskKind::kForward,
                                   st.micro_batch, dep);
               if (c + 1 < chunks) {
                 const RankId to = rank_of(replica, (c + 1) % p, k);
-                last = to == rank ? last : send(rank, to, OutputBytes(graph, e - 1, o.micro_batch), last, st.micro_batch);
+                // With sequence parallelism a stage boundary inside the
+                // region sends each rank's 1/t of the sequence.
+                const double share = sp && InSequenceParallelRegion(graph.op(e - 1)) ? 1.0 / t : 1.0;
+                last = to == rank ? last
+                                  : send(rank, to, share * OutputBytes(graph, e - 1, o.micro_batch),
+                                         last, st.micro_batch);
               }
               fwd_out[cc][mb] = last;
             } else {
@@ -330,15 +431,32 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
               // tensor-parallel all-reduces included (they sit inside the
               // checkpointed layers: Megatron-LM's RowParallelLinear).
               if (o.recompute)
-                dep = chain(rank, s, ForwardSegments(graph, b, e, t > 1), TaskKind::kForward,
+                dep = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp), TaskKind::kForward,
                             st.micro_batch, dep);
-              TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1), TaskKind::kBackward,
-                                  st.micro_batch, dep);
+              // Selective recomputation re-runs only the listed ranges
+              // (attention's core) of the chunk, before its backward.
+              for (const auto& [rb, re] : o.recompute_ranges) {
+                if (rb < b || re > e) continue;
+                Task task;
+                task.kind = TaskKind::kForward;
+                task.rank = rank;
+                task.iteration = it;
+                task.micro_batch = st.micro_batch;
+                task.op = static_cast<std::int32_t>(rb);
+                task.op_count = static_cast<std::int32_t>(re - rb);
+                task.batch = o.micro_batch;
+                dep = dep < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&dep, 1));
+              }
+              TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1, sp),
+                                  TaskKind::kBackward, st.micro_batch, dep);
               last_backward[static_cast<std::size_t>(s)] = last;
               if (c > 0) {
                 const RankId to = rank_of(replica, (c - 1) % p, k);
                 const auto ins = graph.inputs(b);
-                const double bytes = ins.empty() ? 0 : OutputBytes(graph, ins.front(), o.micro_batch);
+                const double share =
+                    sp && !ins.empty() && InSequenceParallelRegion(graph.op(ins.front())) ? 1.0 / t : 1.0;
+                const double bytes =
+                    ins.empty() ? 0 : share * OutputBytes(graph, ins.front(), o.micro_batch);
                 last = to == rank ? last : send(rank, to, bytes, last, st.micro_batch);
               }
               bwd_out[cc][mb] = last;

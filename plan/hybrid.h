@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "models/graph.h"
+#include "plan/compute_tasks.h"
 #include "plan/data_parallel.h"
 #include "plan/plan.h"
 
@@ -46,6 +47,12 @@ struct HybridOptions {
   // on stage c % p. Together they cover every op.
   std::vector<std::pair<models::OpId, models::OpId>> chunks;
   bool recompute = false;  // re-run a chunk's forward before its backward
+  // Selective recomputation: op ranges (attention's core, AttentionCores)
+  // whose forward re-runs before the backward of the chunk holding them.
+  RecomputeRanges recompute_ranges;
+  // Megatron-LM's sequence parallelism (InSequenceParallelRegion): with
+  // t > 1, reduce-scatters and all-gathers in place of the all-reduces.
+  bool sequence_parallel = false;
   int iterations = 1;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   bool symmetric = true;
@@ -55,7 +62,11 @@ struct HybridOptions {
 // (IsTensorParallelSplit) have their FLOPs, parameters and memory traffic
 // divided by t; the rest are replicated. Shapes stay those of the full
 // tensors (collectives and pipeline sends use them).
-models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t);
+// With `sequence_parallel`, the ops InSequenceParallelRegion also divide
+// their FLOPs, memory traffic and saved activations by t (each rank works on
+// s/t of the sequence).
+models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t,
+                                       bool sequence_parallel = false);
 
 // `graph` is one tensor rank's share of the model (TensorParallelShard).
 // Throws UserError for impossible combinations (devices not divisible by

@@ -34,4 +34,23 @@ std::vector<LayerUnit> LayerUnits(const models::ModelGraph& graph) {
   return units;
 }
 
+std::vector<std::pair<models::OpId, models::OpId>> AttentionCores(const models::ModelGraph& graph) {
+  std::vector<std::pair<models::OpId, models::OpId>> cores;
+  constexpr std::string_view kScores = "scores", kContext = "context";
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    const std::string& name = graph.op(v).name;
+    if (graph.op(v).kind != models::OpKind::kMatMul || !name.ends_with(kScores)) continue;
+    const std::string prefix = name.substr(0, name.size() - kScores.size());
+    for (models::OpId w = v + 1; w < graph.num_ops(); ++w) {
+      if (graph.op(w).name == prefix + std::string(kContext) &&
+          graph.op(w).kind == models::OpKind::kMatMul) {
+        cores.emplace_back(v, w + 1);
+        break;
+      }
+      if (!graph.op(w).name.starts_with(prefix)) break;  // left the block
+    }
+  }
+  return cores;
+}
+
 }  // namespace dtsim::plan

@@ -14,6 +14,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/graph.h"
@@ -33,5 +34,12 @@ std::string LayerUnitName(std::string_view op_name);
 // names; they cover [0, graph.num_ops()) without gaps. A name that comes back
 // after a different one starts a new unit (units need not have unique names).
 std::vector<LayerUnit> LayerUnits(const models::ModelGraph& graph);
+
+// Attention's core in each attention block of `graph`: the ops from
+// "<prefix>scores" (Q K^T) to "<prefix>context" (attention over V), softmax
+// and its dropout between, as [scores, context + 1) in op order. What
+// Megatron-LM's selective recomputation re-runs (Korthikanti et al. 2022,
+// §5: "core attention"). Empty for models without such blocks.
+std::vector<std::pair<models::OpId, models::OpId>> AttentionCores(const models::ModelGraph& graph);
 
 }  // namespace dtsim::plan

@@ -91,6 +91,15 @@ bool TensorParallelSplitsSavedActivations(const models::Op& op) {
          op.kind != OpKind::kEmbedding;
 }
 
+bool InSequenceParallelRegion(const models::Op& op) {
+  if (op.kind == OpKind::kInput || IsTensorParallelSplit(op)) return false;
+  const std::string_view name = op.name;
+  const std::string_view sub = Sublayer(name);
+  if (sub == "attn" || sub == "mlp") return true;
+  if (name == "final_ln") return true;
+  return name.starts_with("embed.");
+}
+
 double TensorParallelCollectiveElementsPerSample(const models::Op& op) {
   switch (TensorParallelCollective(op)) {
     case TpCollective::kAfterForward:

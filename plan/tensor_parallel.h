@@ -69,6 +69,19 @@ TpCollective TensorParallelCollective(const models::Op& op);
 bool TensorParallelSplitsOutput(const models::Op& op);
 bool TensorParallelSplitsSavedActivations(const models::Op& op);
 
+// Megatron-LM's sequence parallelism (Korthikanti et al. 2022, §4.2.2):
+// the ops tensor parallelism leaves replicated inside the transformer
+// (every op of a block that IsTensorParallelSplit does not split: its layer
+// norms, the dropouts after proj/fc2, the residual adds), the embeddings
+// after the token lookup ("embed.*" but "embed.tokens") and "final_ln" work
+// on s/t of the sequence on each of the t ranks. Their FLOPs, traffic and
+// saved activations divide by t. Entering the region, the all-reduce
+// after a row-parallel op becomes a reduce-scatter; leaving it, an
+// all-gather runs before the consumer (a column-parallel op, or a replicated
+// op outside, e.g. BERT's pooler); backward mirrors them. Graph inputs are
+// outside.
+bool InSequenceParallelRegion(const models::Op& op);
+
 // Elements per sample of the all-reduce TensorParallelCollective(op) names:
 // the op's output (kAfterForward) or its first input (kAfterBackwardInput);
 // 0 for kNone.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "common/error.h"
 
@@ -154,6 +155,40 @@ double AllReduceTotalBytes(Network& network, plan::CollectiveAlgorithm algorithm
                            const std::vector<int>& ranks, double bytes) {
   double total = 0;
   for (const CollectiveStep& step : AllReduceSchedule(network, algorithm, ranks, bytes))
+    for (const Transfer& t : step.transfers) total += step.repeat * t.bytes;
+  return total;
+}
+
+std::vector<CollectiveStep> RingReduceScatter(const std::vector<int>& ranks, double bytes) {
+  std::vector<CollectiveStep> steps = RingAllReduce(ranks, bytes);
+  for (CollectiveStep& step : steps) step.repeat /= 2;  // 2 (N - 1) -> N - 1
+  return steps;
+}
+
+std::vector<CollectiveStep> CollectiveSchedule(const Network& network, plan::CollectiveOp op,
+                                               plan::CollectiveAlgorithm algorithm,
+                                               const std::vector<int>& ranks, double bytes) {
+  switch (op) {
+    case plan::CollectiveOp::kAllReduce: return AllReduceSchedule(network, algorithm, ranks, bytes);
+    case plan::CollectiveOp::kReduceScatter:
+    case plan::CollectiveOp::kAllGather: return RingReduceScatter(ranks, bytes);
+    case plan::CollectiveOp::kBroadcast: break;
+  }
+  DTSIM_CHECK(false, std::string("no schedule for collective ") + plan::CollectiveOpName(op));
+  return {};
+}
+
+double CollectiveSeconds(Network& network, plan::CollectiveOp op,
+                         plan::CollectiveAlgorithm algorithm, const std::vector<int>& ranks,
+                         double bytes) {
+  return ScheduleSeconds(network, CollectiveSchedule(network, op, algorithm, ranks, bytes));
+}
+
+double CollectiveTotalBytes(Network& network, plan::CollectiveOp op,
+                            plan::CollectiveAlgorithm algorithm, const std::vector<int>& ranks,
+                            double bytes) {
+  double total = 0;
+  for (const CollectiveStep& step : CollectiveSchedule(network, op, algorithm, ranks, bytes))
     for (const Transfer& t : step.transfers) total += step.repeat * t.bytes;
   return total;
 }

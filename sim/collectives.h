@@ -59,6 +59,28 @@ std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
                                               plan::CollectiveAlgorithm algorithm,
                                               const std::vector<int>& ranks, double bytes);
 
+// Ring reduce-scatter or all-gather of a `bytes` buffer over `ranks` (each
+// rank ends with, or starts from, bytes / N of it): N - 1 steps, each rank
+// sending bytes / N to its successor; half of a ring all-reduce. Time on a
+// uniform network: (N - 1)(alpha + bytes / (N B)). NCCL runs both as rings
+// whatever NCCL_ALGO says for all-reduce (NCCL documentation, "Collective
+// Operations"; its tree algorithm is for all-reduce only).
+std::vector<CollectiveStep> RingReduceScatter(const std::vector<int>& ranks, double bytes);
+
+// The schedule of collective `op` of a `bytes` buffer over `ranks`:
+// all-reduce with `algorithm` (AllReduceSchedule), reduce-scatter and
+// all-gather as rings. Broadcast is not priced (no plan emits it): it
+// throws InternalError.
+std::vector<CollectiveStep> CollectiveSchedule(const Network& network, plan::CollectiveOp op,
+                                               plan::CollectiveAlgorithm algorithm,
+                                               const std::vector<int>& ranks, double bytes);
+double CollectiveSeconds(Network& network, plan::CollectiveOp op,
+                         plan::CollectiveAlgorithm algorithm, const std::vector<int>& ranks,
+                         double bytes);
+double CollectiveTotalBytes(Network& network, plan::CollectiveOp op,
+                            plan::CollectiveAlgorithm algorithm, const std::vector<int>& ranks,
+                            double bytes);
+
 // Seconds an all-reduce of `bytes` over `ranks` takes with `algorithm`.
 double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                         const std::vector<int>& ranks, double bytes);

@@ -40,6 +40,31 @@ TEST(RingAllReduce, MatchesClosedForm) {
   }
 }
 
+TEST(RingReduceScatter, MatchesClosedFormAndHalvesTheAllReduce) {
+  // Ring reduce-scatter and all-gather (Patarasuk & Yuan 2009; NCCL docs,
+  // "Collective Operations"): N - 1 steps of M / N per rank,
+  //   T = (N-1)/N * M/B + (N-1) * alpha,
+  // and the bytes on the wire are (N - 1) M in all, half an all-reduce's.
+  for (int n : {2, 8, 64}) {
+    for (double m : {1e3, 25e6}) {
+      const double alpha = 5e-6, b = 12.5e9;
+      Network net(FlatNetwork(n, b, alpha));
+      const double expected = (n - 1.0) / n * m / b + (n - 1.0) * alpha;
+      for (plan::CollectiveOp op : {plan::CollectiveOp::kReduceScatter, plan::CollectiveOp::kAllGather}) {
+        EXPECT_NEAR(CollectiveSeconds(net, op, plan::CollectiveAlgorithm::kRing, Iota(n), m), expected,
+                    1e-9 * expected)
+            << plan::CollectiveOpName(op) << " N=" << n;
+        EXPECT_NEAR(CollectiveTotalBytes(net, op, plan::CollectiveAlgorithm::kTree, Iota(n), m),
+                    (n - 1.0) * m, 1e-9 * m)
+            << "reduce-scatter and all-gather are rings whatever the all-reduce algorithm";
+      }
+      EXPECT_NEAR(2 * CollectiveTotalBytes(net, plan::CollectiveOp::kReduceScatter,
+                                           plan::CollectiveAlgorithm::kRing, Iota(n), m),
+                  AllReduceTotalBytes(net, plan::CollectiveAlgorithm::kRing, Iota(n), m), 1e-6 * m);
+    }
+  }
+}
+
 TEST(RingAllReduce, InsideOneNodeUsesIntraLinks) {
   NetworkSpec s;
   s.nodes = 1;

@@ -89,6 +89,8 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   o.virtual_stages = h.schedule == config::PipelineSchedule::kInterleaved ? h.virtual_stages : 1;
   o.schedule = model ? plan::PipelineSchedule::kGpipe : h.schedule;
   o.recompute = s.parallelism.recompute;
+  o.sequence_parallel = !model && h.sequence_parallel;
+  if (s.parallelism.recompute_selective) o.recompute_ranges = plan::AttentionCores(graph);
   o.algorithm = s.parallelism.algorithm;
   // Like every strategy: the report averages the iterations after the
   // first (stragglers' noise differs between them). exec plans one.
@@ -136,7 +138,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     }
   }
   CheckTensorSplit(s, graph, o.tensor);
-  x.shard = plan::TensorParallelShard(graph, o.tensor);
+  x.shard = plan::TensorParallelShard(graph, o.tensor, o.sequence_parallel);
   const auto units = plan::LayerUnits(x.shard);
   const std::int64_t chunks = std::int64_t{o.pipeline} * o.virtual_stages;
   if (chunks > static_cast<std::int64_t>(units.size())) {
@@ -179,6 +181,8 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
                          s.workload.precision == hw::Precision::kBf16;
     in.micro_batch_size = o.micro_batch;
     in.recompute = s.parallelism.recompute;
+    in.recompute_selective = s.parallelism.recompute_selective;
+    in.sequence_parallel = o.sequence_parallel;
     for (const auto& u : units) {
       double c = 0;
       in.ops.clear();

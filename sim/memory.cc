@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "plan/layers.h"
@@ -33,14 +34,26 @@ double Share(bool split, int tensor_parallel) { return split ? 1.0 / tensor_para
 
 // Bytes per sample of `op`'s output (what a unit keeps as its input under
 // recomputation).
-double OutputBytesPerSample(const models::Op& op, int tensor_parallel) {
+double OutputBytesPerSample(const models::Op& op, int tensor_parallel, bool sequence_parallel) {
+  const bool split = plan::TensorParallelSplitsOutput(op) ||
+                     (sequence_parallel && plan::InSequenceParallelRegion(op));
   return static_cast<double>(models::NumElements(op.output_shape)) * models::DTypeBytes(op.dtype) *
-         Share(plan::TensorParallelSplitsOutput(op), tensor_parallel);
+         Share(split, tensor_parallel);
 }
 
-double SavedBytesPerSample(const models::Op& op, int tensor_parallel) {
-  return op.ActivationBytes(1.0) *
-         Share(plan::TensorParallelSplitsSavedActivations(op), tensor_parallel);
+// With sequence parallelism (Korthikanti et al. 2022, §4.2.2) everything a
+// transformer layer keeps divides by t: the split ops' as before, the
+// sequence-parallel region's, and the column-parallel ops' inputs (kept
+// sharded and all-gathered again in backward).
+bool SplitsSaved(const models::Op& op, bool sequence_parallel) {
+  if (plan::TensorParallelSplitsSavedActivations(op)) return true;
+  return sequence_parallel &&
+         (plan::InSequenceParallelRegion(op) ||
+          plan::TensorParallelCollective(op) == plan::TpCollective::kAfterBackwardInput);
+}
+
+double SavedBytesPerSample(const models::Op& op, int tensor_parallel, bool sequence_parallel) {
+  return op.ActivationBytes(1.0) * Share(SplitsSaved(op, sequence_parallel), tensor_parallel);
 }
 
 std::vector<bool> OpSet(const models::ModelGraph& graph, const std::vector<models::OpId>& ops) {
@@ -68,19 +81,47 @@ std::string Gib(double bytes, int decimals, bool trim) {
 }  // namespace
 
 std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
-                                       const std::vector<models::OpId>& ops, int tensor_parallel,
-                                       bool recompute, double* largest_unit_bytes,
-                                       bool per_stage, plan::RecomputeRanges* recomputed) {
+                                       const std::vector<models::OpId>& ops, const KeepOptions& o,
+                                       double* largest_unit_bytes,
+                                       plan::RecomputeRanges* recomputed) {
+  const int tensor_parallel = o.tensor_parallel;
   DTSIM_CHECK(tensor_parallel >= 1, "tensor_parallel must be >= 1");
+  const bool sp = o.sequence_parallel && tensor_parallel > 1;
   const std::vector<bool> in_set = OpSet(graph, ops);
   std::vector<double> kept(graph.num_ops(), 0.0);
-  for (models::OpId id : ops) kept[id] = SavedBytesPerSample(graph.op(id), tensor_parallel);
+  for (models::OpId id : ops) kept[id] = SavedBytesPerSample(graph.op(id), tensor_parallel, sp);
   double largest = 0;
-  if (recompute) {
+  if (o.selective) {
+    // Attention's core keeps nothing of its own s x s tensors: softmax's
+    // output, the dropout's mask and the probabilities attention over V
+    // reads; scores keeps Q and K and context keeps V, the inputs the
+    // recomputation starts from (Korthikanti et al. 2022, §5: the 5as/h
+    // term of Eq. 1 goes). One core's full activations are held while it is
+    // recomputed.
+    for (const auto& [b, e] : plan::AttentionCores(graph)) {
+      if (!in_set[b]) continue;
+      double dropped = 0;
+      for (models::OpId id = b + 1; id < e; ++id) {
+        if (!in_set[id]) continue;
+        double keep = 0;
+        const models::Op& op = graph.op(id);
+        if (id + 1 == e && op.input_shapes.size() >= 2) {  // context: keep V
+          keep = std::min(kept[id], static_cast<double>(models::NumElements(op.input_shapes[1])) *
+                                        models::DTypeBytes(op.dtype) *
+                                        Share(SplitsSaved(op, sp), tensor_parallel));
+        }
+        dropped += kept[id] - keep;
+        kept[id] = keep;
+      }
+      largest = std::max(largest, dropped);
+      if (recomputed != nullptr) recomputed->emplace_back(b, e);
+    }
+  }
+  if (o.recompute) {
     // Checkpoint granularity: each layer unit, or (per_stage) the device's
     // whole op set as one unit.
     std::vector<plan::LayerUnit> units = plan::LayerUnits(graph);
-    if (per_stage) units = {plan::LayerUnit{"stage", 0, graph.num_ops()}};
+    if (o.per_stage) units = {plan::LayerUnit{"stage", 0, graph.num_ops()}};
     for (const plan::LayerUnit& unit : units) {
       // The part of the unit this device holds, and what it reads from
       // outside that part (each producer once).
@@ -103,7 +144,8 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
         }
       }
       double input = 0;
-      for (models::OpId p : producers) input += OutputBytesPerSample(graph.op(p), tensor_parallel);
+      for (models::OpId p : producers)
+        input += OutputBytesPerSample(graph.op(p), tensor_parallel, sp);
       if (input >= full) continue;  // checkpointing would not save memory
       for (models::OpId id : group) kept[id] = 0;
       kept[group.front()] = input;
@@ -113,6 +155,17 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
   }
   if (largest_unit_bytes != nullptr) *largest_unit_bytes = largest;
   return kept;
+}
+
+std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
+                                       const std::vector<models::OpId>& ops, int tensor_parallel,
+                                       bool recompute, double* largest_unit_bytes,
+                                       bool per_stage, plan::RecomputeRanges* recomputed) {
+  KeepOptions o;
+  o.tensor_parallel = tensor_parallel;
+  o.recompute = recompute;
+  o.per_stage = per_stage;
+  return KeptBytesPerSample(graph, ops, o, largest_unit_bytes, recomputed);
 }
 
 plan::RecomputeRanges RecomputedRanges(const models::ModelGraph& graph,
@@ -155,8 +208,13 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   if (in.zero_stage >= 3) m.params_bytes /= d;
 
   double largest_unit = 0;
-  const std::vector<double> kept = KeptBytesPerSample(
-      graph, in.ops, in.tensor_parallel, in.recompute, &largest_unit, in.recompute_per_stage);
+  KeepOptions keep;
+  keep.tensor_parallel = in.tensor_parallel;
+  keep.recompute = in.recompute;
+  keep.per_stage = in.recompute_per_stage;
+  keep.sequence_parallel = in.sequence_parallel;
+  keep.selective = in.recompute_selective;
+  const std::vector<double> kept = KeptBytesPerSample(graph, in.ops, keep, &largest_unit);
   double kept_per_sample = 0;
   for (double bytes : kept) kept_per_sample += bytes;
   const double batch = in.micro_batch_size;
@@ -231,7 +289,8 @@ std::vector<std::pair<SimTime, double>> MemoryTimeline(const plan::Plan& plan,
                                                        const EngineResult& result,
                                                        plan::RankId rank, double static_bytes,
                                                        int tensor_parallel, bool recompute,
-                                                       bool recompute_per_stage) {
+                                                       bool recompute_per_stage,
+                                                       bool recompute_selective) {
   DTSIM_CHECK(rank >= 0 && rank < plan.num_ranks(),
               "rank " + std::to_string(rank) + " out of range");
   DTSIM_CHECK(result.timing.size() == plan.num_tasks(), "engine result is not from this plan");
@@ -281,10 +340,15 @@ std::vector<std::pair<SimTime, double>> MemoryTimeline(const plan::Plan& plan,
   for (models::OpId op = 0; op < graph.num_ops(); ++op) {
     if (on_rank[op]) ops.push_back(op);
   }
-  const std::vector<double> kept =
-      KeptBytesPerSample(graph, ops, tensor_parallel, recompute, nullptr, recompute_per_stage);
+  KeepOptions keep;
+  keep.tensor_parallel = tensor_parallel;
+  keep.recompute = recompute;
+  keep.per_stage = recompute_per_stage;
+  keep.selective = recompute_selective;
+  const std::vector<double> kept = KeptBytesPerSample(graph, ops, keep);
 
   std::vector<std::pair<SimTime, double>> changes;  // (time, +/- bytes)
+  std::unordered_set<Key, KeyHash> allocated;
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
     const plan::Task& t = plan.tasks()[i];
     if (t.rank != rank || t.kind != plan::TaskKind::kForward) continue;
@@ -293,6 +357,8 @@ std::vector<std::pair<SimTime, double>> MemoryTimeline(const plan::Plan& plan,
       const double bytes = kept[op] * t.batch;
       const auto freed = freed_at.find(Key{t.iteration, t.micro_batch, op});
       if (bytes == 0 || freed == freed_at.end()) continue;  // nothing kept for a backward
+      // A recomputed forward runs again later: only its first run keeps.
+      if (!allocated.insert(Key{t.iteration, t.micro_batch, op}).second) continue;
       const SimTime alloc = result.timing[i].end;
       DTSIM_CHECK(freed->second >= alloc,
                   "backward of op " + graph.op(op).name + " ends before its forward");

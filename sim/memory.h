@@ -111,6 +111,15 @@ struct MemoryInputs {
   // per-block checkpoints: ResNet's block inputs are large feature maps,
   // while a stage's input is one of them (or the image).
   bool recompute_per_stage = false;
+  // Selective recomputation (Korthikanti et al. 2022, §5): attention's core
+  // (plan::AttentionCores) keeps none of its s x s activations; one core's
+  // are held while it is recomputed. Exclusive with `recompute`.
+  bool recompute_selective = false;
+  // Sequence parallelism with t > 1 (plan::InSequenceParallelRegion): what
+  // the replicated ops and the column-parallel inputs keep divides by t too,
+  // so a transformer layer keeps sbh (34 / t + 5as / (ht)) bytes in fp16
+  // (Korthikanti et al. 2022, Table 2).
+  bool sequence_parallel = false;
   // Fixed per-device bytes added to the total: cuBLAS/cuDNN workspaces,
   // the CUDA context, communication buffers. Default 0 = not counted, so
   // every byte of the result comes from the model; frameworks typically
@@ -133,6 +142,20 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& inputs);
 // input is counted on the first of its ops.
 // `per_stage` (with `recompute`): `ops` form one unit whose input is kept
 // (MemoryInputs::recompute_per_stage).
+struct KeepOptions {
+  int tensor_parallel = 1;
+  bool recompute = false;          // full, per layer unit (or per stage)
+  bool per_stage = false;
+  bool selective = false;          // attention's core only
+  bool sequence_parallel = false;
+};
+// The same with every option; `*recomputed` then also lists the attention
+// cores selective recomputation re-runs.
+std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
+                                       const std::vector<models::OpId>& ops, const KeepOptions& options,
+                                       double* largest_unit_bytes = nullptr,
+                                       plan::RecomputeRanges* recomputed = nullptr);
+
 // `*recomputed` (optional) receives the op ranges whose forward is
 // recomputed (the units that keep their input instead of their activations).
 std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
@@ -196,6 +219,6 @@ std::string DoesNotFit(int device_index, const MemoryBreakdown& memory, double c
 std::vector<std::pair<SimTime, double>> MemoryTimeline(
     const plan::Plan& plan, const models::ModelGraph& graph, const EngineResult& result,
     plan::RankId rank, double static_bytes, int tensor_parallel = 1, bool recompute = false,
-    bool recompute_per_stage = false);
+    bool recompute_per_stage = false, bool recompute_selective = false);
 
 }  // namespace dtsim::sim

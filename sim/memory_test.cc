@@ -187,6 +187,39 @@ TEST(DeviceMemory, TensorParallelActivationsFollowKorthikanti) {
   EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 4 * 1036.0);
 }
 
+// Issue 13, item 3, on the same tiny GPT as above (elements, fp32).
+// Sequence parallelism (Korthikanti et al. 2022, §4.2.2, Table 2: 34/t
+// instead of 10 + 24/t) divides by t everything a block keeps, the
+// replicated 208 as well as the split 480: 688 / 2 = 344 per block; outside
+// the blocks embed.dropout (32) and final_ln (40) are in the region, the LM
+// head keeps its input sharded (32), the loss is split (64), only the token
+// ids (4) stay whole:
+//   t = 2: 4 + 16 + 2 x 344 + 20 + 16 + 32 = 776 elements.
+// Selective recomputation (§5) drops attention's s x s tensors, the 3 A S^2
+// = 96 of each block (softmax output, dropout mask, the probabilities the
+// context matmul keeps), and holds one block's 96 again while it recomputes:
+//   t = 1: 4 + 32 + 2 x (688 - 96) + 40 + 32 + 64 + 96 = 1,452 elements;
+//   both, t = 2: 4 + 16 + 2 x 296 + 20 + 16 + 32 + 96 / 2 = 728 elements
+// (Table 2's 34 sbh / t: the 5as/h term gone).
+TEST(DeviceMemory, SequenceParallelismAndSelectiveRecomputationFollowKorthikanti) {
+  const ModelGraph g = TinyTransformer();
+  MemoryInputs in;
+  in.graph = &g;
+  in.ops = AllOps(g);
+  in.tensor_parallel = 2;
+  in.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 4 * 776.0);
+  in.tensor_parallel = 1;
+  in.sequence_parallel = false;
+  in.recompute_selective = true;
+  const MemoryBreakdown sel = DeviceMemory(in);
+  EXPECT_DOUBLE_EQ(sel.activations_bytes, 4 * 1452.0);
+  EXPECT_DOUBLE_EQ(sel.recompute_bytes, 4 * 96.0);
+  in.tensor_parallel = 2;
+  in.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 4 * 728.0);
+}
+
 TEST(DeviceMemory, ActivationsScaleWithMicroBatchesInFlightAndTheirSize) {
   const ModelGraph g = Gpt2Fp16();
   MemoryInputs in = Gpt2Inputs(g);

@@ -180,6 +180,60 @@ TEST(TensorParallel, MegatronCommunicationVolumePerLayer) {
   EXPECT_EQ(re_collectives, 6 * c.layers * m + 3 * m);
 }
 
+// Issue 13, item 3: Megatron's sequence parallelism (Korthikanti et al.
+// 2022, §4.2.2, Fig. 5). Each forward all-reduce after a row-parallel op
+// (attention's proj, fc2, the vocabulary-parallel embedding) becomes a
+// reduce-scatter, and an all-gather runs before each column-parallel op
+// (qkv, fc1, the LM head); backward mirrors them, and re-gathers each
+// column-parallel op's sequence-sharded input for its weight gradient.
+// Per micro-batch, with L layers:
+//   reduce-scatters: forward 2L + 1, backward 2L + 1       = 4L + 2
+//   all-gathers:     forward 2L + 1, backward 2L + 1,
+//                    re-gathers 2L + 1                     = 6L + 3
+//   all-reduces:     none
+// each of b x s x h (the full tensor; ring reduce-scatter and all-gather
+// each move half a ring all-reduce's bytes, so without the re-gathers the
+// traffic equals tensor parallelism's 4L + 2 all-reduces: "the same
+// communication volume", §4.2.2).
+TEST(TensorParallel, SequenceParallelismSwapsAllReducesForReduceScatterAndAllGather) {
+  models::TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 256;
+  c.heads = 8;
+  c.sequence = 128;
+  c.vocab = 1000;
+  ModelGraph g = models::BuildTransformer(c, "tiny");
+  g.SetDType(models::DType::kFp16);
+  const int t = 4, b = 2, m = 3;
+  plan::HybridOptions o;
+  o.tensor = t;
+  o.micro_batch = b;
+  o.micro_batches = m;
+  o.sequence_parallel = true;
+  const ModelGraph shard = plan::TensorParallelShard(g, t, true);
+  o.chunks = {{0, shard.num_ops()}};
+  const plan::Plan plan = plan::BuildHybridPlan(shard, {1, t}, o);
+  const double bsh = static_cast<double>(b) * c.sequence * c.hidden * 2;  // fp16
+  int rs = 0, ag = 0, ar = 0;
+  for (const plan::Collective& col : plan.collectives()) {
+    EXPECT_DOUBLE_EQ(col.bytes, bsh);
+    rs += col.op == plan::CollectiveOp::kReduceScatter;
+    ag += col.op == plan::CollectiveOp::kAllGather;
+    ar += col.op == plan::CollectiveOp::kAllReduce;
+  }
+  const int l = c.layers;
+  EXPECT_EQ(rs, (4 * l + 2) * m);
+  EXPECT_EQ(ag, (6 * l + 3) * m);
+  EXPECT_EQ(ar, 0);
+  // The replicated ops of the layers (layer norms, dropouts, residuals)
+  // work on s / t of the sequence: 1/t of their FLOPs.
+  const ModelGraph plain = plan::TensorParallelShard(g, t, false);
+  const models::OpId ln = g.Find("layer0.attn.ln");
+  EXPECT_DOUBLE_EQ(shard.op(ln).fwd_flops, plain.op(ln).fwd_flops / t);
+  EXPECT_DOUBLE_EQ(shard.op(g.Find("layer0.attn.qkv")).fwd_flops,
+                   plain.op(g.Find("layer0.attn.qkv")).fwd_flops);
+}
+
 TEST(Pipeline, TiedEmbeddingGradientIsAllReducedBetweenFirstAndLastStage) {
   // Issue 10 item 12. A GPT whose LM head shares the token table, split in
   // 2 stages: the table sits in stage 0, the head in stage 1, which holds a

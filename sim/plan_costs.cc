@@ -89,19 +89,19 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
   using Key = std::tuple<int, int, std::int32_t, std::uint64_t>;
   std::map<Key, SimTime> cache;
   for (const plan::Collective& c : plan.collectives()) {
-    DTSIM_CHECK(c.op == plan::CollectiveOp::kAllReduce, "only all-reduce is priced yet");
     const Key key{static_cast<int>(c.op), static_cast<int>(c.algorithm), c.group,
                   std::bit_cast<std::uint64_t>(c.bytes)};
     auto it = cache.find(key);
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
       std::vector<int> ranks(members.begin(), members.end());
-      const double t = AllReduceSeconds(network, c.algorithm, ranks, c.bytes);
+      const double t = CollectiveSeconds(network, c.op, c.algorithm, ranks, c.bytes);
       double seconds = network.spec().collective_latency_s + t;
       if (network.spec().nccl_protocols) {
         // The schedule's latency part: the same schedule moving one byte
         // (an empty one costs nothing at all).
-        const double latency = std::min(t, AllReduceSeconds(network, c.algorithm, ranks, 1.0));
+        const double latency =
+            std::min(t, CollectiveSeconds(network, c.op, c.algorithm, ranks, 1.0));
         const int per_node = std::max(1, network.spec().devices_per_node);
         bool spans_nodes = false;
         for (int r : ranks) spans_nodes |= r / per_node != ranks.front() / per_node;

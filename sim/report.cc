@@ -310,7 +310,7 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
     const double static_bytes = p.stage_memory[std::min(stage, p.stage_memory.size() - 1)].StaticBytes();
     // The plan's graph is already one tensor rank's share: t = 1 here.
     for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.recompute,
-                                                      p.recompute_per_stage))
+                                                      p.recompute_per_stage, p.recompute_selective))
       emit({{"name", "memory"}, {"ph", "C"}, {"pid", r},
             {"ts", static_cast<double>(time) / 1000.0}, {"args", {{"GiB", bytes / kGiB}}}});
   }

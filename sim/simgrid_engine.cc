@@ -57,7 +57,7 @@ void RequireSupported(const plan::Plan& plan, const NetworkSpec& spec,
           "(identical workers beyond it are represented by one)");
   }
   for (const plan::Collective& c : plan.collectives())
-    if (c.op != plan::CollectiveOp::kAllReduce)
+    if (c.op == plan::CollectiveOp::kBroadcast)
       throw UserError(std::string("engine simgrid does not support collective ") +
                       plan::CollectiveOpName(c.op) + " yet");
   for (const plan::Task& t : plan.tasks())
@@ -201,13 +201,14 @@ class Run {
     std::set<std::pair<int, int>> pairs;
     std::map<std::tuple<int, std::int32_t, std::uint64_t>, std::size_t> cache;
     for (const plan::Collective& c : plan.collectives()) {
-      const auto key = std::make_tuple(static_cast<int>(c.algorithm), c.group,
-                                       std::bit_cast<std::uint64_t>(c.bytes));
+      const auto key = std::make_tuple(static_cast<int>(c.op) * 16 + static_cast<int>(c.algorithm),
+                                       c.group, std::bit_cast<std::uint64_t>(c.bytes));
       auto it = cache.find(key);
       if (it == cache.end()) {
         const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
-        schedules_.push_back(AllReduceSchedule(
-            network, c.algorithm, std::vector<int>(members.begin(), members.end()), c.bytes));
+        schedules_.push_back(CollectiveSchedule(network, c.op, c.algorithm,
+                                                std::vector<int>(members.begin(), members.end()),
+                                                c.bytes));
         for (const CollectiveStep& step : schedules_.back())
           for (const Transfer& tr : step.transfers)
             if (tr.src != tr.dst) pairs.emplace(tr.src, tr.dst);

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "common/error.h"
 #include "plan/data_parallel.h"
 #include "plan/hybrid.h"
+#include "plan/layers.h"
 #include "plan/parameter_server.h"
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
@@ -49,6 +51,7 @@ std::vector<models::OpId> AllOps(const models::ModelGraph& graph) {
 // Full recomputation on a worker that holds the whole model: the ranges the
 // memory model checkpoints (RecomputedRanges), re-run before their backward.
 plan::RecomputeRanges WholeModelRecompute(const config::Scenario& s, const models::ModelGraph& graph) {
+  if (s.parallelism.recompute_selective) return plan::AttentionCores(graph);
   if (!s.parallelism.recompute) return {};
   return RecomputedRanges(graph, AllOps(graph), 1);
 }
@@ -200,16 +203,18 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
 // Bytes all ranks put on links in iterations [first, last].
 double NetworkBytes(const plan::Plan& plan, Network& network, int first, int last) {
   double bytes = 0;
-  std::map<std::pair<int, double>, double> cache;  // (algorithm, bytes) -> total
+  // (op, algorithm, group, bytes) -> total
+  std::map<std::tuple<int, int, std::int32_t, double>, double> cache;
   for (const plan::Collective& c : plan.collectives()) {
     if (c.iteration < first || c.iteration > last) continue;
-    auto key = std::make_pair(static_cast<int>(c.algorithm), c.bytes);
+    auto key = std::make_tuple(static_cast<int>(c.op), static_cast<int>(c.algorithm), c.group,
+                               c.bytes);
     auto it = cache.find(key);
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
-      it = cache.emplace(key, AllReduceTotalBytes(network, c.algorithm,
-                                                  std::vector<int>(members.begin(), members.end()),
-                                                  c.bytes))
+      it = cache.emplace(key, CollectiveTotalBytes(network, c.op, c.algorithm,
+                                                   std::vector<int>(members.begin(), members.end()),
+                                                   c.bytes))
                .first;
     }
     bytes += it->second * c.copies;
@@ -357,6 +362,11 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   if (options.graph == nullptr) built = config::BuildWorkloadModel(s);
   const models::ModelGraph& full = options.graph ? *options.graph : *built;
   CheckPlanSize(s, full);  // refuses plans that would not fit in memory
+  if (s.parallelism.recompute_selective && plan::AttentionCores(full).empty())
+    throw UserError(s.Where("parallelism.recompute"),
+                    "recompute: selective recomputes attention's core (Q K^T, softmax, dropout, "
+                    "attention over V), and model '" + full.name() + "' has none",
+                    "use recompute: full, or none");
   p.model_totals = full.Totals();
   for (models::OpId c : full.consumers(0))
     if (full.op(c).kind == models::OpKind::kEmbedding)
@@ -534,13 +544,16 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
                          s.workload.precision == hw::Precision::kBf16;
     in.recompute = par.recompute;
+    in.recompute_selective = par.recompute_selective;
     p.memory_capacity_bytes = device->memory_bytes;
     p.recompute = par.recompute;
+    p.recompute_selective = par.recompute_selective;
     if (pipelined) {
       const plan::HybridOptions& o = hybrid;
       p.pipeline_stages = o.pipeline;
       p.tensor_parallel = o.tensor;
       in.tensor_parallel = o.tensor;
+      in.sequence_parallel = o.sequence_parallel;
       in.data_parallel = workers / (o.tensor * o.pipeline);
       in.zero_stage = par.zero_stage;
       in.micro_batch_size = o.micro_batch;

@@ -73,6 +73,7 @@ struct Prediction {
   double memory_capacity_bytes = 0;
   bool recompute = false;     // activations kept per layer input only
   bool recompute_per_stage = false;  // ... per stage input (GPipe), MemoryInputs
+  bool recompute_selective = false;  // attention's core only, MemoryInputs
   int pipeline_stages = 1;    // p (1 without pipelining)
   int tensor_parallel = 1;    // t
   std::string does_not_fit;

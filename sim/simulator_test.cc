@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/layers.h"
 #include "sim/collectives.h"
 #include "sim/report.h"
 
@@ -260,6 +261,47 @@ TEST(Simulator, RecomputeRerunsTheForwardWithEveryStrategy) {
     EXPECT_LT(extra_s, 0.5 * plain.metrics.breakdown.compute_s);
     EXPECT_LT(rec.stage_memory.at(0).activations_bytes, plain.stage_memory.at(0).activations_bytes);
   }
+}
+
+// Issue 13, item 3: selective recomputation re-runs attention's core only.
+// Its forward is Q K^T and attention over V, 2 s^2 h multiply-adds per
+// sample and layer = 4 s^2 h FLOPs (Korthikanti et al. 2022, §5), plus the
+// softmax and dropout on the a s^2 scores; the step's compute grows by
+// exactly the time of those forwards, far less than full recomputation's.
+TEST(Simulator, SelectiveRecomputationRerunsAttentionsCoreOnly) {
+  config::Scenario s = HybridGpt2(FreeComm(Base(1, 1)));
+  s.cluster.device = "A100-SXM4-80GB";
+  s.workload.precision = hw::Precision::kFp16;
+  s.workload.iterations = 2;
+  const Prediction none = Simulate(s);
+  s.parallelism.recompute_selective = true;
+  const Prediction sel = Simulate(s);
+  s.parallelism.recompute_selective = false;
+  s.parallelism.recompute = true;
+  const Prediction full = Simulate(s);
+  const auto cores = plan::AttentionCores(none.graph);
+  ASSERT_EQ(cores.size(), 12u);  // GPT-2 small: 12 layers
+  const double sq = 1024, h = 768;
+  double core_flops = 0, core_s = 0;
+  for (const auto& [b, e] : cores)
+    for (models::OpId v = b; v < e; ++v) core_flops += none.graph.op(v).fwd_flops;
+  EXPECT_NEAR(core_flops, 12 * 4 * sq * sq * h, 0.1 * 12 * 4 * sq * sq * h);
+  for (std::size_t t = 0; t < sel.plan.num_tasks(); ++t) {
+    const plan::Task& task = sel.plan.task(static_cast<plan::TaskId>(t));
+    if (task.iteration != 1 || task.kind != plan::TaskKind::kForward) continue;
+    for (const auto& [b, e] : cores)
+      if (task.op == static_cast<int>(b) && task.op_count == static_cast<int>(e - b))
+        core_s += NsToSeconds(sel.costs.task_ns[t]);
+  }
+  ASSERT_GT(core_s, 0);
+  const double grew = sel.metrics.breakdown.compute_s - none.metrics.breakdown.compute_s;
+  EXPECT_NEAR(grew, core_s, 1e-6 * core_s);
+  EXPECT_LT(grew, 0.5 * (full.metrics.breakdown.compute_s - none.metrics.breakdown.compute_s));
+  EXPECT_LT(sel.stage_memory.at(0).activations_bytes, none.stage_memory.at(0).activations_bytes);
+  // A model without attention has nothing to recompute selectively: refused.
+  config::Scenario cnn = Base(1, 1);
+  cnn.parallelism.recompute_selective = true;
+  EXPECT_THROW(Simulate(cnn), UserError);
 }
 
 }  // namespace

@@ -91,6 +91,23 @@ TEST_F(PlanExecutor, DataParallelEqualsOneWorkerWithTheWholeBatch) {
   }
 }
 
+// Issue 13: recomputation re-runs forwards of op ranges before their
+// backward (plan/compute_tasks.h). Re-running a forward from the same inputs
+// gives the same activations, so the parameters after training are
+// bit-identical to the plan without recomputation, whichever ranges re-run.
+TEST_F(PlanExecutor, RecomputedForwardsGiveBitIdenticalParameters) {
+  SoloCommunicator solo;
+  plan::DataParallelOptions o;
+  o.batch_per_rank = 4;
+  const std::vector<float> plain =
+      ExecutePlan(plan::BuildDataParallelPlan(Cnn(), {1, 1}, o), Cnn(), Images(), solo, cpu_, Options())
+          .final_params;
+  for (const auto& u : plan::LayerUnits(Cnn())) o.recompute.emplace_back(u.begin, u.end);
+  const plan::Plan re = plan::BuildDataParallelPlan(Cnn(), {1, 1}, o);
+  EXPECT_GT(re.num_tasks(), plan::BuildDataParallelPlan(Cnn(), {1, 1}, {.batch_per_rank = 4}).num_tasks());
+  EXPECT_EQ(ExecutePlan(re, Cnn(), Images(), solo, cpu_, Options()).final_params, plain);
+}
+
 TEST_F(PlanExecutor, MpiAllReduceGivesTheSameParameters) {
   ExecOptions eo = Options();
   eo.mpi_allreduce = true;

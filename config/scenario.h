@@ -208,6 +208,15 @@ struct HybridConfig {
   bool sequence_parallel = false;
 };
 
+// One level of hierarchical model averaging (PyTorch's
+// torch.distributed.algorithms.model_averaging.HierarchicalModelAverager,
+// period_group_size_dict): every `period` steps, each group of
+// `group_size` consecutive ranks averages its parameters.
+struct AveragingLevel {
+  int group_size = 1;
+  int period = 1;
+};
+
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;
   SyncMode sync = SyncMode::kSynchronous;
@@ -218,6 +227,17 @@ struct ParallelismConfig {
   // synchronous data parallelism), through all-reduce or the servers.
   int averaging_period = 10;
   AveragingTransport averaging = AveragingTransport::kAllReduce;
+  // local_sgd, hierarchical averaging: levels below the global average of
+  // every `averaging_period` steps, by increasing period, each period
+  // dividing the next and averaging_period, each group size dividing the
+  // next and the ranks. At step k (1-based) the level with the largest
+  // period dividing k averages (the global one when averaging_period does).
+  std::vector<AveragingLevel> averaging_groups;
+  // local_sgd: post-local SGD (Lin et al. 2020, "Don't Use Large
+  // Mini-Batches, Use Local SGD", §3; PyTorch's PostLocalSGDOptimizer):
+  // the first this many steps are synchronous data parallelism (gradients
+  // all-reduced every step), local SGD after. 0 = local from the start.
+  int post_local_steps = 0;
   ParameterServerConfig parameter_server;  // parameter_server, and local_sgd over servers
   HybridConfig hybrid;                     // hybrid and model
   // Memory: activation recomputation (keep only each layer's input, redo

@@ -51,6 +51,7 @@ const std::vector<std::string> kWorkloadKeys = {
     "input"};
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
+    "averaging_groups", "post_local_steps",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel"};
@@ -361,6 +362,26 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
   if (auto x = m.Get("bucket_size")) p.bucket_bytes = x->AsPositiveQuantity(Dimension::kBytes);
   if (auto x = m.Get("overlap")) p.overlap = x->AsBool();
   if (auto x = m.Get("averaging_period")) p.averaging_period = x->AsInt(1);
+  if (auto x = m.Get("averaging_groups")) {
+    for (const YamlValue& e : x->AsSequence()) {
+      const YamlMap level = e.AsMap({"group_size", "period"});
+      AveragingLevel l;
+      l.group_size = level.Require("group_size").AsInt(1);
+      l.period = level.Require("period").AsInt(1);
+      const AveragingLevel* prev = p.averaging_groups.empty() ? nullptr : &p.averaging_groups.back();
+      if (prev != nullptr && (l.period <= prev->period || l.period % prev->period != 0))
+        e.Fail("each level's period must be a multiple of the previous level's (" +
+                   std::to_string(prev->period) + ") and larger",
+               "list the levels from the most frequent, as PyTorch's hierarchical averager "
+               "takes them");
+      if (prev != nullptr && (l.group_size <= prev->group_size || l.group_size % prev->group_size != 0))
+        e.Fail("each level's group_size must be a multiple of the previous level's (" +
+               std::to_string(prev->group_size) + ") and larger");
+      p.averaging_groups.push_back(l);
+    }
+    if (p.averaging_groups.empty()) x->Fail("expected at least one {group_size, period} level");
+  }
+  if (auto x = m.Get("post_local_steps")) p.post_local_steps = x->AsInt(0);
   if (auto x = m.Get("averaging")) {
     p.averaging = ReadEnum(*x, kTransports, AveragingTransportName, "averaging transport");
   }
@@ -416,6 +437,34 @@ OutputConfig ReadOutputs(const YamlValue& v) {
 // the replicas' micro-batches: well-formed values whose plan cannot be built
 // (InfeasiblePlan), reported at the offending key. The checks that need the
 // model (heads, layers) are sim::MakeHybridSetup's.
+// Hierarchical averaging levels against the cluster and the global period:
+// each level's groups must tile the ranks, and its period divide
+// averaging_period (the plan repeats every averaging_period steps).
+void CheckAveragingLevels(const Scenario& s, const YamlValue& parallelism) {
+  const ParallelismConfig& p = s.parallelism;
+  if (p.strategy != Strategy::kLocalSgd || p.averaging_groups.empty()) return;
+  const YamlMap m = parallelism.AsMap(kParallelismKeys);
+  const YamlValue groups = m.Require("averaging_groups");
+  if (p.averaging != AveragingTransport::kAllReduce)
+    groups.Fail("hierarchical averaging needs averaging: all_reduce",
+                "groups average among themselves; the parameter servers average everyone");
+  const int n = s.cluster.num_devices();
+  const std::vector<YamlValue> levels = groups.AsSequence();
+  for (std::size_t i = 0; i < p.averaging_groups.size(); ++i) {
+    const AveragingLevel& l = p.averaging_groups[i];
+    if (l.group_size >= n || n % l.group_size != 0)
+      levels[i].FailInfeasible("group_size " + std::to_string(l.group_size) +
+                               " does not divide the " + std::to_string(n) +
+                               " ranks into groups smaller than all of them");
+    if (l.period >= p.averaging_period || p.averaging_period % l.period != 0)
+      levels[i].FailInfeasible("period " + std::to_string(l.period) +
+                                   " must divide averaging_period (" +
+                                   std::to_string(p.averaging_period) + ") and be smaller",
+                               "averaging_period is the period of the global average, the top "
+                               "level");
+  }
+}
+
 void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
   if (s.parallelism.strategy != Strategy::kHybrid) return;
   const YamlMap m = parallelism.AsMap(kParallelismKeys);
@@ -561,6 +610,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   if (auto x = m.Get("parallelism")) {
     s.parallelism = ReadParallelism(*x);
     CheckHybridShape(s, *x);
+    CheckAveragingLevels(s, *x);
     const ParameterServerConfig& ps = s.parallelism.parameter_server;
     if (ps.replicas_to_aggregate > s.cluster.num_devices()) {
       x->AsMap(kParallelismKeys)

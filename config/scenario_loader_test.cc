@@ -144,6 +144,32 @@ TEST(ScenarioLoaderTest, RecomputeGranularityAndSequenceParallel) {
   EXPECT_TRUE(FailsAt("parallelism:\n  sequence_parallel: true\n", 2, "strategy hybrid"));
 }
 
+// Issue 13, item 6: hierarchical averaging levels and post-local SGD.
+TEST(ScenarioLoaderTest, AveragingGroupsAndPostLocal) {
+  const std::string base =
+      "cluster: {nodes: 4, devices_per_node: 4}\nparallelism:\n  strategy: local_sgd\n"
+      "  averaging_period: 8\n";
+  const Scenario s = ParseScenario(
+      base + "  averaging_groups: [{group_size: 4, period: 2}, {group_size: 8, period: 4}]\n"
+             "  post_local_steps: 100\n",
+      "t.yaml");
+  ASSERT_EQ(s.parallelism.averaging_groups.size(), 2u);
+  EXPECT_EQ(s.parallelism.averaging_groups[1].group_size, 8);
+  EXPECT_EQ(s.parallelism.averaging_groups[1].period, 4);
+  EXPECT_EQ(s.parallelism.post_local_steps, 100);
+  // Periods must grow by multiples, and divide the global period.
+  EXPECT_TRUE(FailsAt(base + "  averaging_groups: [{group_size: 4, period: 4}, {group_size: 8, period: 2}]\n",
+                      5, "multiple of the previous"));
+  EXPECT_TRUE(FailsAt(base + "  averaging_groups: [{group_size: 4, period: 3}]\n", 5,
+                      "must divide averaging_period"));
+  // Groups must tile the 16 ranks and be smaller than all of them.
+  EXPECT_TRUE(FailsAt(base + "  averaging_groups: [{group_size: 3, period: 2}]\n", 5,
+                      "does not divide the 16 ranks"));
+  EXPECT_TRUE(FailsAt(base + "  averaging_groups: [{group_size: 16, period: 2}]\n", 5,
+                      "does not divide the 16 ranks"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  post_local_steps: 10\n", 2, "local_sgd"));
+}
+
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or
 // as an error without a location ("must be > 0, got inf"); each is refused
 // at the value, naming the bound (common/yaml_reader.h BoundsOf).

@@ -68,7 +68,8 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
                   "the servers hold the optimizer state; ZeRO shards it over all-reduce "
                   "replicas");
   }
-  if ((path == "parallelism.averaging_period" || path == "parallelism.averaging") &&
+  if ((path == "parallelism.averaging_period" || path == "parallelism.averaging" ||
+       path == "parallelism.averaging_groups" || path == "parallelism.post_local_steps") &&
       st != Strategy::kLocalSgd) {
     return Unused(s, path, "only local_sgd averages parameters periodically");
   }

@@ -63,7 +63,16 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     total_params += graph.op(v).params;
   }
   plan.ops_on_rank.assign(static_cast<std::size_t>(num_ranks), all_ops);
-  const auto averages = [&](int it) { return it % options.averaging_period == options.averaging_period - 1; };
+  const int levels = static_cast<int>(options.averaging_levels.size());
+  // Which level averages at iteration `it`: `levels` for the global one, a
+  // level index, or -1 for none.
+  const auto level_at = [&](int it) {
+    const int k = it + 1;
+    if (k % options.averaging_period == 0) return levels;
+    for (int l = levels; l-- > 0;)
+      if (k % options.averaging_levels[static_cast<std::size_t>(l)].second == 0) return l;
+    return -1;
+  };
 
   const auto buckets = GradientBuckets(graph, options.bucket_bytes);
   std::vector<std::int32_t> bucket_of_op(graph.num_ops(), -1);
@@ -77,6 +86,34 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
   std::vector<RankId> everyone(static_cast<std::size_t>(num_ranks));
   for (int r = 0; r < num_ranks; ++r) everyone[static_cast<std::size_t>(r)] = r;
   const std::int32_t world = plan.AddGroup(everyone);
+  // Per level: its groups (consecutive ranks) and how many collectives the
+  // emitted ones stand for (groups without a materialized member are not
+  // emitted; the first group counts them).
+  struct LevelGroup {
+    std::int32_t group;
+    std::vector<int> members;  // materialized ranks, in order
+    std::int32_t copies;
+  };
+  std::vector<std::vector<LevelGroup>> level_groups(static_cast<std::size_t>(levels));
+  for (int l = 0; l < levels; ++l) {
+    const int size = options.averaging_levels[static_cast<std::size_t>(l)].first;
+    DTSIM_CHECK(size >= 1 && num_ranks % size == 0, "averaging groups must tile the ranks");
+    int hidden = 0;
+    for (int first = 0; first < num_ranks; first += size) {
+      std::vector<RankId> ranks;
+      std::vector<int> members;
+      for (int r = first; r < first + size; ++r) {
+        ranks.push_back(r);
+        if (r < built) members.push_back(r);
+      }
+      if (members.empty()) {
+        ++hidden;
+        continue;
+      }
+      level_groups[static_cast<std::size_t>(l)].push_back({plan.AddGroup(ranks), members, 1});
+    }
+    level_groups[static_cast<std::size_t>(l)].front().copies += hidden;
+  }
 
   for (int it = 0; it < options.iterations; ++it) {
     // Per rank: the weight-gradient tasks of each bucket, and the last
@@ -99,7 +136,8 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     // Gradient all-reduces, one per bucket, in bucket order on the comm
     // streams; then each rank's optimizer step waits for all of them.
     std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(built));
-    if (num_ranks > 1 && averages(it)) {
+    const int level = num_ranks > 1 ? level_at(it) : -1;
+    if (level == levels) {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
         Collective c;
         c.op = CollectiveOp::kAllReduce;
@@ -112,6 +150,23 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
           opt_deps[static_cast<std::size_t>(r)].push_back(
               plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
       }
+    } else if (level >= 0) {
+      for (const LevelGroup& g : level_groups[static_cast<std::size_t>(level)])
+        for (std::size_t b = 0; b < buckets.size(); ++b) {
+          Collective c;
+          c.op = CollectiveOp::kAllReduce;
+          c.algorithm = options.algorithm;
+          c.bytes = bucket_bytes[b];
+          c.group = g.group;
+          c.bucket = static_cast<std::int32_t>(b);
+          c.copies = g.copies;
+          std::vector<std::vector<TaskId>> deps;
+          for (int r : g.members) deps.push_back(bucket_deps[b][static_cast<std::size_t>(r)]);
+          const std::int32_t ci = plan.AddCollective(std::move(c), deps, it);
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (std::size_t x = 0; x < g.members.size(); ++x)
+            opt_deps[static_cast<std::size_t>(g.members[x])].push_back(tasks[x]);
+        }
     }
     for (int r = 0; r < built; ++r) {
       Task t;

@@ -4,6 +4,9 @@
 // local SGD (parameters averaged every H minibatches).
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "models/graph.h"
 #include "plan/compute_tasks.h"
 #include "plan/plan.h"
@@ -34,6 +37,12 @@ struct DataParallelOptions {
   // parameters and averages the replicas; H = 1 is plain synchronous data
   // parallelism.
   int averaging_period = 1;
+  // Hierarchical averaging (config::AveragingLevel): (group_size, period)
+  // levels below the global average, by increasing period, each period
+  // dividing averaging_period. At iteration it (step k = it + 1) that is not
+  // a global one, the level with the largest period dividing k all-reduces,
+  // bucket by bucket, within each group of group_size consecutive ranks.
+  std::vector<std::pair<int, int>> averaging_levels;
   // Symmetric shortcut (see plan.h): materialize only rank 0's tasks when 1;
   // 0 = all ranks.
   int materialized_ranks = 0;

@@ -150,6 +150,18 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
     j["local_sgd"] = {{"averaging_period", p.averaging_period},
                       {"averaging", config::AveragingTransportName(s.parallelism.averaging)},
                       {"averaging_round_s", p.averaging_round_s}};
+    nlohmann::ordered_json levels = nlohmann::ordered_json::array();
+    for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
+      levels.push_back({{"group_size", l.group_size}, {"period", l.period}});
+    if (!levels.empty()) j["local_sgd"]["averaging_groups"] = levels;
+    if (p.post_local) {
+      const Prediction::PostLocal& pl = *p.post_local;
+      j["local_sgd"]["post_local"] = {
+          {"synchronous_steps", pl.synchronous_steps},
+          {"synchronous_step_s", pl.synchronous_step_s},
+          {"synchronous_throughput_samples_per_s", pl.synchronous_throughput_samples_per_s},
+          {"synchronous_phase_s", pl.synchronous_phase_s}};
+    }
   }
   if (!p.plan.ranks.empty() && p.plan.IsServer(p.plan.num_ranks() - 1)) {
     const auto& ps = s.parallelism.parameter_server;
@@ -404,6 +416,22 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   p.averaging_period, p.averaging_period, p.averaging_period,
                   FormatSeconds(p.averaging_round_s).c_str());
     o << line;
+    for (const config::AveragingLevel& l : s.parallelism.averaging_groups) {
+      std::snprintf(line, sizeof line, "  and within groups of %d ranks every %d steps\n",
+                    l.group_size, l.period);
+      o << line;
+    }
+    if (p.post_local) {
+      const Prediction::PostLocal& pl = *p.post_local;
+      std::snprintf(line, sizeof line,
+                    "post-local SGD: the first %d steps synchronous (gradients all-reduced every "
+                    "step): %s per step, %.1f samples/s, %s in all; the figures below are the "
+                    "local phase's\n",
+                    pl.synchronous_steps, FormatSeconds(pl.synchronous_step_s).c_str(),
+                    pl.synchronous_throughput_samples_per_s,
+                    FormatSeconds(pl.synchronous_phase_s).c_str());
+      o << line;
+    }
   }
   std::snprintf(line, sizeof line, "network: %s per sample\n",
                 FormatBytes(p.network_bytes_per_sample).c_str());

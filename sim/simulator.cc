@@ -108,6 +108,9 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
   o.overlap = s.parallelism.overlap;
   o.algorithm = s.parallelism.algorithm;
   o.averaging_period = averaging_period;
+  if (s.parallelism.strategy == Strategy::kLocalSgd)
+    for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
+      o.averaging_levels.emplace_back(l.group_size, l.period);
   o.materialized_ranks = materialize;
   o.recompute = WholeModelRecompute(s, graph);
   // Horovod fuses gradients into its own buffer size.
@@ -391,7 +394,9 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   // pipeline need a warm-up iteration before it.
   const bool host_side = s.workload.framework.HasHostCosts() ||
                          s.workload.framework.sync_each_step || s.workload.input.Costs();
-  const bool fast = options.fast && alike && !simgrid && !host_side;
+  // Hierarchical averaging has more than two kinds of iterations.
+  const bool fast = options.fast && alike && !simgrid && !host_side &&
+                    s.parallelism.averaging_groups.empty();
   // Identical workers: a few stand for all (the timeline shows them).
   const int materialize = fast              ? 1
                           : alike && !simgrid ? std::min(workers, std::max(1, s.outputs.trace_max_ranks))
@@ -599,6 +604,22 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.does_not_fit = DoesNotFit(p.stage_rank[st], p.stage_memory[st], p.memory_capacity_bytes);
   }
 
+  if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.post_local_steps > 0) {
+    config::Scenario sync = s;
+    sync.parallelism.strategy =
+        UsesServers(s) ? Strategy::kParameterServer : Strategy::kData;  // synchronous either way
+    sync.parallelism.averaging_groups.clear();
+    sync.parallelism.post_local_steps = 0;
+    SimulateOptions o = options;
+    o.graph = &full;
+    const Prediction phase = Simulate(sync, o);
+    Prediction::PostLocal pl;
+    pl.synchronous_steps = s.parallelism.post_local_steps;
+    pl.synchronous_step_s = phase.metrics.step_time_s;
+    pl.synchronous_throughput_samples_per_s = phase.metrics.throughput_samples_per_s;
+    pl.synchronous_phase_s = pl.synchronous_steps * pl.synchronous_step_s;
+    p.post_local = pl;
+  }
   if (s.failures.Enabled())
     p.failures = SimulateFailures(s.failures, workers, s.cluster.devices_per_node, s.seed);
   p.wall_seconds =

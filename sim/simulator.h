@@ -77,6 +77,16 @@ struct Prediction {
   int pipeline_stages = 1;    // p (1 without pipelining)
   int tensor_parallel = 1;    // t
   std::string does_not_fit;
+  // local_sgd with parallelism.post_local_steps: the synchronous phase
+  // (data parallelism over the same cluster: gradients all-reduced every
+  // step) that runs before local SGD; the figures above are local SGD's.
+  struct PostLocal {
+    int synchronous_steps = 0;
+    double synchronous_step_s = 0;
+    double synchronous_throughput_samples_per_s = 0;
+    double synchronous_phase_s = 0;  // steps x step time
+  };
+  std::optional<PostLocal> post_local;
   std::optional<AsyncFigures> async;
   std::optional<GoodputResult> failures;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)

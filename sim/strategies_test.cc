@@ -170,6 +170,61 @@ TEST(LocalSgd, NetworkBytesPerSampleFallAsOneOverH) {
   }
 }
 
+// Issue 13, item 6: hierarchical averaging (PyTorch's
+// HierarchicalModelAverager). N = 8 ranks on 4 nodes of 2; groups of g = 2
+// (a node) average every p = 2 steps, everyone every H = 4. Per round of H
+// steps: one global ring all-reduce, 2 (N - 1) M bytes in all, and
+// H/p - H/H = 1 group step, N/g groups x 2 (g - 1) M = 2 (N - N/g) M. Per
+// sample: (14 + 8) M / (H N batch). Averaging inside nodes every other step
+// is cheaper than averaging everyone that often (H = 2), and costlier than
+// not averaging in between (H = 4).
+TEST(LocalSgd, HierarchicalAveragingFollowsItsLevels) {
+  Scenario s = LocalSgd(4);
+  s.parallelism.averaging_groups = {{2, 2}};
+  s.workload.iterations = 9;
+  const Prediction p = Simulate(s);
+  const double m = p.graph.Totals().params * 4.0;
+  const double expected = (2.0 * 7 + 2.0 * (8 - 4)) * m / (4 * 8 * 32.0);
+  EXPECT_NEAR(p.network_bytes_per_sample, expected, 1e-9 * expected);
+  // First bucket's collectives, counted with the groups each stands for.
+  int global = 0, grouped = 0;
+  for (const plan::Collective& c : p.plan.collectives()) {
+    if (c.bucket != 0) continue;
+    const std::size_t members = p.plan.groups()[static_cast<std::size_t>(c.group)].size();
+    (members == 8 ? global : grouped) += c.copies;
+  }
+  EXPECT_EQ(global, 2);       // steps 4 and 8 of 9 iterations
+  EXPECT_EQ(grouped, 2 * 4);  // steps 2 and 6, 4 node groups each
+  // One materialized rank standing for all: the same figures.
+  Scenario one = s;
+  one.outputs.trace_max_ranks = 1;
+  const Prediction q = Simulate(one);
+  EXPECT_EQ(q.materialized_workers, 1);
+  EXPECT_NEAR(q.network_bytes_per_sample, expected, 1e-9 * expected);
+  EXPECT_NEAR(q.metrics.step_time_s, p.metrics.step_time_s, 1e-9);
+  Scenario every2 = LocalSgd(2);
+  every2.workload.iterations = 9;
+  Scenario every4 = LocalSgd(4);
+  every4.workload.iterations = 9;
+  EXPECT_LT(p.metrics.step_time_s, Simulate(every2).metrics.step_time_s);
+  EXPECT_GT(p.metrics.step_time_s, Simulate(every4).metrics.step_time_s);
+}
+
+// Post-local SGD (Lin et al. 2020): the synchronous phase is data
+// parallelism on the same cluster, so its step is data parallelism's; the
+// phase lasts steps x that step; the rest of the prediction is local SGD's.
+TEST(LocalSgd, PostLocalReportsItsSynchronousPhase) {
+  Scenario s = LocalSgd(8);
+  s.parallelism.post_local_steps = 500;
+  const Prediction p = Simulate(s);
+  ASSERT_TRUE(p.post_local.has_value());
+  const Prediction data = Simulate(Cluster(4, 2, "25GbE"));
+  EXPECT_DOUBLE_EQ(p.post_local->synchronous_step_s, data.metrics.step_time_s);
+  EXPECT_DOUBLE_EQ(p.post_local->synchronous_phase_s, 500 * data.metrics.step_time_s);
+  EXPECT_DOUBLE_EQ(p.metrics.step_time_s, Simulate(LocalSgd(8)).metrics.step_time_s);
+  EXPECT_LT(p.metrics.step_time_s, data.metrics.step_time_s);
+}
+
 TEST(FastPath, MatchesTheFullSimulation) {
   // The composed one-worker simulation gives the full simulation's figures.
   for (Scenario s : {Cluster(2, 4, "25GbE"), LocalSgd(1), LocalSgd(4), LocalSgd(7)}) {

@@ -122,6 +122,11 @@ void CheckExecutable(const config::Scenario& s) {
   if (s.parallelism.hybrid.tensor_parallel > 1)
     throw UserError(where + ": tensor parallelism is simulated but not executed for real",
                     "set parallelism.hybrid.tensor_parallel: 1");
+  if (s.parallelism.strategy == config::Strategy::kLocalSgd && s.parallelism.post_local_steps > 0 &&
+      s.parallelism.averaging == config::AveragingTransport::kParameterServer)
+    throw UserError(where + ": post-local SGD over parameter servers is simulated but not "
+                            "executed for real",
+                    "use parallelism.averaging: all_reduce, or post_local_steps: 0");
   if (s.parallelism.hybrid.virtual_stages > 1)
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");
@@ -491,6 +496,7 @@ exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Sce
   eo.average_parameters =
       local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
                     s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
+  eo.post_local_steps = local_sgd ? s.parallelism.post_local_steps : 0;
   eo.mpi_allreduce = o.mpi_allreduce;
   eo.input_threads = o.input_threads >= 0 ? o.input_threads
                      : o.backend == "cuda" ? kCudaInputThreads

@@ -134,7 +134,10 @@ class RankRunner {
   std::vector<models::OpId> bwd_cursor_;  // per slot: ops >= this have run backward
   std::set<TaskId> received_;
   std::vector<std::pair<std::vector<float>, SendRequest>> pending_sends_;
-  std::vector<ParamRange> deferred_averages_;
+  // Local SGD: parameter ranges to average after the update, and over
+  // which ranks.
+  std::vector<std::pair<ParamRange, std::vector<int>>> deferred_averages_;
+  bool averaging_now_ = false;  // this iteration averages parameters
   Clock::time_point run_start_;
   std::vector<TimelineEvent> events_;
   void Record(TaskId task, int iteration, Clock::time_point a, Clock::time_point b, bool receive) {
@@ -341,8 +344,9 @@ void RankRunner::Collective(const Task& t, IterationTimes& times) {
     }
     range = lo < hi ? ParamRange{lo, hi - lo} : ParamRange{0, 0};
   }
-  if (options_.average_parameters) {
-    deferred_averages_.push_back(range);  // parameters, after the local update
+  if (averaging_now_) {
+    // Parameters, after the local update, over the collective's group.
+    deferred_averages_.emplace_back(range, std::vector<int>(group.begin(), group.end()));
     return;
   }
   float* data = runtime_->grads() + range.offset;
@@ -400,17 +404,15 @@ void RankRunner::OptimizerStep(IterationTimes& times) {
   backend_.Synchronize();
   times.compute += Seconds(start, Clock::now());
   if (deferred_averages_.empty()) return;
-  // Local SGD: average the replicas' parameters.
-  std::vector<int> world(static_cast<std::size_t>(comm_.size()));
-  for (int r = 0; r < comm_.size(); ++r) world[static_cast<std::size_t>(r)] = r;
+  // Local SGD: average the replicas' parameters over each collective's group.
   const auto comm_start = Clock::now();
-  for (const ParamRange& range : deferred_averages_) {
+  for (const auto& [range, group] : deferred_averages_) {
     staging_.resize(static_cast<std::size_t>(range.count));
     backend_.Download(staging_.data(), runtime_->params() + range.offset, range.count);
     comm_.AllReduceSum(staging_.data(), static_cast<std::size_t>(range.count),
                        options_.mpi_allreduce ? AllReduceAlgorithm::kMpi : AllReduceAlgorithm::kRing,
-                       world);
-    const float inv = 1.0f / static_cast<float>(comm_.size());
+                       group);
+    const float inv = 1.0f / static_cast<float>(group.size());
     for (float& x : staging_) x *= inv;
     backend_.Upload(runtime_->params() + range.offset, staging_.data(), range.count);
   }
@@ -614,7 +616,12 @@ ExecResult RankRunner::Run() {
     loaded_.assign(static_cast<std::size_t>(micro_batches_), false);
     received_.clear();
     // Plan iteration i % H: with local SGD only every H-th one averages.
-    for (TaskId id : tasks_[static_cast<std::size_t>(i % options_.averaging_period)])
+    // Post-local SGD's synchronous phase runs the averaging iteration as
+    // data parallelism (gradients averaged before the update).
+    const int h = options_.averaging_period;
+    const bool synchronous_phase = i < options_.post_local_steps;
+    averaging_now_ = options_.average_parameters && !synchronous_phase;
+    for (TaskId id : tasks_[static_cast<std::size_t>(synchronous_phase ? h - 1 : i % h)])
       RunTask(id, i, times);
     const auto wait_start = Clock::now();
     for (auto& [payload, request] : pending_sends_) request.Wait();

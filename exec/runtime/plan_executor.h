@@ -20,8 +20,9 @@
 // there are: n workers x m samples see what one worker x n m samples sees.
 //
 // Local SGD (average_parameters): on averaging iterations each rank first
-// updates alone, then the bucket collectives average the parameters (sum,
-// then 1/N); with plain SGD and H = 1 that equals averaging gradients.
+// updates alone, then the bucket collectives average the parameters over
+// their group (sum, then 1/N: all ranks, or a hierarchical level's group);
+// with plain SGD and H = 1 that equals averaging gradients.
 //
 // Parameter-server plans (plan/parameter_server.h): workers run the tasks
 // above and pull / push shards at the plan's kSend tasks; server ranks run
@@ -57,6 +58,11 @@ struct ExecOptions {
   // (the plan's push_parameters, or H > 1) and servers average them, instead
   // of pushing gradients that servers average and apply.
   bool average_parameters = false;
+  // Post-local SGD (Lin et al. 2020; PyTorch's PostLocalSGDOptimizer): the
+  // first this many iterations run the plan's averaging iteration (H - 1)
+  // as synchronous data parallelism, averaging gradients before the update
+  // even with average_parameters; local SGD follows. 0 = none.
+  int post_local_steps = 0;
   // Use MPI's own all-reduce instead of the plan's ring or tree.
   bool mpi_allreduce = false;
   // Device backends: sums `count` floats of a device buffer over `group`

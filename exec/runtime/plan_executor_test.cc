@@ -148,6 +148,56 @@ TEST_F(PlanExecutor, LocalSgdReplicasAgreeAfterEachAverage) {
   }
 }
 
+// Issue 13, item 6: hierarchical averaging (PyTorch's
+// HierarchicalModelAverager). 4 ranks, pairs {0, 1} and {2, 3} average every
+// 2 steps, everyone every 4. After 2 iterations each pair agrees and the
+// pairs differ; after 4 everyone agrees.
+TEST_F(PlanExecutor, HierarchicalAveragingAgreesWithinGroupsThenEverywhere) {
+  if (world_.size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  plan::DataParallelOptions o;
+  o.batch_per_rank = 4;
+  o.iterations = 4;
+  o.averaging_period = 4;
+  o.averaging_levels = {{2, 2}};
+  const plan::Plan p = plan::BuildDataParallelPlan(Cnn(), {1, 4}, o);
+  for (int iterations : {2, 4}) {
+    ExecOptions eo = Options();
+    eo.iterations = iterations;
+    eo.averaging_period = 4;
+    eo.average_parameters = true;
+    const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+    std::vector<float> partner = r.final_params, zero = r.final_params;
+    // Each rank's partner in its pair (0 <-> 1, 2 <-> 3), and rank 0.
+    const std::vector<int> everyone = {0, 1, 2, 3};
+    for (int pair_first : {0, 2}) {
+      std::vector<float> first = r.final_params;
+      world_.Broadcast(first.data(), first.size(), pair_first, everyone);
+      if (world_.rank() / 2 * 2 == pair_first) partner = first;
+    }
+    world_.Broadcast(zero.data(), zero.size(), 0, everyone);
+    EXPECT_EQ(r.final_params, partner) << "rank " << world_.rank() << ", " << iterations;
+    if (iterations == 4) {
+      EXPECT_EQ(r.final_params, zero) << "rank " << world_.rank();
+    } else if (world_.rank() >= 2) {
+      EXPECT_NE(r.final_params, zero) << "rank " << world_.rank();
+    }
+  }
+}
+
+// Post-local SGD: its synchronous phase is data parallelism. With H = 4
+// and 3 iterations, local SGD would not have averaged yet (replicas differ);
+// with post_local_steps = 3 every step averaged gradients, so the result is
+// one worker's with the whole batch, as DataParallelEqualsOneWorker....
+TEST_F(PlanExecutor, PostLocalSynchronousPhaseIsDataParallelism) {
+  if (world_.size() < 2) GTEST_SKIP() << "needs 2+ ranks";
+  ExecOptions eo = Options();
+  eo.averaging_period = 4;
+  eo.average_parameters = true;
+  eo.post_local_steps = kIterations;
+  const ExecResult r = ExecutePlan(DataPlan(world_.size(), 4, 4), Cnn(), Images(), world_, cpu_, eo);
+  ExpectClose(r.final_params, SoloParams(4 * world_.size()));
+}
+
 // The input pipeline draws batches ahead on threads; every sample is a pure
 // function of its index (dataset.h), so the trained parameters and losses
 // are bit-identical to drawing each batch on the training thread. Pipeline

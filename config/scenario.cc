@@ -57,6 +57,16 @@ const char* PsPayloadName(PsPayload p) {
   return p == PsPayload::kGradients ? "gradients" : "parameters";
 }
 
+const char* AveragingCompressionName(AveragingCompression c) {
+  switch (c) {
+    case AveragingCompression::kNone: return "none";
+    case AveragingCompression::kFp16: return "fp16";
+    case AveragingCompression::kInt8: return "int8";
+    case AveragingCompression::kInt4: return "int4";
+  }
+  return "?";
+}
+
 const char* AveragingTransportName(AveragingTransport t) {
   return t == AveragingTransport::kAllReduce ? "all_reduce" : "parameter_server";
 }

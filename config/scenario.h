@@ -217,6 +217,24 @@ struct AveragingLevel {
   int period = 1;
 };
 
+// Local SGD's outer optimizer (DiLoCo, Douillard et al. 2023, Algorithm 1):
+// at each global average, the averaged change of the parameters since the
+// last one, delta = previous - average, is an outer gradient; momentum m =
+// mu m + delta and the parameters become previous - lr (delta + mu m)
+// (Nesterov, as PyTorch's SGD(nesterov=True)). lr 1 and momentum 0 is plain
+// averaging. Each rank keeps the previous parameters and m: 8 more bytes
+// per parameter (fp32).
+struct OuterOptimizer {
+  bool enabled = false;
+  double lr = 0.7;        // DiLoCo's outer learning rate (§3, Table 1 setup)
+  double momentum = 0.9;  // DiLoCo's Nesterov momentum
+};
+
+// The format parameters travel in when local SGD averages them: the bytes on
+// the wire per element and the cost of converting there and back.
+enum class AveragingCompression { kNone, kFp16, kInt8, kInt4 };
+const char* AveragingCompressionName(AveragingCompression c);  // "none", "fp16", "int8", "int4"
+
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;
   SyncMode sync = SyncMode::kSynchronous;
@@ -238,6 +256,8 @@ struct ParallelismConfig {
   // the first this many steps are synchronous data parallelism (gradients
   // all-reduced every step), local SGD after. 0 = local from the start.
   int post_local_steps = 0;
+  OuterOptimizer outer_optimizer;  // local_sgd: DiLoCo's outer Nesterov step
+  AveragingCompression averaging_compression = AveragingCompression::kNone;  // local_sgd
   ParameterServerConfig parameter_server;  // parameter_server, and local_sgd over servers
   HybridConfig hybrid;                     // hybrid and model
   // Memory: activation recomputation (keep only each layer's input, redo

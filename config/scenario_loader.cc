@@ -51,7 +51,7 @@ const std::vector<std::string> kWorkloadKeys = {
     "input"};
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
-    "averaging_groups", "post_local_steps",
+    "averaging_groups", "post_local_steps", "outer_optimizer", "averaging_compression",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel"};
@@ -382,6 +382,26 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     if (p.averaging_groups.empty()) x->Fail("expected at least one {group_size, period} level");
   }
   if (auto x = m.Get("post_local_steps")) p.post_local_steps = x->AsInt(0);
+  if (auto x = m.Get("outer_optimizer")) {
+    const YamlMap o = x->AsMap({"kind", "lr", "momentum"});
+    const std::vector<std::string> kinds = {"none", "nesterov"};
+    p.outer_optimizer.enabled = o.Require("kind").AsChoice(kinds, "outer optimizer") == 1;
+    if (auto y = o.Get("lr")) {
+      p.outer_optimizer.lr = y->AsNumber();
+      if (!(p.outer_optimizer.lr > 0)) y->Fail("expected an outer learning rate > 0");
+    }
+    if (auto y = o.Get("momentum")) {
+      p.outer_optimizer.momentum = y->AsNumber();
+      if (!(p.outer_optimizer.momentum >= 0 && p.outer_optimizer.momentum < 1))
+        y->Fail("expected a momentum in [0, 1)");
+    }
+  }
+  if (auto x = m.Get("averaging_compression")) {
+    constexpr std::array kinds = {AveragingCompression::kNone, AveragingCompression::kFp16,
+                                  AveragingCompression::kInt8, AveragingCompression::kInt4};
+    p.averaging_compression =
+        ReadEnum(*x, kinds, AveragingCompressionName, "averaging compression");
+  }
   if (auto x = m.Get("averaging")) {
     p.averaging = ReadEnum(*x, kTransports, AveragingTransportName, "averaging transport");
   }
@@ -442,8 +462,17 @@ OutputConfig ReadOutputs(const YamlValue& v) {
 // averaging_period (the plan repeats every averaging_period steps).
 void CheckAveragingLevels(const Scenario& s, const YamlValue& parallelism) {
   const ParallelismConfig& p = s.parallelism;
-  if (p.strategy != Strategy::kLocalSgd || p.averaging_groups.empty()) return;
+  if (p.strategy != Strategy::kLocalSgd) return;
   const YamlMap m = parallelism.AsMap(kParallelismKeys);
+  if (p.averaging != AveragingTransport::kAllReduce) {
+    if (p.outer_optimizer.enabled)
+      m.Require("outer_optimizer")
+          .Fail("an outer optimizer needs averaging: all_reduce",
+                "DiLoCo's outer step runs on every replica after the all-reduce");
+    if (p.averaging_compression != AveragingCompression::kNone)
+      m.Require("averaging_compression").Fail("compressed averaging needs averaging: all_reduce");
+  }
+  if (p.averaging_groups.empty()) return;
   const YamlValue groups = m.Require("averaging_groups");
   if (p.averaging != AveragingTransport::kAllReduce)
     groups.Fail("hierarchical averaging needs averaging: all_reduce",

@@ -168,6 +168,17 @@ TEST(ScenarioLoaderTest, AveragingGroupsAndPostLocal) {
   EXPECT_TRUE(FailsAt(base + "  averaging_groups: [{group_size: 16, period: 2}]\n", 5,
                       "does not divide the 16 ranks"));
   EXPECT_TRUE(FailsAt("parallelism:\n  post_local_steps: 10\n", 2, "local_sgd"));
+  // DiLoCo's outer optimizer and compressed averages.
+  const Scenario d = ParseScenario(
+      base + "  outer_optimizer: {kind: nesterov, lr: 0.5}\n  averaging_compression: int4\n",
+      "t.yaml");
+  EXPECT_TRUE(d.parallelism.outer_optimizer.enabled);
+  EXPECT_DOUBLE_EQ(d.parallelism.outer_optimizer.lr, 0.5);
+  EXPECT_DOUBLE_EQ(d.parallelism.outer_optimizer.momentum, 0.9);  // DiLoCo's default
+  EXPECT_EQ(d.parallelism.averaging_compression, AveragingCompression::kInt4);
+  EXPECT_TRUE(FailsAt(base + "  outer_optimizer: {kind: nesterov, momentum: 1}\n", 5, "[0, 1)"));
+  EXPECT_TRUE(FailsAt(base + "  averaging: parameter_server\n  averaging_compression: fp16\n", 6,
+                      "needs averaging: all_reduce"));
 }
 
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or

@@ -142,7 +142,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         Collective c;
         c.op = CollectiveOp::kAllReduce;
         c.algorithm = options.algorithm;
-        c.bytes = bucket_bytes[b];
+        c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
         c.group = world;
         c.bucket = static_cast<std::int32_t>(b);
         std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], it);
@@ -156,7 +156,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
           Collective c;
           c.op = CollectiveOp::kAllReduce;
           c.algorithm = options.algorithm;
-          c.bytes = bucket_bytes[b];
+          c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
           c.group = g.group;
           c.bucket = static_cast<std::int32_t>(b);
           c.copies = g.copies;
@@ -175,6 +175,10 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
       t.rank = r;
       t.iteration = it;
       t.params = total_params;
+      if (level >= 0)
+        t.extra_bytes_per_param = static_cast<float>(
+            options.averaging_update_bytes_per_param +
+            (level == levels ? options.global_update_bytes_per_param : 0.0));
       plan.AddTask(t, opt_deps[static_cast<std::size_t>(r)]);
     }
   }

@@ -43,6 +43,14 @@ struct DataParallelOptions {
   // a global one, the level with the largest period dividing k all-reduces,
   // bucket by bucket, within each group of group_size consecutive ranks.
   std::vector<std::pair<int, int>> averaging_levels;
+  // Local SGD's averages: their collectives carry this fraction of the
+  // parameters' bytes (compression), and the update of an averaging
+  // iteration streams this many more bytes per parameter ((de)quantizing;
+  // Task::extra_bytes_per_param), plus `global_update_bytes_per_param` on
+  // the global ones (the outer optimizer).
+  double averaging_bytes_scale = 1;
+  double averaging_update_bytes_per_param = 0;
+  double global_update_bytes_per_param = 0;
   // Symmetric shortcut (see plan.h): materialize only rank 0's tasks when 1;
   // 0 = all ranks.
   int materialized_ranks = 0;

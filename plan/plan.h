@@ -75,6 +75,10 @@ struct Task {
   std::int32_t min_deps = 0;
   // Contributions a server-side kOptimizer task aggregates (>= 1).
   std::int32_t contributions = 1;
+  // kOptimizer: memory traffic per parameter on top of the update itself
+  // (local SGD's outer optimizer, (de)quantizing compressed averages).
+  // Priced by the simulator; real execution does the work it stands for.
+  float extra_bytes_per_param = 0;
   // Symmetric plans: identical transfers this kSend stands for, itself
   // included (for traffic totals).
   std::int32_t copies = 1;

@@ -92,4 +92,10 @@ double CostModel::OptimizerSeconds(std::int64_t params, int contributions) const
          options_.kernel_launch_s;
 }
 
+double CostModel::StreamSeconds(double bytes) const {
+  if (bytes <= 0) return 0;
+  if (kernels_) return kernels_->StreamSeconds(bytes);
+  return bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency);
+}
+
 }  // namespace dtsim::sim

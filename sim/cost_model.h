@@ -69,6 +69,10 @@ class CostModel {
   // server aggregating `contributions` > 1 updates first reads each of them
   // (4 bytes per parameter each) and then applies the step.
   double OptimizerSeconds(std::int64_t params, int contributions = 1) const;
+  // Seconds to stream `bytes` through device memory once (an element-wise
+  // pass): the kernel model's streaming rate, or the roofline's memory
+  // bandwidth x efficiency, without a launch overhead.
+  double StreamSeconds(double bytes) const;
 
   const hw::DeviceSpec& device() const { return device_; }
   double peak_flop_per_s() const { return peak_; }

@@ -189,7 +189,8 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   // Per parameter: the op's dtype for weights and gradients; fp32 for the
   // master copy (mixed precision) and each optimizer buffer.
   const double state_bytes_per_param =
-      (in.mixed_precision ? kFp32Bytes : 0) + kFp32Bytes * OptimizerBuffers(in.optimizer);
+      (in.mixed_precision ? kFp32Bytes : 0) + kFp32Bytes * OptimizerBuffers(in.optimizer) +
+      in.extra_state_bytes_per_param;
   MemoryBreakdown m;
   std::vector<models::OpId> holds = in.ops;
   holds.insert(holds.end(), in.weight_copies.begin(), in.weight_copies.end());

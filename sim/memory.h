@@ -90,6 +90,9 @@ struct MemoryInputs {
   // parameter to the optimizer state. Params and grads take the ops' dtype
   // (set the graph's dtype with ModelGraph::SetDType).
   bool mixed_precision = false;
+  // More fp32 state per parameter, counted with the optimizer's: local
+  // SGD's outer optimizer keeps the previous parameters and a momentum (8).
+  double extra_state_bytes_per_param = 0;
   int micro_batch_size = 1;  // samples per micro-batch (>= 1)
   // Micro-batches whose activations are held at the peak (>= 0), e.g.
   // MicroBatchesInFlight(...) for a pipeline stage, 1 without pipelining.

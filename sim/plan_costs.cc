@@ -74,6 +74,8 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
         break;
       case plan::TaskKind::kOptimizer:
         seconds = cm.OptimizerSeconds(t.params, t.contributions);
+        if (t.extra_bytes_per_param > 0 && t.params > 0)
+          seconds += cm.StreamSeconds(static_cast<double>(t.params) * t.extra_bytes_per_param);
         break;
       case plan::TaskKind::kCollective:
         break;  // priced per collective below

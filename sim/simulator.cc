@@ -56,6 +56,43 @@ plan::RecomputeRanges WholeModelRecompute(const config::Scenario& s, const model
   return RecomputedRanges(graph, AllOps(graph), 1);
 }
 
+// What local SGD's compression and outer optimizer add to an average.
+struct AveragingCost {
+  double bytes_scale = 1;               // of the parameters' bytes on the wire
+  double convert_bytes_per_param = 0;   // quantize before, dequantize after
+  double outer_bytes_per_param = 0;     // the outer optimizer's update
+};
+
+AveragingCost AveragingCostOf(const config::Scenario& s, const models::ModelGraph& graph) {
+  AveragingCost c;
+  // Bytes per element on the wire: fp16 2; int8 and int4 1 and 1/2, plus one
+  // fp32 scale per block of 256 elements (blockwise absmax quantization, a
+  // dtsim choice: 4/256 byte per element).
+  double wire = 0;
+  switch (s.parallelism.averaging_compression) {
+    case config::AveragingCompression::kNone: break;
+    case config::AveragingCompression::kFp16: wire = 2; break;
+    case config::AveragingCompression::kInt8: wire = 1 + 4.0 / 256; break;
+    case config::AveragingCompression::kInt4: wire = 0.5 + 4.0 / 256; break;
+  }
+  double param_bytes = 0, params = 0;
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    param_bytes += graph.op(v).ParamBytes();
+    params += static_cast<double>(graph.op(v).params);
+  }
+  const double dtype = params > 0 ? param_bytes / params : 4;
+  if (wire > 0 && wire < dtype) {
+    c.bytes_scale = wire / dtype;
+    // Quantize (read the parameters, write the wire format) and dequantize
+    // (read it back, write the parameters).
+    c.convert_bytes_per_param = 2 * (dtype + wire);
+  }
+  // Nesterov outer step over fp32 state: read and write the parameters, the
+  // previous ones and the momentum.
+  if (s.parallelism.outer_optimizer.enabled) c.outer_bytes_per_param = 6 * 4.0;
+  return c;
+}
+
 bool IsPipelined(const config::Scenario& s) {
   return s.parallelism.strategy == Strategy::kHybrid || s.parallelism.strategy == Strategy::kModel;
 }
@@ -108,9 +145,14 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
   o.overlap = s.parallelism.overlap;
   o.algorithm = s.parallelism.algorithm;
   o.averaging_period = averaging_period;
-  if (s.parallelism.strategy == Strategy::kLocalSgd)
+  if (s.parallelism.strategy == Strategy::kLocalSgd) {
     for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
       o.averaging_levels.emplace_back(l.group_size, l.period);
+    const AveragingCost cost = AveragingCostOf(s, graph);
+    o.averaging_bytes_scale = cost.bytes_scale;
+    o.averaging_update_bytes_per_param = cost.convert_bytes_per_param;
+    o.global_update_bytes_per_param = cost.outer_bytes_per_param;
+  }
   o.materialized_ranks = materialize;
   o.recompute = WholeModelRecompute(s, graph);
   // Horovod fuses gradients into its own buffer size.
@@ -593,6 +635,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       }
     } else {
       in.ops = AllOps(full);
+      if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.outer_optimizer.enabled)
+        in.extra_state_bytes_per_param = 8;  // previous parameters and momentum, fp32
       in.data_parallel = servers ? 1 : workers;
       in.zero_stage = servers ? 0 : par.zero_stage;
       in.micro_batch_size = s.workload.batch_per_device;

@@ -127,6 +127,10 @@ void CheckExecutable(const config::Scenario& s) {
     throw UserError(where + ": post-local SGD over parameter servers is simulated but not "
                             "executed for real",
                     "use parallelism.averaging: all_reduce, or post_local_steps: 0");
+  if (s.parallelism.strategy == config::Strategy::kLocalSgd &&
+      s.parallelism.averaging_compression != config::AveragingCompression::kNone)
+    throw UserError(where + ": compressed averaging is simulated but not executed for real",
+                    "set parallelism.averaging_compression: none");
   if (s.parallelism.hybrid.virtual_stages > 1)
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");
@@ -497,6 +501,11 @@ exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Sce
       local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
                     s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
   eo.post_local_steps = local_sgd ? s.parallelism.post_local_steps : 0;
+  if (local_sgd && s.parallelism.outer_optimizer.enabled) {
+    eo.outer_nesterov = true;
+    eo.outer_lr = static_cast<float>(s.parallelism.outer_optimizer.lr);
+    eo.outer_momentum = static_cast<float>(s.parallelism.outer_optimizer.momentum);
+  }
   eo.mpi_allreduce = o.mpi_allreduce;
   eo.input_threads = o.input_threads >= 0 ? o.input_threads
                      : o.backend == "cuda" ? kCudaInputThreads

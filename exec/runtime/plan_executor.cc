@@ -138,6 +138,8 @@ class RankRunner {
   // which ranks.
   std::vector<std::pair<ParamRange, std::vector<int>>> deferred_averages_;
   bool averaging_now_ = false;  // this iteration averages parameters
+  // The outer optimizer's state (ExecOptions::outer_nesterov), per parameter.
+  std::vector<float> outer_prev_, outer_m_;
   Clock::time_point run_start_;
   std::vector<TimelineEvent> events_;
   void Record(TaskId task, int iteration, Clock::time_point a, Clock::time_point b, bool receive) {
@@ -414,6 +416,19 @@ void RankRunner::OptimizerStep(IterationTimes& times) {
                        group);
     const float inv = 1.0f / static_cast<float>(group.size());
     for (float& x : staging_) x *= inv;
+    if (options_.outer_nesterov && static_cast<int>(group.size()) == comm_.size()) {
+      // DiLoCo's outer step on the averaged range (Douillard et al. 2023,
+      // Algorithm 1, Nesterov as PyTorch's SGD(nesterov=True)).
+      const float lr = options_.outer_lr, mu = options_.outer_momentum;
+      for (std::int64_t i = 0; i < range.count; ++i) {
+        const auto k = static_cast<std::size_t>(range.offset + i);
+        float& x = staging_[static_cast<std::size_t>(i)];
+        const float delta = outer_prev_[k] - x;
+        outer_m_[k] = mu * outer_m_[k] + delta;
+        x = outer_prev_[k] - lr * (delta + mu * outer_m_[k]);
+        outer_prev_[k] = x;
+      }
+    }
     backend_.Upload(runtime_->params() + range.offset, staging_.data(), range.count);
   }
   deferred_averages_.clear();
@@ -594,6 +609,13 @@ ExecResult RankRunner::Run() {
     throw InternalError("the plan needs at least averaging_period iterations");
   const int first = options_.resume ? Resume() : 0;
   result.first_iteration = first;
+  if (options_.outer_nesterov) {
+    if (options_.resume)
+      throw UserError("--resume with an outer optimizer: checkpoints do not hold its state",
+                      "run from the start");
+    outer_prev_ = runtime_->DownloadParams();
+    outer_m_.assign(outer_prev_.size(), 0.0f);
+  }
   const int n = options_.iterations;
   if (first >= n)  // every rank agreed on `first`: all stop here
     throw UserError(SourceLocation{options_.checkpoint_dir},

@@ -63,6 +63,14 @@ struct ExecOptions {
   // as synchronous data parallelism, averaging gradients before the update
   // even with average_parameters; local SGD follows. 0 = none.
   int post_local_steps = 0;
+  // Local SGD's outer optimizer (config::OuterOptimizer, DiLoCo): at each
+  // average over all ranks, delta = previous - average, m = momentum m +
+  // delta, parameters = previous - outer_lr (delta + momentum m). The
+  // previous parameters start as the initial ones. Not with --resume (the
+  // checkpoint does not hold the outer state).
+  bool outer_nesterov = false;
+  float outer_lr = 0.7f;
+  float outer_momentum = 0.9f;
   // Use MPI's own all-reduce instead of the plan's ring or tree.
   bool mpi_allreduce = false;
   // Device backends: sums `count` floats of a device buffer over `group`

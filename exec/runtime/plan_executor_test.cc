@@ -184,6 +184,36 @@ TEST_F(PlanExecutor, HierarchicalAveragingAgreesWithinGroupsThenEverywhere) {
   }
 }
 
+// DiLoCo's outer step (Douillard et al. 2023): with momentum 0 the
+// parameters after the one global average of H = 4 steps are
+// theta0 - lr (theta0 - average), linear in lr. So lr = 1 is plain local
+// SGD, and for lr = 1, 1/2, 1/4 the results satisfy
+// plain - half = 2 (half - quarter) (both are (lr1 - lr2)(average - theta0)).
+TEST_F(PlanExecutor, OuterOptimizerStepIsLinearInItsLearningRate) {
+  if (world_.size() < 2) GTEST_SKIP() << "needs 2+ ranks";
+  auto run = [&](bool outer, float lr) {
+    ExecOptions eo = Options();
+    eo.iterations = 4;
+    eo.averaging_period = 4;
+    eo.average_parameters = true;
+    eo.outer_nesterov = outer;
+    eo.outer_lr = lr;
+    eo.outer_momentum = 0;
+    return ExecutePlan(DataPlan(world_.size(), 4, 4), Cnn(), Images(), world_, cpu_, eo).final_params;
+  };
+  const std::vector<float> plain = run(false, 1), one = run(true, 1), half = run(true, 0.5f),
+                           quarter = run(true, 0.25f);
+  ExpectClose(one, plain);
+  ASSERT_EQ(half.size(), plain.size());
+  double moved = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const double a = plain[i] - half[i], b = 2.0 * (half[i] - quarter[i]);
+    ASSERT_NEAR(a, b, 1e-5 * std::abs(plain[i]) + 1e-6) << "parameter " << i;
+    moved += std::abs(a);
+  }
+  EXPECT_GT(moved, 0) << "the outer learning rate must change the result";
+}
+
 // Post-local SGD: its synchronous phase is data parallelism. With H = 4
 // and 3 iterations, local SGD would not have averaged yet (replicas differ);
 // with post_local_steps = 3 every step averaged gradients, so the result is

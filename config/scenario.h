@@ -168,6 +168,15 @@ struct ParameterServerConfig {
   // SyncReplicasOptimizer replicas_to_aggregate). 0 = all workers.
   int replicas_to_aggregate = 0;
   PsPayload payload = PsPayload::kGradients;
+  // Hierarchical parameter servers: the devices of a machine first sum
+  // their gradients among themselves (a reduce-scatter over the machine's
+  // devices, NVLink/PCIe), each device pushes its 1/g slice of the
+  // machine's sum, pulls its slice back and the machine all-gathers it:
+  // one push and one pull of the model per machine instead of per device
+  // (TensorFlow's distributed_replicated variable update, MXNet's
+  // dist_device_sync kvstore, BytePS's intra-machine reduce). Synchronous
+  // only, with every worker aggregated.
+  bool aggregate_in_machine = false;
 };
 
 enum class AveragingTransport { kAllReduce, kParameterServer };

@@ -339,7 +339,7 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
 
 ParameterServerConfig ReadParameterServer(const YamlValue& v) {
   const YamlMap m =
-      v.AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload"});
+      v.AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation"});
   ParameterServerConfig ps;
   if (auto x = m.Get("servers")) ps.servers = x->AsInt(1);
   if (auto x = m.Get("placement")) {
@@ -348,6 +348,10 @@ ParameterServerConfig ReadParameterServer(const YamlValue& v) {
   if (auto x = m.Get("device")) ps.device = x->AsString();  // checked against the catalog later
   if (auto x = m.Get("replicas_to_aggregate")) ps.replicas_to_aggregate = x->AsInt(0);
   if (auto x = m.Get("payload")) ps.payload = ReadEnum(*x, kPayloads, PsPayloadName, "payload");
+  if (auto x = m.Get("local_aggregation")) {
+    const std::vector<std::string> kinds = {"none", "device"};
+    ps.aggregate_in_machine = x->AsChoice(kinds, "local aggregation") == 1;
+  }
   return ps;
 }
 
@@ -641,10 +645,24 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
     CheckHybridShape(s, *x);
     CheckAveragingLevels(s, *x);
     const ParameterServerConfig& ps = s.parallelism.parameter_server;
+    if (ps.aggregate_in_machine) {
+      const YamlValue at = x->AsMap(kParallelismKeys)
+                               .Require("parameter_server")
+                               .AsMap({"servers", "placement", "device", "replicas_to_aggregate",
+                                       "payload", "local_aggregation"})
+                               .Require("local_aggregation");
+      if (s.parallelism.sync == SyncMode::kAsynchronous)
+        at.Fail("local_aggregation: device is synchronous (a machine sums its devices' "
+                "gradients before pushing)",
+                "use sync: synchronous, or local_aggregation: none");
+      if (ps.replicas_to_aggregate != 0)
+        at.Fail("local_aggregation: device aggregates every worker",
+                "set replicas_to_aggregate: 0, or local_aggregation: none");
+    }
     if (ps.replicas_to_aggregate > s.cluster.num_devices()) {
       x->AsMap(kParallelismKeys)
           .Require("parameter_server")
-          .AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload"})
+          .AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation"})
           .Require("replicas_to_aggregate")
           .Fail("expected at most the cluster's " + std::to_string(s.cluster.num_devices()) +
                     " workers, got " + std::to_string(ps.replicas_to_aggregate),

@@ -181,6 +181,20 @@ TEST(ScenarioLoaderTest, AveragingGroupsAndPostLocal) {
                       "needs averaging: all_reduce"));
 }
 
+// Issue 13, item 2: hierarchical parameter servers are synchronous and
+// aggregate every worker.
+TEST(ScenarioLoaderTest, LocalAggregationOfParameterServers) {
+  const std::string ps =
+      "cluster: {nodes: 2, devices_per_node: 4}\nparallelism:\n  strategy: parameter_server\n";
+  EXPECT_TRUE(ParseScenario(ps + "  parameter_server: {local_aggregation: device}\n", "t.yaml")
+                  .parallelism.parameter_server.aggregate_in_machine);
+  EXPECT_TRUE(FailsAt(ps + "  sync: asynchronous\n  parameter_server: {local_aggregation: device}\n",
+                      5, "synchronous"));
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: device, replicas_to_aggregate: 6}\n",
+                      4, "aggregates every worker"));
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: host}\n", 4, "local aggregation"));
+}
+
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or
 // as an error without a location ("must be > 0, got inf"); each is refused
 // at the value, naming the bound (common/yaml_reader.h BoundsOf).

@@ -59,6 +59,31 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
   const auto server = [&](int s) { return static_cast<RankId>(n + s); };
   const auto syncs = [&](int it) { return it % h == h - 1; };
 
+  // Hierarchical servers: each machine's devices form a group that sums
+  // (reduce-scatter) before the pushes and all-gathers after the pulls; each
+  // device then moves 1/g of every shard.
+  const int g = cluster.devices_per_node;
+  const bool aggregate = o.aggregate_in_node && g > 1;
+  DTSIM_CHECK(!aggregate || (!o.asynchronous && k == n),
+              "machine aggregation is synchronous over every worker");
+  std::vector<std::int32_t> node_group;
+  if (aggregate)
+    for (int nd = 0; nd < cluster.nodes; ++nd) {
+      std::vector<RankId> ranks;
+      for (int j = 0; j < g; ++j) ranks.push_back(nd * g + j);
+      node_group.push_back(plan.AddGroup(ranks));
+    }
+  const double slice_bytes = aggregate ? shard_bytes / g : shard_bytes;
+  const auto node_collective = [&](CollectiveOp op, int nd, const std::vector<std::vector<TaskId>>& deps,
+                                   int it) {
+    Collective c;
+    c.op = op;
+    c.bytes = param_bytes;
+    c.group = node_group[static_cast<std::size_t>(nd)];
+    const auto ci = plan.AddCollective(c, deps, it);
+    return plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+  };
+
   // pull_done[w][s]: what worker w's next pull of shard s waits for.
   std::vector<std::vector<TaskId>> pull_after(static_cast<std::size_t>(n),
                                               std::vector<TaskId>(static_cast<std::size_t>(o.servers), -1));
@@ -67,9 +92,11 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
     const bool push_now = syncs(it);
     // pushes[s] = every worker's push of shard s this step.
     std::vector<std::vector<TaskId>> pushes(static_cast<std::size_t>(o.servers));
-    for (int w = 0; w < n; ++w) {
-      std::vector<TaskId> pulled;
-      if (pull_now) {
+    // What each worker's first forward waits for: its pulls (and with
+    // machine aggregation the machine's all-gather of them).
+    std::vector<std::vector<TaskId>> ready(static_cast<std::size_t>(n));
+    if (pull_now) {
+      for (int w = 0; w < n; ++w)
         for (int s = 0; s < o.servers; ++s) {
           Task pull;
           pull.kind = TaskKind::kSend;
@@ -77,12 +104,24 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           pull.rank = server(s);
           pull.peer = w;
           pull.iteration = it;
-          pull.bytes = shard_bytes;
+          pull.bytes = slice_bytes;
           const TaskId after = pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)];
-          pulled.push_back(after < 0 ? plan.AddTask(pull) : plan.AddTask(pull, std::span(&after, 1)));
+          ready[static_cast<std::size_t>(w)].push_back(
+              after < 0 ? plan.AddTask(pull) : plan.AddTask(pull, std::span(&after, 1)));
         }
-      }
-      TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, pulled, {}, o.recompute).last;
+      if (aggregate)
+        for (int nd = 0; nd < cluster.nodes; ++nd) {
+          std::vector<std::vector<TaskId>> deps;
+          for (int j = 0; j < g; ++j) deps.push_back(ready[static_cast<std::size_t>(nd * g + j)]);
+          const auto tasks = node_collective(CollectiveOp::kAllGather, nd, deps, it);
+          for (int j = 0; j < g; ++j) ready[static_cast<std::size_t>(nd * g + j)] = {tasks[static_cast<std::size_t>(j)]};
+        }
+    }
+    std::vector<TaskId> last_of(static_cast<std::size_t>(n));
+    for (int w = 0; w < n; ++w) {
+      TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, ready[static_cast<std::size_t>(w)],
+                                 {}, o.recompute)
+                        .last;
       if (h > 1) {  // local SGD: the worker updates its own replica every step
         Task opt;
         opt.kind = TaskKind::kOptimizer;
@@ -91,7 +130,17 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
         opt.params = params;
         last = plan.AddTask(opt);
       }
-      if (push_now) {
+      last_of[static_cast<std::size_t>(w)] = last;
+    }
+    if (push_now && aggregate)
+      for (int nd = 0; nd < cluster.nodes; ++nd) {
+        std::vector<std::vector<TaskId>> deps;
+        for (int j = 0; j < g; ++j) deps.push_back({last_of[static_cast<std::size_t>(nd * g + j)]});
+        const auto tasks = node_collective(CollectiveOp::kReduceScatter, nd, deps, it);
+        for (int j = 0; j < g; ++j) last_of[static_cast<std::size_t>(nd * g + j)] = tasks[static_cast<std::size_t>(j)];
+      }
+    if (push_now)
+      for (int w = 0; w < n; ++w)
         for (int s = 0; s < o.servers; ++s) {
           Task push;
           push.kind = TaskKind::kSend;
@@ -99,11 +148,10 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           push.rank = w;
           push.peer = server(s);
           push.iteration = it;
-          push.bytes = shard_bytes;
-          pushes[static_cast<std::size_t>(s)].push_back(plan.AddTask(push, std::span(&last, 1)));
+          push.bytes = slice_bytes;
+          pushes[static_cast<std::size_t>(s)].push_back(
+              plan.AddTask(push, std::span(&last_of[static_cast<std::size_t>(w)], 1)));
         }
-      }
-    }
     if (!push_now) continue;
     // Server side.
     for (int s = 0; s < o.servers; ++s) {
@@ -119,8 +167,10 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)] = a;
         }
       } else {
-        apply.contributions = k;
-        apply.min_deps = k;
+        // With machine aggregation each machine's g slices add up to one
+        // contribution: the server sums one per machine.
+        apply.contributions = aggregate ? cluster.nodes : k;
+        apply.min_deps = aggregate ? n : k;
         const TaskId a = plan.AddTask(apply, in);
         for (int w = 0; w < n; ++w) pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)] = a;
       }

@@ -32,6 +32,11 @@ struct ParameterServerOptions {
   bool push_parameters = false;   // payload: parameters (averaging) or gradients
   int averaging_period = 1;       // push/pull every H steps; H > 1 = local SGD
   RecomputeRanges recompute;      // activation recomputation (compute_tasks.h)
+  // Hierarchical servers (config::ParameterServerConfig::aggregate_in_machine):
+  // a reduce-scatter over each node's devices before the pushes, an
+  // all-gather after the pulls; each device pushes and pulls 1/g of every
+  // shard. Synchronous, every worker aggregated.
+  bool aggregate_in_node = false;
 };
 
 // Ranks: workers 0..n-1 (node-major, as in data parallel), then servers

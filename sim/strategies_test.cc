@@ -59,6 +59,42 @@ TEST(ParameterServer, SyncStepIsBoundedByTheBusiestServerLink) {
   }
 }
 
+// Issue 13, item 2: hierarchical parameter servers (TensorFlow's
+// distributed_replicated, MXNet's dist_device_sync, BytePS). 4 machines of
+// 4 GPUs and one dedicated server on 10 GbE. Flat, each of the n = 16
+// workers pushes and pulls the whole model (M bytes): 2 n M through the
+// server's link per step, so a step takes at least n M / B. Aggregated in
+// the machine (reduce-scatter over NVLink, each device pushing its quarter
+// of the machine's sum), the server link carries 2 x 4 M: the bound is
+// 4 M / B, and the point-to-point traffic falls by the 4 devices per
+// machine.
+TEST(ParameterServer, AggregatingInTheMachineSendsOneModelPerMachine) {
+  Scenario flat = Cluster(4, 4, "10GbE");
+  flat.parallelism.strategy = config::Strategy::kParameterServer;
+  Scenario agg = flat;
+  agg.parallelism.parameter_server.aggregate_in_machine = true;
+  const Prediction pf = Simulate(flat), pa = Simulate(agg);
+  const double m = pf.graph.Totals().params * 4.0, b = 10e9 / 8;
+  auto p2p_bytes = [](const Prediction& p) {
+    double bytes = 0;
+    for (const plan::Task& t : p.plan.tasks())
+      if (t.kind == plan::TaskKind::kSend && t.iteration == 1) bytes += t.bytes * t.copies;
+    return bytes;
+  };
+  EXPECT_NEAR(p2p_bytes(pf), 2 * 16 * m, 1e-6 * m);
+  EXPECT_NEAR(p2p_bytes(pa), 2 * 4 * m, 1e-6 * m);
+  EXPECT_GE(pf.metrics.step_time_s, 16 * m / b);
+  EXPECT_GE(pa.metrics.step_time_s, 4 * m / b);
+  EXPECT_LE(pa.metrics.step_time_s, 3 * (2 * 4 * m / b));
+  EXPECT_LT(pa.metrics.step_time_s, pf.metrics.step_time_s / 2);
+  // Each machine's reduce-scatter and all-gather run over its 4 devices.
+  int node_collectives = 0;
+  for (const plan::Collective& c : pa.plan.collectives())
+    node_collectives += c.iteration == 1 &&
+                        pa.plan.groups()[static_cast<std::size_t>(c.group)].size() == 4;
+  EXPECT_EQ(node_collectives, 2 * 4);
+}
+
 TEST(ParameterServer, IncastGrowsWithWorkers) {
   // Workers share the server's link: on 10 GbE it is the bottleneck, and
   // each extra worker adds one model (M bytes) to pull and one to push

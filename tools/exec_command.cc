@@ -131,6 +131,13 @@ void CheckExecutable(const config::Scenario& s) {
       s.parallelism.averaging_compression != config::AveragingCompression::kNone)
     throw UserError(where + ": compressed averaging is simulated but not executed for real",
                     "set parallelism.averaging_compression: none");
+  if (s.parallelism.parameter_server.aggregate_in_machine &&
+      (s.parallelism.strategy == config::Strategy::kParameterServer ||
+       (s.parallelism.strategy == config::Strategy::kLocalSgd &&
+        s.parallelism.averaging == config::AveragingTransport::kParameterServer)))
+    throw UserError(where + ": parameter servers with local_aggregation: device are simulated "
+                            "but not executed for real",
+                    "set parallelism.parameter_server.local_aggregation: none");
   if (s.parallelism.hybrid.virtual_stages > 1)
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");

@@ -62,6 +62,9 @@ struct ClusterConfig {
   int devices_per_node = 1;         // >= 1
   std::string device = "V100-SXM2-32GB";  // catalog device of every rank
   std::string intra_node_link = "nvlink2";  // catalog link between devices of a node
+  // Catalog link between each device and its host's memory (PCIe), for
+  // parallelism.aggregation: host.
+  std::string host_link = "pcie3-x16";
   NetworkConfig network;
   // Devices and links defined by the scenario, added to the catalog (same
   // name replaces the built-in entry).
@@ -265,6 +268,14 @@ struct ParallelismConfig {
   // the first this many steps are synchronous data parallelism (gradients
   // all-reduced every step), local SGD after. 0 = local from the start.
   int post_local_steps = 0;
+  // Where data parallelism's gradients (local SGD's parameters) are summed:
+  // false = on the devices (NCCL-style collectives over the links); true =
+  // on the host: each device copies its buffer to host memory over
+  // cluster.host_link, the host CPU sums its devices' copies, the hosts
+  // all-reduce over the network, and the result is copied back (the seeds'
+  // TensorFlow towers averaged on the CPU, Horovod on CPU tensors, MPI
+  // without GPU-aware transport).
+  bool aggregate_on_host = false;
   OuterOptimizer outer_optimizer;  // local_sgd: DiLoCo's outer Nesterov step
   AveragingCompression averaging_compression = AveragingCompression::kNone;  // local_sgd
   ParameterServerConfig parameter_server;  // parameter_server, and local_sgd over servers

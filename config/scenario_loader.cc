@@ -52,6 +52,7 @@ const std::vector<std::string> kWorkloadKeys = {
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "averaging_groups", "post_local_steps", "outer_optimizer", "averaging_compression",
+    "aggregation",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel"};
@@ -188,7 +189,7 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
 // `base` is the scenario file; a relative device profile is found next to it.
 ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
   const YamlMap m = v.AsMap({"nodes", "devices_per_node", "device", "intra_node_link",
-                             "network", "devices", "links", "device_profile"});
+                             "host_link", "network", "devices", "links", "device_profile"});
   ClusterConfig c;
   if (auto x = m.Get("nodes")) c.nodes = x->AsInt(1);
   if (auto x = m.Get("devices_per_node")) c.devices_per_node = x->AsInt(1);
@@ -219,6 +220,7 @@ ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
 
   if (auto x = m.Get("device")) c.device = ResolveDevice(*x, catalog);
   if (auto x = m.Get("intra_node_link")) c.intra_node_link = ResolveLink(*x, catalog);
+  if (auto x = m.Get("host_link")) c.host_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("network")) c.network = ReadNetwork(*x, catalog);
   if (auto x = m.Get("device_profile")) {
     fs::path file = x->AsString();
@@ -386,6 +388,10 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     if (p.averaging_groups.empty()) x->Fail("expected at least one {group_size, period} level");
   }
   if (auto x = m.Get("post_local_steps")) p.post_local_steps = x->AsInt(0);
+  if (auto x = m.Get("aggregation")) {
+    const std::vector<std::string> kinds = {"device", "host"};
+    p.aggregate_on_host = x->AsChoice(kinds, "aggregation") == 1;
+  }
   if (auto x = m.Get("outer_optimizer")) {
     const YamlMap o = x->AsMap({"kind", "lr", "momentum"});
     const std::vector<std::string> kinds = {"none", "nesterov"};

@@ -195,6 +195,18 @@ TEST(ScenarioLoaderTest, LocalAggregationOfParameterServers) {
   EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: host}\n", 4, "local aggregation"));
 }
 
+// Issue 13, item 1: sums on the host, over a named host link.
+TEST(ScenarioLoaderTest, AggregationOnTheHost) {
+  const Scenario s = ParseScenario(
+      "cluster: {host_link: pcie4-x16}\nparallelism: {strategy: data, aggregation: host}\n", "t.yaml");
+  EXPECT_TRUE(s.parallelism.aggregate_on_host);
+  EXPECT_EQ(s.cluster.host_link, "pcie4-x16");
+  EXPECT_FALSE(ParseScenario("parallelism: {aggregation: device}\n", "t.yaml").parallelism.aggregate_on_host);
+  EXPECT_TRUE(FailsAt("parallelism:\n  strategy: parameter_server\n  aggregation: host\n", 3,
+                      "parameter servers sum on their own device"));
+  EXPECT_TRUE(FailsAt("cluster:\n  host_link: pcie9\n", 2, "pcie9"));
+}
+
 // Issue 10 item 18: extreme quantities ended as exit 1 "internal error" or
 // as an error without a location ("must be > 0, got inf"); each is refused
 // at the value, naming the bound (common/yaml_reader.h BoundsOf).

@@ -98,6 +98,12 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
       !(st == Strategy::kHybrid && p.hybrid.schedule == PipelineSchedule::kInterleaved)) {
     return Unused(s, path, "only the interleaved schedule of strategy hybrid has virtual stages");
   }
+  if (path == "parallelism.aggregation" &&
+      !(st == Strategy::kData ||
+        (st == Strategy::kLocalSgd && p.averaging == AveragingTransport::kAllReduce))) {
+    return Unused(s, path, "only the all-reduces of strategy data and local_sgd are summed on "
+                           "devices or hosts; parameter servers sum on their own device");
+  }
   if (path == "parallelism.sequence_parallel" &&
       (st != Strategy::kHybrid || p.hybrid.tensor_parallel == 1)) {
     return Unused(s, path, "sequence parallelism splits over the tensor-parallel group what "

@@ -145,6 +145,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
         c.group = world;
         c.bucket = static_cast<std::int32_t>(b);
+        c.via_host = options.via_host;
         std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], it);
         for (int r = 0; r < built; ++r)
           opt_deps[static_cast<std::size_t>(r)].push_back(
@@ -159,6 +160,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
           c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
           c.group = g.group;
           c.bucket = static_cast<std::int32_t>(b);
+          c.via_host = options.via_host;
           c.copies = g.copies;
           std::vector<std::vector<TaskId>> deps;
           for (int r : g.members) deps.push_back(bucket_deps[b][static_cast<std::size_t>(r)]);

@@ -48,6 +48,8 @@ struct DataParallelOptions {
   // iteration streams this many more bytes per parameter ((de)quantizing;
   // Task::extra_bytes_per_param), plus `global_update_bytes_per_param` on
   // the global ones (the outer optimizer).
+  // All-reduces summed on the hosts (Collective::via_host).
+  bool via_host = false;
   double averaging_bytes_scale = 1;
   double averaging_update_bytes_per_param = 0;
   double global_update_bytes_per_param = 0;

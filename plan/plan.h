@@ -105,6 +105,10 @@ struct Collective {
   // Symmetric plans: identical collectives over other groups this one
   // stands for, itself included (for traffic totals).
   std::int32_t copies = 1;
+  // Summed on the hosts instead of the devices: each member copies its
+  // buffer to host memory, each node's host sums its members' copies, the
+  // hosts all-reduce among themselves, and the result is copied back.
+  bool via_host = false;
 };
 
 enum class RankRole : std::uint8_t {

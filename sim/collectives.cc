@@ -193,4 +193,35 @@ double CollectiveTotalBytes(Network& network, plan::CollectiveOp op,
   return total;
 }
 
+std::vector<int> HostLeaders(const Network& network, const std::vector<int>& ranks) {
+  const std::vector<int> node_of = NodeOfRank(network);
+  std::vector<int> leaders, seen;
+  for (int r : ranks) {
+    const int node = node_of[static_cast<std::size_t>(r)];
+    if (std::find(seen.begin(), seen.end(), node) != seen.end()) continue;
+    seen.push_back(node);
+    leaders.push_back(r);
+  }
+  return leaders;
+}
+
+double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
+                             const std::vector<int>& ranks, double bytes) {
+  if (ranks.size() <= 1 || bytes <= 0) return 0;
+  const NetworkSpec& s = network.spec();
+  DTSIM_CHECK(s.host_link_bw_bytes_per_s > 0 && s.host_memory_bytes_per_s > 0,
+              "host aggregation needs the host link and the host's memory bandwidth");
+  const std::vector<int> node_of = NodeOfRank(network);
+  std::map<int, int> per_node;
+  for (int r : ranks) ++per_node[node_of[static_cast<std::size_t>(r)]];
+  int g = 0;
+  for (const auto& [node, count] : per_node) g = std::max(g, count);
+  const double copy = s.host_link_latency_s + std::max(bytes / s.host_link_bw_bytes_per_s,
+                                                       g * bytes / s.host_memory_bytes_per_s);
+  const double sum = g > 1 ? (g + 1) * bytes / s.host_memory_bytes_per_s : 0;
+  const std::vector<int> leaders = HostLeaders(network, ranks);
+  const double across = leaders.size() > 1 ? AllReduceSeconds(network, algorithm, leaders, bytes) : 0;
+  return 2 * copy + sum + across;
+}
+
 }  // namespace dtsim::sim

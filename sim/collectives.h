@@ -81,6 +81,19 @@ double CollectiveTotalBytes(Network& network, plan::CollectiveOp op,
                             plan::CollectiveAlgorithm algorithm, const std::vector<int>& ranks,
                             double bytes);
 
+// A collective summed on the hosts (plan::Collective::via_host): each rank
+// copies `bytes` to its host over the host link, each node's host sums its
+// g ranks' copies ((g + 1) x bytes through host memory), one rank per node
+// stands for its host in an all-reduce of `bytes` with `algorithm` across
+// the nodes, and the result is copied back:
+//   2 (latency + max(bytes / host link, g bytes / host memory))
+//     + (g + 1) bytes / host memory  [g > 1]  + the all-reduce across nodes.
+// The host's own additions during the cross-node all-reduce are not priced.
+double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
+                             const std::vector<int>& ranks, double bytes);
+// The ranks standing for their node's host: the first member of each node.
+std::vector<int> HostLeaders(const Network& network, const std::vector<int>& ranks);
+
 // Seconds an all-reduce of `bytes` over `ranks` takes with `algorithm`.
 double AllReduceSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                         const std::vector<int>& ranks, double bytes);

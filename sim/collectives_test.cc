@@ -65,6 +65,38 @@ TEST(RingReduceScatter, MatchesClosedFormAndHalvesTheAllReduce) {
   }
 }
 
+// Issue 13, item 1: a collective summed on the hosts. One node of g = 4
+// devices, PCIe 16 GB/s each way and 1 us, host memory 100 GB/s: each
+// device copies M to host memory (max(M / 16e9, 4 M / 100e9): the PCIe link
+// limits), the CPU streams 5 M (four copies read, one sum written), and the
+// sum goes back: 2 (1e-6 + M / 16e9) + 5 M / 100e9. On 2 such nodes the
+// hosts add a ring all-reduce between the two nodes' first devices over
+// the NIC: 2 (2 - 1) / 2 x M / B_nic + 2 alpha.
+TEST(HostCollective, MatchesClosedForm) {
+  NetworkSpec s;
+  s.nodes = 1;
+  s.devices_per_node = 4;
+  s.intra_bw_bytes_per_s = 150e9;
+  s.host_link_bw_bytes_per_s = 16e9;
+  s.host_link_latency_s = 1e-6;
+  s.host_memory_bytes_per_s = 100e9;
+  const double m = 64e6;
+  const double in_node = 2 * (1e-6 + m / 16e9) + 5 * m / 100e9;
+  {
+    Network net(s);
+    EXPECT_NEAR(HostCollectiveSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(4), m), in_node,
+                1e-12);
+  }
+  s.nodes = 2;
+  s.nic_bw_bytes_per_s = 12.5e9;
+  s.net_latency_s = 5e-6;
+  Network net(s);
+  const double across = 2.0 * 1 / 2 * m / 12.5e9 + 2 * 5e-6;
+  EXPECT_NEAR(HostCollectiveSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(8), m),
+              in_node + across, 1e-3 * across);
+  EXPECT_EQ(HostLeaders(net, Iota(8)), (std::vector<int>{0, 4}));
+}
+
 TEST(RingAllReduce, InsideOneNodeUsesIntraLinks) {
   NetworkSpec s;
   s.nodes = 1;

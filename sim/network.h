@@ -34,6 +34,12 @@ struct NetworkSpec {
   double oversubscription = 1.0;
   double spine_latency_s = 0;       // added on leaf-spine-leaf paths
   double collective_latency_s = 0;  // fixed cost of each collective call (plan_costs.h)
+  // Device to host memory (PCIe), per device and direction: collectives
+  // summed on the host (plan::Collective::via_host).
+  double host_link_bw_bytes_per_s = 0;
+  double host_link_latency_s = 0;
+  // The host CPU summing buffers in memory (bytes streamed per second).
+  double host_memory_bytes_per_s = 0;
   // NCCL's protocols instead of collective_latency_s (sim/nccl_protocols.h),
   // and whether LL128 is on (NCCL enables it only on Volta, Ampere and
   // Hopper with NVLink).

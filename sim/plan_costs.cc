@@ -91,15 +91,16 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
   using Key = std::tuple<int, int, std::int32_t, std::uint64_t>;
   std::map<Key, SimTime> cache;
   for (const plan::Collective& c : plan.collectives()) {
-    const Key key{static_cast<int>(c.op), static_cast<int>(c.algorithm), c.group,
+    const Key key{static_cast<int>(c.op) * 2 + (c.via_host ? 1 : 0), static_cast<int>(c.algorithm), c.group,
                   std::bit_cast<std::uint64_t>(c.bytes)};
     auto it = cache.find(key);
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
       std::vector<int> ranks(members.begin(), members.end());
-      const double t = CollectiveSeconds(network, c.op, c.algorithm, ranks, c.bytes);
+      const double t = c.via_host ? HostCollectiveSeconds(network, c.algorithm, ranks, c.bytes)
+                                  : CollectiveSeconds(network, c.op, c.algorithm, ranks, c.bytes);
       double seconds = network.spec().collective_latency_s + t;
-      if (network.spec().nccl_protocols) {
+      if (network.spec().nccl_protocols && !c.via_host) {
         // The schedule's latency part: the same schedule moving one byte
         // (an empty one costs nothing at all).
         const double latency =

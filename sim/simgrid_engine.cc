@@ -57,6 +57,10 @@ void RequireSupported(const plan::Plan& plan, const NetworkSpec& spec,
           "(identical workers beyond it are represented by one)");
   }
   for (const plan::Collective& c : plan.collectives())
+    if (c.via_host)
+      throw UserError("engine simgrid does not simulate collectives summed on the host yet",
+                      "use engine: analytic, or parallelism.aggregation: device");
+  for (const plan::Collective& c : plan.collectives())
     if (c.op == plan::CollectiveOp::kBroadcast)
       throw UserError(std::string("engine simgrid does not support collective ") +
                       plan::CollectiveOpName(c.op) + " yet");

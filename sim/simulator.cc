@@ -154,6 +154,7 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
     o.global_update_bytes_per_param = cost.outer_bytes_per_param;
   }
   o.materialized_ranks = materialize;
+  o.via_host = s.parallelism.aggregate_on_host;
   o.recompute = WholeModelRecompute(s, graph);
   // Horovod fuses gradients into its own buffer size.
   if (s.workload.framework.fusion_buffer_bytes > 0) o.bucket_bytes = s.workload.framework.fusion_buffer_bytes;
@@ -248,18 +249,20 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
 // Bytes all ranks put on links in iterations [first, last].
 double NetworkBytes(const plan::Plan& plan, Network& network, int first, int last) {
   double bytes = 0;
-  // (op, algorithm, group, bytes) -> total
+  // (op and host, algorithm, group, bytes) -> total
   std::map<std::tuple<int, int, std::int32_t, double>, double> cache;
   for (const plan::Collective& c : plan.collectives()) {
     if (c.iteration < first || c.iteration > last) continue;
-    auto key = std::make_tuple(static_cast<int>(c.op), static_cast<int>(c.algorithm), c.group,
-                               c.bytes);
+    auto key = std::make_tuple(static_cast<int>(c.op) * 2 + (c.via_host ? 1 : 0),
+                               static_cast<int>(c.algorithm), c.group, c.bytes);
     auto it = cache.find(key);
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
-      it = cache.emplace(key, CollectiveTotalBytes(network, c.op, c.algorithm,
-                                                   std::vector<int>(members.begin(), members.end()),
-                                                   c.bytes))
+      std::vector<int> ranks(members.begin(), members.end());
+      // Summed on the hosts: only the hosts' all-reduce crosses links (the
+      // copies to and from host memory do not).
+      if (c.via_host) ranks = HostLeaders(network, ranks);
+      it = cache.emplace(key, CollectiveTotalBytes(network, c.op, c.algorithm, ranks, c.bytes))
                .first;
     }
     bytes += it->second * c.copies;
@@ -312,6 +315,14 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
       c.devices_per_node);
   n.intra_bw_bytes_per_s = in_node.bw_bytes_per_s;
   n.intra_latency_s = in_node.latency_s;
+  if (const hw::LinkSpec* host = catalog.FindLink(c.host_link)) {
+    n.host_link_bw_bytes_per_s = host->bw_bytes_per_s;
+    n.host_link_latency_s = host->latency_s;
+  }
+  // The host CPU sums at the catalog host's memory bandwidth x the
+  // roofline's default memory efficiency (sim/cost_model.h, 0.7).
+  if (const hw::DeviceSpec* cpu = catalog.FindDevice("cpu-host"))
+    n.host_memory_bytes_per_s = cpu->memory_bw_bytes_per_s * CostModelOptions{}.memory_efficiency;
   n.nic_bw_bytes_per_s = between.bw_bytes_per_s;
   n.net_latency_s = between.latency_s;
   n.fat_tree = c.network.topology == config::Topology::kFatTree;

@@ -841,13 +841,17 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
       throw UserError("validate runs on the CPU backend: its device profile measures the CPU",
                       "use dtsim exec --backend cuda to run on GPUs");
     device = exec::MakeCudaRuntime(world);
-    // NCCL carries all-reduces over every rank; other groups go through MPI.
-    eo.device_all_reduce = [&device, &world](float* buffer, std::int64_t count,
-                                             const std::vector<int>& group) {
-      if (!device.all_reduce || static_cast<int>(group.size()) != world.size()) return false;
-      device.all_reduce->Sum(buffer, count);
-      return true;
-    };
+    // NCCL carries all-reduces over every rank; other groups go through MPI,
+    // and so does everything with parallelism.aggregation: host (copied to
+    // host memory, summed there by MPI, copied back).
+    if (!s.parallelism.aggregate_on_host) {
+      eo.device_all_reduce = [&device, &world](float* buffer, std::int64_t count,
+                                               const std::vector<int>& group) {
+        if (!device.all_reduce || static_cast<int>(group.size()) != world.size()) return false;
+        device.all_reduce->Sum(buffer, count);
+        return true;
+      };
+    }
   }
   exec::Backend& backend = device.backend ? *device.backend : *cpu;
   if (root)

@@ -277,6 +277,12 @@ struct ParallelismConfig {
   // without GPU-aware transport).
   bool aggregate_on_host = false;
   OuterOptimizer outer_optimizer;  // local_sgd: DiLoCo's outer Nesterov step
+  // local_sgd: Streaming DiLoCo (Douillard et al. 2025): the parameters in
+  // `streaming_fragments` groups of gradient buckets, fragment f averaged at
+  // the steps k with (k - f H / F) mod H = 0 and merged `streaming_overlap`
+  // steps later, its all-reduce running under their compute. 1 = off.
+  int streaming_fragments = 1;
+  int streaming_overlap = 0;
   AveragingCompression averaging_compression = AveragingCompression::kNone;  // local_sgd
   ParameterServerConfig parameter_server;  // parameter_server, and local_sgd over servers
   HybridConfig hybrid;                     // hybrid and model

@@ -52,7 +52,7 @@ const std::vector<std::string> kWorkloadKeys = {
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "averaging_groups", "post_local_steps", "outer_optimizer", "averaging_compression",
-    "aggregation",
+    "aggregation", "streaming",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel"};
@@ -406,6 +406,11 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
         y->Fail("expected a momentum in [0, 1)");
     }
   }
+  if (auto x = m.Get("streaming")) {
+    const YamlMap st = x->AsMap({"fragments", "overlap_steps"});
+    p.streaming_fragments = st.Require("fragments").AsInt(1);
+    if (auto y = st.Get("overlap_steps")) p.streaming_overlap = y->AsInt(0);
+  }
   if (auto x = m.Get("averaging_compression")) {
     constexpr std::array kinds = {AveragingCompression::kNone, AveragingCompression::kFp16,
                                   AveragingCompression::kInt8, AveragingCompression::kInt4};
@@ -481,6 +486,21 @@ void CheckAveragingLevels(const Scenario& s, const YamlValue& parallelism) {
                 "DiLoCo's outer step runs on every replica after the all-reduce");
     if (p.averaging_compression != AveragingCompression::kNone)
       m.Require("averaging_compression").Fail("compressed averaging needs averaging: all_reduce");
+  }
+  if (p.streaming_fragments > 1) {
+    const YamlValue at = m.Require("streaming");
+    if (p.averaging != AveragingTransport::kAllReduce)
+      at.Fail("streaming averages need averaging: all_reduce");
+    if (!p.averaging_groups.empty())
+      at.Fail("streaming fragments and averaging_groups do not combine (yet)");
+    if (p.averaging_period % p.streaming_fragments != 0)
+      at.FailInfeasible("fragments (" + std::to_string(p.streaming_fragments) +
+                            ") must divide averaging_period (" +
+                            std::to_string(p.averaging_period) + ")",
+                        "fragment f averages at offset f x H / F within each period");
+    if (p.streaming_overlap >= p.averaging_period)
+      at.FailInfeasible("overlap_steps must be smaller than averaging_period",
+                        "a fragment's average must be merged before it averages again");
   }
   if (p.averaging_groups.empty()) return;
   const YamlValue groups = m.Require("averaging_groups");

@@ -179,6 +179,13 @@ TEST(ScenarioLoaderTest, AveragingGroupsAndPostLocal) {
   EXPECT_TRUE(FailsAt(base + "  outer_optimizer: {kind: nesterov, momentum: 1}\n", 5, "[0, 1)"));
   EXPECT_TRUE(FailsAt(base + "  averaging: parameter_server\n  averaging_compression: fp16\n", 6,
                       "needs averaging: all_reduce"));
+  // Streaming DiLoCo: fragments divide H; the overlap is shorter than H.
+  const Scenario st = ParseScenario(base + "  streaming: {fragments: 4, overlap_steps: 2}\n", "t.yaml");
+  EXPECT_EQ(st.parallelism.streaming_fragments, 4);
+  EXPECT_EQ(st.parallelism.streaming_overlap, 2);
+  EXPECT_TRUE(FailsAt(base + "  streaming: {fragments: 3}\n", 5, "must divide averaging_period"));
+  EXPECT_TRUE(FailsAt(base + "  streaming: {fragments: 4, overlap_steps: 8}\n", 5,
+                      "smaller than averaging_period"));
 }
 
 // Issue 13, item 2: hierarchical parameter servers are synchronous and

@@ -70,7 +70,8 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
   }
   if ((path == "parallelism.averaging_period" || path == "parallelism.averaging" ||
        path == "parallelism.averaging_groups" || path == "parallelism.post_local_steps" ||
-       path == "parallelism.outer_optimizer" || path == "parallelism.averaging_compression") &&
+       path == "parallelism.outer_optimizer" || path == "parallelism.averaging_compression" ||
+       path == "parallelism.streaming") &&
       st != Strategy::kLocalSgd) {
     return Unused(s, path, "only local_sgd averages parameters periodically");
   }

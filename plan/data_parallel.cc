@@ -1,6 +1,7 @@
 #include "plan/data_parallel.h"
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
@@ -115,6 +116,12 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     level_groups[static_cast<std::size_t>(l)].front().copies += hidden;
   }
 
+  const bool streaming = options.streaming_fragments > 1;
+  DTSIM_CHECK(!streaming || (options.averaging_period % options.streaming_fragments == 0 &&
+                             levels == 0 && options.streaming_overlap >= 0),
+              "streaming fragments must divide the averaging period, without levels");
+  // Streaming: per iteration, the all-reduce tasks its update merges (per rank).
+  std::map<std::size_t, std::vector<std::vector<TaskId>>> merges;
   for (int it = 0; it < options.iterations; ++it) {
     // Per rank: the weight-gradient tasks of each bucket, and the last
     // backward task (for overlap = false).
@@ -136,8 +143,40 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     // Gradient all-reduces, one per bucket, in bucket order on the comm
     // streams; then each rank's optimizer step waits for all of them.
     std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(built));
-    const int level = num_ranks > 1 ? level_at(it) : -1;
-    if (level == levels) {
+    int level = num_ranks > 1 ? level_at(it) : -1;
+    if (streaming) {
+      // The fragments that average at this step, each bucket's all-reduce
+      // merged by the update tau steps on.
+      level = -1;
+      const int h = options.averaging_period, f_count = options.streaming_fragments;
+      for (std::size_t b = 0; b < buckets.size() && num_ranks > 1; ++b) {
+        const int f = static_cast<int>(b * static_cast<std::size_t>(f_count) / buckets.size());
+        if ((it + 1 - f * (h / f_count)) % h != 0) continue;
+        // The all-reduce belongs to the step whose update merges it (so the
+        // steps it overlaps are not counted as waiting for it); one merged
+        // past the simulated steps is not emitted.
+        const int merge_at = it + options.streaming_overlap;
+        if (merge_at >= options.iterations) continue;
+        level = levels;  // an averaging step: the update pays the conversions
+        Collective c;
+        c.op = CollectiveOp::kAllReduce;
+        c.algorithm = options.algorithm;
+        c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
+        c.group = world;
+        c.bucket = static_cast<std::int32_t>(b);
+        c.via_host = options.via_host;
+        const std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], merge_at);
+        auto& merge = merges[static_cast<std::size_t>(merge_at)];
+        merge.resize(static_cast<std::size_t>(built));
+        for (int r = 0; r < built; ++r)
+          merge[static_cast<std::size_t>(r)].push_back(
+              plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
+      }
+      if (auto m = merges.find(static_cast<std::size_t>(it)); m != merges.end()) {
+        opt_deps = std::move(m->second);
+        merges.erase(m);
+      }
+    } else if (level == levels) {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
         Collective c;
         c.op = CollectiveOp::kAllReduce;

@@ -48,6 +48,15 @@ struct DataParallelOptions {
   // iteration streams this many more bytes per parameter ((de)quantizing;
   // Task::extra_bytes_per_param), plus `global_update_bytes_per_param` on
   // the global ones (the outer optimizer).
+  // Streaming DiLoCo (Douillard et al. 2025, "Streaming DiLoCo with
+  // overlapping communication"): the gradient buckets form
+  // `streaming_fragments` F groups of consecutive buckets; fragment f
+  // averages at the steps k with (k - f H / F) mod H = 0, and its result is
+  // merged `streaming_overlap` tau steps later (the all-reduce runs under
+  // the compute of those steps; the update of step k + tau waits for it).
+  // F = 1: plain local SGD. REQUIRES: H divisible by F, no averaging_levels.
+  int streaming_fragments = 1;
+  int streaming_overlap = 0;
   // All-reduces summed on the hosts (Collective::via_host).
   bool via_host = false;
   double averaging_bytes_scale = 1;

@@ -152,6 +152,8 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
     o.averaging_bytes_scale = cost.bytes_scale;
     o.averaging_update_bytes_per_param = cost.convert_bytes_per_param;
     o.global_update_bytes_per_param = cost.outer_bytes_per_param;
+    o.streaming_fragments = s.parallelism.streaming_fragments;
+    o.streaming_overlap = s.parallelism.streaming_overlap;
   }
   o.materialized_ranks = materialize;
   o.via_host = s.parallelism.aggregate_on_host;
@@ -419,6 +421,15 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   if (options.graph == nullptr) built = config::BuildWorkloadModel(s);
   const models::ModelGraph& full = options.graph ? *options.graph : *built;
   CheckPlanSize(s, full);  // refuses plans that would not fit in memory
+  if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.streaming_fragments > 1) {
+    const std::size_t buckets = plan::GradientBuckets(full, s.parallelism.bucket_bytes).size();
+    if (buckets < static_cast<std::size_t>(s.parallelism.streaming_fragments))
+      throw UserError(s.Where("parallelism.streaming"),
+                      "streaming fragments are groups of gradient buckets, and the model has " +
+                          std::to_string(buckets) + " bucket(s) of parallelism.bucket_size for " +
+                          std::to_string(s.parallelism.streaming_fragments) + " fragments",
+                      "lower parallelism.bucket_size or the number of fragments");
+  }
   if (s.parallelism.recompute_selective && plan::AttentionCores(full).empty())
     throw UserError(s.Where("parallelism.recompute"),
                     "recompute: selective recomputes attention's core (Q K^T, softmax, dropout, "
@@ -450,7 +461,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                          s.workload.framework.sync_each_step || s.workload.input.Costs();
   // Hierarchical averaging has more than two kinds of iterations.
   const bool fast = options.fast && alike && !simgrid && !host_side &&
-                    s.parallelism.averaging_groups.empty();
+                    s.parallelism.averaging_groups.empty() &&
+                    s.parallelism.streaming_fragments == 1;
   // Identical workers: a few stand for all (the timeline shows them).
   const int materialize = fast              ? 1
                           : alike && !simgrid ? std::min(workers, std::max(1, s.outputs.trace_max_ranks))

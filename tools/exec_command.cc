@@ -138,6 +138,10 @@ void CheckExecutable(const config::Scenario& s) {
     throw UserError(where + ": parameter servers with local_aggregation: device are simulated "
                             "but not executed for real",
                     "set parallelism.parameter_server.local_aggregation: none");
+  if (s.parallelism.strategy == config::Strategy::kLocalSgd && s.parallelism.streaming_fragments > 1)
+    throw UserError(where + ": streaming averages (parallelism.streaming) are simulated but not "
+                            "executed for real",
+                    "remove parallelism.streaming");
   if (s.parallelism.hybrid.virtual_stages > 1)
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");

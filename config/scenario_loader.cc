@@ -29,7 +29,7 @@ constexpr std::array kTopologies = {Topology::kSingleSwitch, Topology::kFatTree}
 constexpr std::array kStrategies = {Strategy::kData, Strategy::kParameterServer,
                                     Strategy::kLocalSgd, Strategy::kHybrid, Strategy::kModel};
 constexpr std::array kSchedules = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
-                                   PipelineSchedule::kInterleaved};
+                                   PipelineSchedule::kInterleaved, PipelineSchedule::kPipeDream2BW};
 constexpr std::array kOptimizers = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
                                     OptimizerKind::kAdam};
 constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};

@@ -174,6 +174,7 @@ const char* PipelineScheduleName(PipelineSchedule s) {
     case PipelineSchedule::kGpipe: return "gpipe";
     case PipelineSchedule::kOneFOneB: return "1f1b";
     case PipelineSchedule::kInterleaved: return "interleaved";
+    case PipelineSchedule::kPipeDream2BW: return "pipedream_2bw";
   }
   return "?";
 }
@@ -319,17 +320,67 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
       if (plan.IsMaterialized(rank_of(r, 0, k))) reps.push_back({r, k});
 
   const int chunks = p * v;
-  for (int it = 0; it < o.iterations; ++it) {
+  // PipeDream-2BW runs every iteration's micro-batches as one 1F1B
+  // schedule (no flush): one block of m x iterations micro-batches, each
+  // step's iteration set as it is emitted.
+  const bool async = o.schedule == PipelineSchedule::kPipeDream2BW;
+  if (async && (v != 1 || !shared.empty() || reps.size() != 1))
+    throw UserError(
+        "schedule pipedream_2bw is simulated with one model chunk per device, no weights shared "
+        "across stages (tied embeddings) and identical replicas (no stragglers)",
+        "use schedule 1f1b (PipeDream-Flush), or untie the embeddings");
+  const int blocks = async ? 1 : o.iterations;
+  const int block_micro_batches = async ? m * o.iterations : m;
+  // The parameters (and gradient bytes, shared-weight copies included) of
+  // each stage's chunks.
+  const auto stage_sizes = [&](int s) {
+    double grad_bytes = 0;
+    std::int64_t params = 0;
+    for (int j = 0; j < v; ++j) {
+      const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
+      for (OpId x = b; x < e; ++x) {
+        grad_bytes += graph.op(x).ParamBytes();
+        params += graph.op(x).params;
+      }
+    }
+    for (const SharedWeight& w : shared)
+      for (int copy : w.copy_stages)
+        if (copy == s) {
+          grad_bytes += graph.op(w.op).ParamBytes();
+          params += graph.op(w.op).params;
+        }
+    return std::pair<double, std::int64_t>(grad_bytes, params);
+  };
+  for (int block = 0; block < blocks; ++block) {
+    int it = block;  // the iteration of the tasks being emitted
     std::map<std::tuple<int, int, int>, TaskId> last_of;  // (replica, stage, tensor rank)
     for (const auto& [replica, k] : reps) {
       // fwd_out[c][mb]: the task whose end makes chunk c's output of mb
       // available to chunk c + 1 (a send, or the last forward task);
       // bwd_out[c][mb]: likewise for the gradient going to chunk c - 1.
-      std::vector<std::vector<TaskId>> fwd_out(static_cast<std::size_t>(chunks),
-                                               std::vector<TaskId>(static_cast<std::size_t>(m), -1));
+      std::vector<std::vector<TaskId>> fwd_out(
+          static_cast<std::size_t>(chunks),
+          std::vector<TaskId>(static_cast<std::size_t>(block_micro_batches), -1));
       auto bwd_out = fwd_out;
       std::vector<std::vector<ScheduleStep>> sched(static_cast<std::size_t>(p));
-      for (int s = 0; s < p; ++s) sched[static_cast<std::size_t>(s)] = StageSchedule(o.schedule, s, p, m, v);
+      for (int s = 0; s < p; ++s)
+        sched[static_cast<std::size_t>(s)] =
+            StageSchedule(async ? PipelineSchedule::kOneFOneB : o.schedule, s, p,
+                          block_micro_batches, v);
+      // PipeDream-2BW: per stage, the update waiting to be emitted (its
+      // dependency and iteration), one iteration behind.
+      std::vector<std::pair<TaskId, int>> pending_update(static_cast<std::size_t>(p), {-1, -1});
+      const auto emit_update = [&](int stage, std::pair<TaskId, int> update) {
+        if (update.second < 0) return;
+        Task opt;
+        opt.kind = TaskKind::kOptimizer;
+        opt.rank = rank_of(replica, stage, k);
+        // It runs during the next iteration (the last one's at the end):
+        // counted there, so an iteration ends with its own last backward.
+        opt.iteration = std::min(update.second + 1, o.iterations - 1);
+        opt.params = stage_sizes(stage).second;
+        plan.AddTask(opt, std::span(&update.first, 1));
+      };
       std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
       std::vector<TaskId> last_backward(static_cast<std::size_t>(p), -1);
 
@@ -400,10 +451,14 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           auto& i = next[static_cast<std::size_t>(s)];
           const auto& steps = sched[static_cast<std::size_t>(s)];
           while (i < steps.size()) {
-            const ScheduleStep st = steps[i];
+            ScheduleStep st = steps[i];
+            const auto mb = static_cast<std::size_t>(st.micro_batch);  // within the block
+            if (async) {
+              it = st.micro_batch / m;
+              st.micro_batch %= m;
+            }
             const int c = s + st.local_chunk * p;
             const auto cc = static_cast<std::size_t>(c);
-            const auto mb = static_cast<std::size_t>(st.micro_batch);
             const RankId rank = rank_of(replica, s, k);
             const auto& [b, e] = o.chunks[cc];
             TaskId dep = -1;
@@ -460,6 +515,25 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 last = to == rank ? last : send(rank, to, bytes, last, st.micro_batch);
               }
               bwd_out[cc][mb] = last;
+              if (async && st.micro_batch == m - 1) {
+                // The stage's gradients of iteration `it` are complete:
+                // all-reduce them over the replicas now; the update of the
+                // previous iteration runs here, this one's a block later.
+                TaskId ready = last_backward[static_cast<std::size_t>(s)];
+                const double grad_bytes = stage_sizes(s).first;
+                if (d > 1 && grad_bytes > 0) {
+                  Collective col;
+                  col.op = CollectiveOp::kAllReduce;
+                  col.algorithm = o.algorithm;
+                  col.bytes = grad_bytes;
+                  col.group = dp_group.at({s, k});
+                  col.copies = o.symmetric ? t : 1;
+                  const auto ci = plan.AddCollective(col, {{ready}}, it);
+                  ready = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+                }
+                emit_update(s, pending_update[static_cast<std::size_t>(s)]);
+                pending_update[static_cast<std::size_t>(s)] = {ready, it};
+              }
             }
             ++i;
             progress = true;
@@ -472,7 +546,9 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
 
       for (int s = 0; s < p; ++s)
         last_of[{replica, s, k}] = last_backward[static_cast<std::size_t>(s)];
+      for (int s = 0; s < p; ++s) emit_update(s, pending_update[static_cast<std::size_t>(s)]);
     }
+    if (async) continue;  // updates emitted with the schedule
 
     // Per stage and tensor rank: the gradients (with the copies of shared
     // weights) are all-reduced over the replicas (one collective for the

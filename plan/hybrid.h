@@ -33,8 +33,17 @@ enum class PipelineSchedule {
   kGpipe,        // all forwards of the micro-batches, then all backwards
   kOneFOneB,     // PipeDream-Flush: warm-up forwards, then one forward one backward
   kInterleaved,  // 1F1B over `virtual_stages` model chunks per device (Megatron-LM)
+  // PipeDream-2BW (Narayanan et al. 2021, "Memory-Efficient Pipeline-
+  // Parallel DNN Training", ICML): 1F1B without a flush across iterations;
+  // each stage accumulates its m micro-batches' gradients and updates its
+  // weights in the background (double-buffered: new micro-batches use the
+  // previous version, so gradients are one version stale). In the plan the
+  // update of iteration i (after the stage's data-parallel all-reduce) runs
+  // after the stage's last backward of iteration i + 1. One chunk per
+  // device; no weights shared across stages.
+  kPipeDream2BW,
 };
-const char* PipelineScheduleName(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved"
+const char* PipelineScheduleName(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved", "pipedream_2bw"
 
 struct HybridOptions {
   int tensor = 1;          // t

@@ -199,7 +199,7 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
     const models::Op& op = graph.op(id);
     const double params =
         static_cast<double>(op.params) * Share(plan::IsTensorParallelSplit(op), in.tensor_parallel);
-    m.params_bytes += params * models::DTypeBytes(op.dtype);
+    m.params_bytes += in.weight_versions * params * models::DTypeBytes(op.dtype);
     m.grads_bytes += params * models::DTypeBytes(op.dtype);
     m.optimizer_bytes += params * state_bytes_per_param;
   }
@@ -249,6 +249,11 @@ int MicroBatchesInFlight(config::PipelineSchedule schedule, int stage, int stage
       [[fallthrough]];  // one chunk per device is 1F1B
     case config::PipelineSchedule::kOneFOneB:
       return std::min(p - stage, m);
+    case config::PipelineSchedule::kPipeDream2BW:
+      // No flush: the 1F1B steady state carries over iteration boundaries,
+      // p - stage micro-batches in flight whatever m (Narayanan et al.
+      // 2021, PipeDream-2BW, §3.2).
+      return p - stage;
   }
   return m;
 }

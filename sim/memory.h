@@ -93,6 +93,8 @@ struct MemoryInputs {
   // More fp32 state per parameter, counted with the optimizer's: local
   // SGD's outer optimizer keeps the previous parameters and a momentum (8).
   double extra_state_bytes_per_param = 0;
+  // Copies of the weights held (PipeDream-2BW's double buffer: 2).
+  int weight_versions = 1;
   int micro_batch_size = 1;  // samples per micro-batch (>= 1)
   // Micro-batches whose activations are held at the peak (>= 0), e.g.
   // MicroBatchesInFlight(...) for a pipeline stage, 1 without pipelining.
@@ -182,6 +184,7 @@ plan::RecomputeRanges RecomputedRanges(const models::ModelGraph& graph,
 //   1F1B         min(p - stage, m): stage s runs p - s - 1 warm-up forwards,
 //                then one forward before each backward (Narayanan et al.
 //                2021 §2.2.1; PipeDream-Flush).
+//   PipeDream-2BW p - stage: 1F1B's steady state, never flushed.
 //   interleaved  v = virtual_stages model chunks per device. Megatron-LM's
 //                schedule (Narayanan et al. 2021 §2.2.2; code:
 //                megatron/core/pipeline_parallel/schedules.py,

@@ -220,6 +220,24 @@ TEST(DeviceMemory, SequenceParallelismAndSelectiveRecomputationFollowKorthikanti
   EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 4 * 728.0);
 }
 
+// PipeDream-2BW double-buffers the weights: a second copy of the
+// parameters, nothing more (gradients and optimizer state once), and p - s
+// micro-batches in flight whatever m (no flush).
+TEST(DeviceMemory, PipeDream2BWHoldsTwoWeightVersions) {
+  const ModelGraph g = TinyTransformer();
+  MemoryInputs in;
+  in.graph = &g;
+  in.ops = AllOps(g);
+  const MemoryBreakdown one = DeviceMemory(in);
+  in.weight_versions = 2;
+  const MemoryBreakdown two = DeviceMemory(in);
+  EXPECT_DOUBLE_EQ(two.params_bytes, 2 * one.params_bytes);
+  EXPECT_DOUBLE_EQ(two.grads_bytes, one.grads_bytes);
+  EXPECT_DOUBLE_EQ(two.optimizer_bytes, one.optimizer_bytes);
+  EXPECT_EQ(MicroBatchesInFlight(config::PipelineSchedule::kPipeDream2BW, 0, 8, 2, 1), 8);
+  EXPECT_EQ(MicroBatchesInFlight(config::PipelineSchedule::kOneFOneB, 0, 8, 2, 1), 2);
+}
+
 TEST(DeviceMemory, ActivationsScaleWithMicroBatchesInFlightAndTheirSize) {
   const ModelGraph g = Gpt2Fp16();
   MemoryInputs in = Gpt2Inputs(g);

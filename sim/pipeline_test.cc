@@ -99,6 +99,60 @@ TEST(Pipeline, BubbleFractionGpipeAnd1F1B) {
   }
 }
 
+// Issue 13, item 4: PipeDream-2BW never flushes, so after the first
+// iteration's warm-up a stage runs one forward and one backward per slot
+// without a bubble: with uniform stages and free communication an
+// iteration in the steady state lasts exactly the m slots its stage is busy
+// (Narayanan et al. 2021, PipeDream-2BW, §3: "no pipeline flushes"),
+// against (m + p - 1) slots for 1F1B with its flush. The update of each
+// iteration runs once per stage; the gradients it applies are one version
+// stale.
+TEST(Pipeline, PipeDream2BWHasNoBubbleInTheSteadyState) {
+  for (auto [p, m] : {std::pair{2, 4}, {4, 8}, {4, 2}}) {
+    const ModelGraph g = Uniform(p * 2);
+    plan::HybridOptions o;
+    o.pipeline = p;
+    o.micro_batches = m;
+    o.schedule = plan::PipelineSchedule::kPipeDream2BW;
+    o.iterations = 12;
+    o.chunks = plan::ChunksFromCounts(plan::LayerUnits(g), std::vector<int>(static_cast<std::size_t>(p), 2));
+    const plan::Plan plan = plan::BuildHybridPlan(g, {1, p}, o);
+    int updates = 0;
+    for (const plan::Task& t : plan.tasks()) updates += t.kind == plan::TaskKind::kOptimizer;
+    EXPECT_EQ(updates, p * o.iterations);
+    CostModelOptions co;
+    co.kernel_launch_s = 0;
+    co.optimizer_bytes_per_param = 0;
+    co.compute_efficiency[OpKind::kDense] = 1.0;
+    const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
+    Network net(FreeNetwork(p));
+    const TaskCosts costs = PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(p), 0), net);
+    const EngineResult r = RunEngine(plan, costs);
+    // Clear of the fill and the drain, each ceil((p - 1) / m) iterations.
+    const int edge = (p - 1 + m - 1) / m;
+    const RunMetrics steady = ComputeMetrics(plan, r, {edge + 1, o.iterations - 2 - edge});
+    EXPECT_NEAR(steady.per_rank[0].compute_s, steady.step_time_s, 1e-9 * steady.step_time_s)
+        << "p=" << p << " m=" << m;
+    const auto [flush_step, flush_busy] = RunPipeline(plan::PipelineSchedule::kOneFOneB, p, m, 1);
+    EXPECT_NEAR(steady.step_time_s, flush_busy, 1e-6 * flush_busy);
+    EXPECT_NEAR(flush_step / steady.step_time_s, (m + p - 1.0) / m, 1e-6);
+  }
+  // Weights shared across stages (a tied LM head) are refused, not mispriced.
+  models::TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.sequence = 16;
+  c.vocab = 1000;
+  const ModelGraph tied = models::BuildTransformer(c, "tiny-tied");
+  plan::HybridOptions o;
+  o.pipeline = 2;
+  o.micro_batches = 2;
+  o.schedule = plan::PipelineSchedule::kPipeDream2BW;
+  o.chunks = plan::EvenLayerChunks(plan::LayerUnits(tied), 2);
+  EXPECT_THROW(plan::BuildHybridPlan(tied, {1, 2}, o), UserError);
+}
+
 TEST(Pipeline, InterleavingShrinksTheBubbleByTheVirtualStages) {
   // Interleaved 1F1B with v chunks per device: the bubble time becomes
   // (p - 1) / v slots of one device's forward + backward (Narayanan et al.

@@ -173,6 +173,12 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
          ps.replicas_to_aggregate == 0 ? s.cluster.num_devices() : ps.replicas_to_aggregate},
         {"payload", config::PsPayloadName(ps.payload)}};
   }
+  if (s.parallelism.strategy == config::Strategy::kHybrid &&
+      s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream2BW) {
+    // Narayanan et al. 2021 (PipeDream-2BW), §3.1: W(t+1) = W(t) - lr
+    // grad f(W(t-1)).
+    j["pipedream_2bw"] = {{"weight_versions", 2}, {"weight_staleness", 1}};
+  }
   if (p.async) {
     const Summary& st = p.async->staleness;
     j["async"] = {{"global_steps_per_s", p.async->global_steps_per_s},
@@ -407,6 +413,15 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   "asynchronous: %.2f global steps/s; staleness of %d applied updates: mean %.2f, "
                   "p50 %.1f, p99 %.1f, max %.0f\n",
                   p.async->global_steps_per_s, st.n, st.mean, st.p50, st.p99, st.max);
+    o << line;
+  }
+  if (s.parallelism.strategy == config::Strategy::kHybrid &&
+      s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream2BW) {
+    std::snprintf(line, sizeof line,
+                  "PipeDream-2BW: no pipeline flush (measured over iterations %d-%d, clear of the "
+                  "fill and the drain); 2 weight versions, gradients 1 version stale\n",
+                  m.first_measured_iteration + 1,
+                  m.first_measured_iteration + m.measured_iterations);
     o << line;
   }
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {

@@ -545,9 +545,18 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.network_bytes_per_sample = NetworkBytes(p.plan, network, 1, 1) / h /
                                  static_cast<double>(p.plan.samples_per_iteration);
   } else {
-    p.metrics = ComputeMetrics(p.plan, p.engine);
+    // PipeDream-2BW never flushes: filling the pipeline takes its first
+    // ceil((p - 1) / m) iterations and draining it the last as many, so the
+    // steady state lies between them (when there is one).
+    MetricsWindow window;
+    if (pipelined && hybrid.schedule == plan::PipelineSchedule::kPipeDream2BW) {
+      const int edge = (hybrid.pipeline - 1 + hybrid.micro_batches - 1) / hybrid.micro_batches;
+      const int k = std::max(1, edge);
+      if (p.plan.iterations > 2 * k) window = {k, p.plan.iterations - 1 - k};
+    }
+    p.metrics = ComputeMetrics(p.plan, p.engine, window);
     const int first = p.metrics.first_measured_iteration;
-    const int last = p.plan.iterations - 1;
+    const int last = first + p.metrics.measured_iterations - 1;
     // Collectives are counted over their whole group, so symmetric plans
     // need no scaling; parameter-server plans materialize every worker.
     p.network_bytes_per_sample =
@@ -625,6 +634,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.tensor_parallel = o.tensor;
       in.tensor_parallel = o.tensor;
       in.sequence_parallel = o.sequence_parallel;
+      if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
       in.data_parallel = workers / (o.tensor * o.pipeline);
       in.zero_stage = par.zero_stage;
       in.micro_batch_size = o.micro_batch;

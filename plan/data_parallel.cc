@@ -144,10 +144,13 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     // streams; then each rank's optimizer step waits for all of them.
     std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(built));
     int level = num_ranks > 1 ? level_at(it) : -1;
+    double synced_share = 1;  // of the parameters this step averages
     if (streaming) {
       // The fragments that average at this step, each bucket's all-reduce
       // merged by the update tau steps on.
       level = -1;
+      double synced_bytes = 0, all_bytes = 0;
+      for (double bytes : bucket_bytes) all_bytes += bytes;
       const int h = options.averaging_period, f_count = options.streaming_fragments;
       for (std::size_t b = 0; b < buckets.size() && num_ranks > 1; ++b) {
         const int f = static_cast<int>(b * static_cast<std::size_t>(f_count) / buckets.size());
@@ -158,6 +161,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         const int merge_at = it + options.streaming_overlap;
         if (merge_at >= options.iterations) continue;
         level = levels;  // an averaging step: the update pays the conversions
+        synced_bytes += bucket_bytes[b];
         Collective c;
         c.op = CollectiveOp::kAllReduce;
         c.algorithm = options.algorithm;
@@ -172,6 +176,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
           merge[static_cast<std::size_t>(r)].push_back(
               plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
       }
+      if (all_bytes > 0) synced_share = synced_bytes / all_bytes;
       if (auto m = merges.find(static_cast<std::size_t>(it)); m != merges.end()) {
         opt_deps = std::move(m->second);
         merges.erase(m);
@@ -218,8 +223,8 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
       t.params = total_params;
       if (level >= 0)
         t.extra_bytes_per_param = static_cast<float>(
-            options.averaging_update_bytes_per_param +
-            (level == levels ? options.global_update_bytes_per_param : 0.0));
+            synced_share * (options.averaging_update_bytes_per_param +
+                            (level == levels ? options.global_update_bytes_per_param : 0.0)));
       plan.AddTask(t, opt_deps[static_cast<std::size_t>(r)]);
     }
   }

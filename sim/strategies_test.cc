@@ -333,6 +333,16 @@ TEST(LocalSgd, StreamingFragmentsSpreadAndHideTheAverage) {
   EXPECT_LT(hidden.metrics.step_time_s, plain.metrics.step_time_s);
   // Each bucket once per round of 8 steps: the same number of all-reduces.
   EXPECT_EQ(streamed.plan.collectives().size(), plain.plan.collectives().size());
+  // An outer optimizer updates each fragment when it averages: over a round
+  // its traffic (24 bytes per parameter) is paid once, as without fragments.
+  s.parallelism.outer_optimizer.enabled = true;
+  s.parallelism.streaming_overlap = 0;
+  const Prediction outer = Simulate(s);
+  double per_round = 0;
+  for (const plan::Task& t : outer.plan.tasks())
+    if (t.kind == plan::TaskKind::kOptimizer && t.rank == 0 && t.iteration >= 1 && t.iteration <= 8)
+      per_round += t.extra_bytes_per_param;
+  EXPECT_NEAR(per_round, 24.0, 1e-4);
 }
 
 TEST(FastPath, MatchesTheFullSimulation) {

@@ -180,6 +180,11 @@ struct ParameterServerConfig {
   // dist_device_sync kvstore, BytePS's intra-machine reduce). Synchronous
   // only, with every worker aggregated.
   bool aggregate_in_machine = false;
+  // With aggregate_in_machine: the machine's host sums (its devices copy
+  // their gradients over cluster.host_link, the CPU sums, the pulled
+  // parameters are copied back) instead of its devices (BytePS's CPU
+  // summation; MXNet's dist_sync kvstore on CPU).
+  bool aggregate_on_host = false;
 };
 
 enum class AveragingTransport { kAllReduce, kParameterServer };

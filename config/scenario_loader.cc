@@ -351,8 +351,10 @@ ParameterServerConfig ReadParameterServer(const YamlValue& v) {
   if (auto x = m.Get("replicas_to_aggregate")) ps.replicas_to_aggregate = x->AsInt(0);
   if (auto x = m.Get("payload")) ps.payload = ReadEnum(*x, kPayloads, PsPayloadName, "payload");
   if (auto x = m.Get("local_aggregation")) {
-    const std::vector<std::string> kinds = {"none", "device"};
-    ps.aggregate_in_machine = x->AsChoice(kinds, "local aggregation") == 1;
+    const std::vector<std::string> kinds = {"none", "device", "host"};
+    const std::size_t k = x->AsChoice(kinds, "local aggregation");
+    ps.aggregate_in_machine = k >= 1;
+    ps.aggregate_on_host = k == 2;
   }
   return ps;
 }
@@ -678,11 +680,11 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
                                        "payload", "local_aggregation"})
                                .Require("local_aggregation");
       if (s.parallelism.sync == SyncMode::kAsynchronous)
-        at.Fail("local_aggregation: device is synchronous (a machine sums its devices' "
+        at.Fail("local_aggregation is synchronous (a machine sums its devices' "
                 "gradients before pushing)",
                 "use sync: synchronous, or local_aggregation: none");
       if (ps.replicas_to_aggregate != 0)
-        at.Fail("local_aggregation: device aggregates every worker",
+        at.Fail("local_aggregation aggregates every worker",
                 "set replicas_to_aggregate: 0, or local_aggregation: none");
     }
     if (ps.replicas_to_aggregate > s.cluster.num_devices()) {

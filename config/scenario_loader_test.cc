@@ -199,7 +199,10 @@ TEST(ScenarioLoaderTest, LocalAggregationOfParameterServers) {
                       5, "synchronous"));
   EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: device, replicas_to_aggregate: 6}\n",
                       4, "aggregates every worker"));
-  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: host}\n", 4, "local aggregation"));
+  const Scenario host = ParseScenario(ps + "  parameter_server: {local_aggregation: host}\n", "t.yaml");
+  EXPECT_TRUE(host.parallelism.parameter_server.aggregate_in_machine);
+  EXPECT_TRUE(host.parallelism.parameter_server.aggregate_on_host);
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: cpu}\n", 4, "local aggregation"));
 }
 
 // Issue 13, item 1: sums on the host, over a named host link.

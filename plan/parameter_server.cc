@@ -80,6 +80,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
     c.op = op;
     c.bytes = param_bytes;
     c.group = node_group[static_cast<std::size_t>(nd)];
+    c.via_host = o.aggregate_on_host;
     const auto ci = plan.AddCollective(c, deps, it);
     return plan.collectives()[static_cast<std::size_t>(ci)].tasks;
   };

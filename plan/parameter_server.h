@@ -37,6 +37,7 @@ struct ParameterServerOptions {
   // all-gather after the pulls; each device pushes and pulls 1/g of every
   // shard. Synchronous, every worker aggregated.
   bool aggregate_in_node = false;
+  bool aggregate_on_host = false;  // ... summed by the host (Collective::via_host)
 };
 
 // Ranks: workers 0..n-1 (node-major, as in data parallel), then servers

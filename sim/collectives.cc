@@ -206,7 +206,7 @@ std::vector<int> HostLeaders(const Network& network, const std::vector<int>& ran
 }
 
 double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
-                             const std::vector<int>& ranks, double bytes) {
+                             const std::vector<int>& ranks, double bytes, plan::CollectiveOp op) {
   if (ranks.size() <= 1 || bytes <= 0) return 0;
   const NetworkSpec& s = network.spec();
   DTSIM_CHECK(s.host_link_bw_bytes_per_s > 0 && s.host_memory_bytes_per_s > 0,
@@ -220,6 +220,12 @@ double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorit
                                                        g * bytes / s.host_memory_bytes_per_s);
   const double sum = g > 1 ? (g + 1) * bytes / s.host_memory_bytes_per_s : 0;
   const std::vector<int> leaders = HostLeaders(network, ranks);
+  if (op != plan::CollectiveOp::kAllReduce) {
+    DTSIM_CHECK(leaders.size() == 1 && (op == plan::CollectiveOp::kReduceScatter ||
+                                        op == plan::CollectiveOp::kAllGather),
+                "on the host: all-reduces, and reduce-scatters or all-gathers inside a node");
+    return op == plan::CollectiveOp::kReduceScatter ? copy + sum : copy;
+  }
   const double across = leaders.size() > 1 ? AllReduceSeconds(network, algorithm, leaders, bytes) : 0;
   return 2 * copy + sum + across;
 }

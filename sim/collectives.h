@@ -89,8 +89,12 @@ double CollectiveTotalBytes(Network& network, plan::CollectiveOp op,
 //   2 (latency + max(bytes / host link, g bytes / host memory))
 //     + (g + 1) bytes / host memory  [g > 1]  + the all-reduce across nodes.
 // The host's own additions during the cross-node all-reduce are not priced.
+// Inside one node, a reduce-scatter on the host is the copies in and the
+// sum (the slices stay in host memory for what follows: a parameter
+// server's pushes), and an all-gather the copies back.
 double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
-                             const std::vector<int>& ranks, double bytes);
+                             const std::vector<int>& ranks, double bytes,
+                             plan::CollectiveOp op = plan::CollectiveOp::kAllReduce);
 // The ranks standing for their node's host: the first member of each node.
 std::vector<int> HostLeaders(const Network& network, const std::vector<int>& ranks);
 

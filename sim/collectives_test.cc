@@ -95,6 +95,17 @@ TEST(HostCollective, MatchesClosedForm) {
   EXPECT_NEAR(HostCollectiveSeconds(net, plan::CollectiveAlgorithm::kRing, Iota(8), m),
               in_node + across, 1e-3 * across);
   EXPECT_EQ(HostLeaders(net, Iota(8)), (std::vector<int>{0, 4}));
+  // Inside one node: a reduce-scatter on the host is the copies in and the
+  // sum, an all-gather the copies back.
+  s.nodes = 1;
+  Network one(s);
+  const double copy = 1e-6 + m / 16e9;
+  EXPECT_NEAR(HostCollectiveSeconds(one, plan::CollectiveAlgorithm::kRing, Iota(4), m,
+                                    plan::CollectiveOp::kReduceScatter),
+              copy + 5 * m / 100e9, 1e-12);
+  EXPECT_NEAR(HostCollectiveSeconds(one, plan::CollectiveAlgorithm::kRing, Iota(4), m,
+                                    plan::CollectiveOp::kAllGather),
+              copy, 1e-12);
 }
 
 TEST(RingAllReduce, InsideOneNodeUsesIntraLinks) {

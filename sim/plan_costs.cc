@@ -97,7 +97,7 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     if (it == cache.end()) {
       const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
       std::vector<int> ranks(members.begin(), members.end());
-      const double t = c.via_host ? HostCollectiveSeconds(network, c.algorithm, ranks, c.bytes)
+      const double t = c.via_host ? HostCollectiveSeconds(network, c.algorithm, ranks, c.bytes, c.op)
                                   : CollectiveSeconds(network, c.op, c.algorithm, ranks, c.bytes);
       double seconds = network.spec().collective_latency_s + t;
       if (network.spec().nccl_protocols && !c.via_host) {

@@ -93,6 +93,18 @@ TEST(ParameterServer, AggregatingInTheMachineSendsOneModelPerMachine) {
     node_collectives += c.iteration == 1 &&
                         pa.plan.groups()[static_cast<std::size_t>(c.group)].size() == 4;
   EXPECT_EQ(node_collectives, 2 * 4);
+  // Summed by each machine's host instead (BytePS's CPU summation): the same
+  // pushes and pulls; in the machine, copies over PCIe and the CPU's sum
+  // (HostCollectiveSeconds: copy + sum before the pushes, copy after the
+  // pulls) instead of NVLink collectives.
+  agg.parallelism.parameter_server.aggregate_on_host = true;
+  const Prediction ph = Simulate(agg);
+  EXPECT_NEAR(p2p_bytes(ph), 2 * 4 * m, 1e-6 * m);
+  int host_collectives = 0;
+  for (const plan::Collective& c : ph.plan.collectives()) host_collectives += c.via_host;
+  EXPECT_EQ(host_collectives, static_cast<int>(ph.plan.collectives().size()));
+  EXPECT_GT(ph.metrics.step_time_s, pa.metrics.step_time_s);  // PCIe is slower than NVLink
+  EXPECT_LT(ph.metrics.step_time_s, pf.metrics.step_time_s);
 }
 
 TEST(ParameterServer, IncastGrowsWithWorkers) {

@@ -135,7 +135,7 @@ void CheckExecutable(const config::Scenario& s) {
       (s.parallelism.strategy == config::Strategy::kParameterServer ||
        (s.parallelism.strategy == config::Strategy::kLocalSgd &&
         s.parallelism.averaging == config::AveragingTransport::kParameterServer)))
-    throw UserError(where + ": parameter servers with local_aggregation: device are simulated "
+    throw UserError(where + ": parameter servers with local_aggregation are simulated "
                             "but not executed for real",
                     "set parallelism.parameter_server.local_aggregation: none");
   if (s.parallelism.strategy == config::Strategy::kLocalSgd && s.parallelism.streaming_fragments > 1)

@@ -143,6 +143,22 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     // Gradient all-reduces, one per bucket, in bucket order on the comm
     // streams; then each rank's optimizer step waits for all of them.
     std::vector<std::vector<TaskId>> opt_deps(static_cast<std::size_t>(built));
+    // Bucket b's all-reduce over `group`, after `deps` (one list per
+    // materialized member), counted in iteration `at`; returns its tasks.
+    const auto bucket_all_reduce = [&](std::size_t b, std::int32_t group,
+                                       const std::vector<std::vector<TaskId>>& deps, int at,
+                                       std::int32_t copies) -> const std::vector<TaskId>& {
+      Collective c;
+      c.op = CollectiveOp::kAllReduce;
+      c.algorithm = options.algorithm;
+      c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
+      c.group = group;
+      c.bucket = static_cast<std::int32_t>(b);
+      c.via_host = options.via_host;
+      c.copies = copies;
+      const std::int32_t ci = plan.AddCollective(std::move(c), deps, at);
+      return plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+    };
     int level = num_ranks > 1 ? level_at(it) : -1;
     double synced_share = 1;  // of the parameters this step averages
     if (streaming) {
@@ -162,19 +178,11 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         if (merge_at >= options.iterations) continue;
         level = levels;  // an averaging step: the update pays the conversions
         synced_bytes += bucket_bytes[b];
-        Collective c;
-        c.op = CollectiveOp::kAllReduce;
-        c.algorithm = options.algorithm;
-        c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
-        c.group = world;
-        c.bucket = static_cast<std::int32_t>(b);
-        c.via_host = options.via_host;
-        const std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], merge_at);
+        const std::vector<TaskId> tasks = bucket_all_reduce(b, world, bucket_deps[b], merge_at, 1);
         auto& merge = merges[static_cast<std::size_t>(merge_at)];
         merge.resize(static_cast<std::size_t>(built));
         for (int r = 0; r < built; ++r)
-          merge[static_cast<std::size_t>(r)].push_back(
-              plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
+          merge[static_cast<std::size_t>(r)].push_back(tasks[static_cast<std::size_t>(r)]);
       }
       if (all_bytes > 0) synced_share = synced_bytes / all_bytes;
       if (auto m = merges.find(static_cast<std::size_t>(it)); m != merges.end()) {
@@ -183,33 +191,16 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
       }
     } else if (level == levels) {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
-        Collective c;
-        c.op = CollectiveOp::kAllReduce;
-        c.algorithm = options.algorithm;
-        c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
-        c.group = world;
-        c.bucket = static_cast<std::int32_t>(b);
-        c.via_host = options.via_host;
-        std::int32_t ci = plan.AddCollective(std::move(c), bucket_deps[b], it);
+        const std::vector<TaskId> tasks = bucket_all_reduce(b, world, bucket_deps[b], it, 1);
         for (int r = 0; r < built; ++r)
-          opt_deps[static_cast<std::size_t>(r)].push_back(
-              plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)]);
+          opt_deps[static_cast<std::size_t>(r)].push_back(tasks[static_cast<std::size_t>(r)]);
       }
     } else if (level >= 0) {
       for (const LevelGroup& g : level_groups[static_cast<std::size_t>(level)])
         for (std::size_t b = 0; b < buckets.size(); ++b) {
-          Collective c;
-          c.op = CollectiveOp::kAllReduce;
-          c.algorithm = options.algorithm;
-          c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
-          c.group = g.group;
-          c.bucket = static_cast<std::int32_t>(b);
-          c.via_host = options.via_host;
-          c.copies = g.copies;
           std::vector<std::vector<TaskId>> deps;
           for (int r : g.members) deps.push_back(bucket_deps[b][static_cast<std::size_t>(r)]);
-          const std::int32_t ci = plan.AddCollective(std::move(c), deps, it);
-          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          const std::vector<TaskId> tasks = bucket_all_reduce(b, g.group, deps, it, g.copies);
           for (std::size_t x = 0; x < g.members.size(); ++x)
             opt_deps[static_cast<std::size_t>(g.members[x])].push_back(tasks[x]);
         }

@@ -560,21 +560,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
     std::vector<std::int64_t> stage_params(static_cast<std::size_t>(p), 0);
     for (int s = 0; s < p; ++s)
       for (int k = 0; k < t; ++k) {
-        double grad_bytes = 0;
-        std::int64_t params = 0;
-        for (int j = 0; j < v; ++j) {
-          const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
-          for (OpId x = b; x < e; ++x) {
-            grad_bytes += graph.op(x).ParamBytes();
-            params += graph.op(x).params;
-          }
-        }
-        for (const SharedWeight& w : shared)
-          for (int copy : w.copy_stages)
-            if (copy == s) {
-              grad_bytes += graph.op(w.op).ParamBytes();
-              params += graph.op(w.op).params;
-            }
+        const auto [grad_bytes, params] = stage_sizes(s);
         stage_params[static_cast<std::size_t>(s)] = params;
         std::vector<int> replicas;
         std::vector<std::vector<TaskId>> deps;

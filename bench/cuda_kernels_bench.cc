@@ -100,6 +100,36 @@ BENCHMARK(BM_Conv3x3)
     ->Args({64, 56, 0})->Args({256, 14, 0})->Args({64, 56, 1})->Args({256, 14, 1})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// ResNet-50's pointwise (1 x 1, stride 1) convolutions, batch 32: C -> K
+// channels at H x H (the bottleneck's reduce and expand layers). Args: C, K,
+// H, backward.
+void BM_Conv1x1(benchmark::State& state) {
+  auto b = MakeBackend(state);
+  if (!b) return;
+  Conv2dArgs a;
+  a.n = 32, a.c = state.range(0), a.k = state.range(1), a.h = a.w = state.range(2);
+  a.r = a.s = 1;
+  a.oh = a.h, a.ow = a.w;
+  const bool backward = state.range(3) != 0;
+  Scratch s(*b);
+  float* x = s.Buffer(a.n * a.c * a.h * a.w);
+  float* w = s.Buffer(a.k * a.c);
+  float* y = s.Buffer(a.n * a.k * a.oh * a.ow);
+  float* dx = backward ? s.Buffer(a.n * a.c * a.h * a.w) : nullptr;
+  float* dw = backward ? s.Buffer(a.k * a.c) : nullptr;
+  for (auto _ : state) {
+    b->Conv2dForward(a, x, w, nullptr, y);
+    if (backward) b->Conv2dBackward(a, x, w, y, dx, dw, nullptr);
+    b->Synchronize();
+  }
+  const double forward = 2.0 * a.n * a.k * a.oh * a.ow * a.c;
+  SetFlops(state, backward ? 3 * forward : forward);
+}
+BENCHMARK(BM_Conv1x1)
+    ->Args({256, 64, 56, 0})->Args({64, 256, 56, 0})->Args({1024, 256, 14, 0})
+    ->Args({256, 64, 56, 1})->Args({1024, 256, 14, 1})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // Causal self-attention core of GPT-2 small: batch 8, 12 heads, S = seq,
 // D = 64: scores = Q K^T / sqrt(D), softmax, out = P V.
 void BM_Attention(benchmark::State& state) {

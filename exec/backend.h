@@ -20,8 +20,10 @@
 //     channels, R/S = kernel height/width.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtsim::exec {
 
@@ -81,6 +83,26 @@ class Backend {
   virtual void Copy(float* dst, const float* src, std::int64_t count) = 0;
   // Waits until every launched method has finished.
   virtual void Synchronize() = 0;
+
+  // ---- device timestamps. An asynchronous backend (CUDA) returns from its
+  // methods before the device has run them; the executor then times its
+  // tasks by timestamps in the device's own order instead of waiting after
+  // each task, which would leave the device idle while the host queues the
+  // next one. Mark() queues a timestamp behind the work queued so far and
+  // returns its index; once Synchronize() has returned, MarkSeconds(a, b) is
+  // the time from mark a to mark b. ClearMarks() forgets every mark. The
+  // defaults, for synchronous backends, read the host clock at Mark().
+  virtual bool Asynchronous() const { return false; }
+  virtual int Mark() {
+    host_marks_.push_back(std::chrono::steady_clock::now());
+    return static_cast<int>(host_marks_.size()) - 1;
+  }
+  virtual double MarkSeconds(int a, int b) const {
+    return std::chrono::duration<double>(host_marks_.at(static_cast<std::size_t>(b)) -
+                                         host_marks_.at(static_cast<std::size_t>(a)))
+        .count();
+  }
+  virtual void ClearMarks() { host_marks_.clear(); }
 
   // ---- linear algebra (row-major)
   // C (M x N) = alpha * op(A) * op(B) + beta * C, where op(A) is M x K
@@ -214,6 +236,9 @@ class Backend {
   //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
   virtual void AdamStep(std::int64_t count, float lr, float beta1, float beta2, float eps,
                         std::int64_t t, const float* g, float* m, float* v, float* p) = 0;
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> host_marks_;  // the default Mark()'s
 };
 
 }  // namespace dtsim::exec

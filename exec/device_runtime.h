@@ -24,6 +24,8 @@ class DeviceAllReduce {
 struct DeviceRuntime {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<DeviceAllReduce> all_reduce;  // null without NCCL
+  // This node's ranks outnumber its GPUs: processes time-share a device.
+  bool shares_device = false;
 };
 
 // A CUDA backend on GPU (local rank % visible GPUs), local rank being this

@@ -56,6 +56,7 @@ DeviceRuntime MakeCudaRuntime(Communicator& world) {
     runtime.all_reduce.reset(
         cuda->new_all_reduce(SharedId(*cuda, world), world.size(), world.rank(), *backend));
   runtime.backend = std::move(backend);
+  runtime.shares_device = LocalSize(world) > gpus;
   return runtime;
 }
 

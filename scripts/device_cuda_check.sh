@@ -26,6 +26,8 @@
 #         4. two MPI ranks sharing the GPU (MPI-staged all-reduce): the
 #            data-parallel and pipeline CIFAR-10 scenarios of scenarios/local/;
 #         5. the standalone build of the CUDA tests from source, and its tests.
+#       DTSIM_BENCH_FILTER picks benchmarks (a regex); DTSIM_TORCH_MODELS
+#       (e.g. "resnet50") and DTSIM_TORCH_FP32=1 narrow PyTorch's runs.
 #       DTSIM_SKIP_STANDALONE=1 skips step 5; DTSIM_QUICK=1 runs only the
 #       tests, two of the training steps (no PyTorch), `dtsim devices` and
 #       step 4.
@@ -43,6 +45,40 @@ build=${DTSIM_BUILD:-build}
 library_closure() {
   ldd "$@" 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
     grep -Ev '^/usr/local/cuda|/(libc|libm|libdl|libpthread|librt|ld-linux-x86-64)\.so' || true
+}
+
+# On the GPU machine: unpacks the carried libraries, points the loader at the
+# CUDA libraries and lets OpenMPI run as root; sets out, logs, summary, bin,
+# say and fail.
+setup_machine() {
+  for need in "$dir/root.tar.gz" "$dir/bin/dtsim" "$dir/googletest/CMakeLists.txt"; do
+    [[ -e $need ]] || { echo "missing $need: run '$0 prepare' first" >&2; exit 2; }
+  done
+  out=${OUT:-$dir/out}
+  logs=$dir/logs
+  mkdir -p "$out" "$logs"
+  summary=$out/summary.txt
+  : > "$summary"
+  say() { echo "$*" | tee -a "$summary"; }
+  status=0
+  fail() { say "FAILED: $*"; status=1; }
+
+  nvidia-smi > "$logs/nvidia-smi.txt" 2>&1 || true
+  say "== machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+    --format=csv,noheader 2>&1 | head -1); $(nproc) cores; $(nvcc --version 2>&1 | tail -1)"
+  say "mpirun before unpacking: $(command -v mpirun || echo none)"
+  # Paths are under /usr (merged /usr: /lib is a link there); neither a file
+  # already there nor a link to a folder is replaced.
+  tar -xzf "$dir/root.tar.gz" -C / --skip-old-files --keep-directory-symlink
+  ldconfig || true
+  # CUDA libraries: the toolkit's, then PyTorch's wheels (NCCL, cuBLAS).
+  libs=/usr/local/cuda/lib64
+  for d in $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null); do
+    [[ -d $d ]] && libs=$libs:$d
+  done
+  export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  bin=$PWD/$dir/bin
 }
 
 case "${1:-}" in
@@ -70,34 +106,7 @@ case "${1:-}" in
     echo "prepared $dir: carry it to the GPU machine, then run: $0 run"
     ;;
   run)
-    for need in "$dir/root.tar.gz" "$dir/bin/dtsim" "$dir/googletest/CMakeLists.txt"; do
-      [[ -e $need ]] || { echo "missing $need: run '$0 prepare' first" >&2; exit 2; }
-    done
-    out=${OUT:-$dir/out}
-    logs=$dir/logs
-    mkdir -p "$out" "$logs"
-    summary=$out/summary.txt
-    : > "$summary"
-    say() { echo "$*" | tee -a "$summary"; }
-    status=0
-    fail() { say "FAILED: $*"; status=1; }
-
-    nvidia-smi > "$logs/nvidia-smi.txt" 2>&1 || true
-    say "== machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
-      --format=csv,noheader 2>&1 | head -1); $(nproc) cores; $(nvcc --version 2>&1 | tail -1)"
-    say "mpirun before unpacking: $(command -v mpirun || echo none)"
-    # Paths are under /usr (merged /usr: /lib is a link there); neither a file
-    # already there nor a link to a folder is replaced.
-    tar -xzf "$dir/root.tar.gz" -C / --skip-old-files --keep-directory-symlink
-    ldconfig || true
-    # CUDA libraries: the toolkit's, then PyTorch's wheels (NCCL, cuBLAS).
-    libs=/usr/local/cuda/lib64
-    for d in $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null); do
-      [[ -d $d ]] && libs=$libs:$d
-    done
-    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    bin=$PWD/$dir/bin
+    setup_machine
     say "dtsim loads: $(ldd "$bin/dtsim" "$bin/libdtsim-cuda.so" |
       grep -E 'not found|cuda|cublas|nccl|mpi\.' | tr -s ' \t\n' ' ')"
 
@@ -124,6 +133,7 @@ case "${1:-}" in
 
     # 2. Kernel benchmarks.
     if [[ $quick == 1 ]]; then :; elif timeout 150 "$bin/cuda_kernels_bench" --benchmark_min_time=0.3 \
+        --benchmark_filter="${DTSIM_BENCH_FILTER:-.}" \
         --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$logs/bench.log" 2>&1; then
       grep -E '^BM_' "$logs/bench.log" | tee -a "$summary"
     else
@@ -145,8 +155,22 @@ case "${1:-}" in
       "$bin/dtsim" run "$scen" -o "$logs/run-$1" > "$logs/run-$1.log" 2>&1 &&
         say "dtsim run $1 (predicted): $(grep -E '^throughput:' "$logs/run-$1.log")" ||
         fail "dtsim run $1"
+      # ResNet-50's synthetic images take 4 threads about as long to draw as
+      # the GPU takes to train on them: once more with 8, the GPU fed.
+      if [[ $1 == resnet50 && $quick != 1 ]]; then
+        if timeout 150 "$bin/dtsim" exec "$scen" --backend cuda --iterations "$4" -q \
+            --input-threads 8 -o "$logs/exec-$1-8" > "$logs/exec-$1-8.log" 2>&1; then
+          say "dtsim exec $1 --input-threads 8: $(grep -E 'step time' "$logs/exec-$1-8.log")"
+        else
+          fail "dtsim exec $1 --input-threads 8"; tail -20 "$logs/exec-$1-8.log" | tee -a "$summary"
+        fi
+      fi
       variants=("" "--tf32")
       [[ $1 == gpt2 ]] && variants+=("--attention=sdpa --tf32")
+      # DTSIM_TORCH_FP32=1: PyTorch's fp32 step alone (the comparison the
+      # targets name), for the models in DTSIM_TORCH_MODELS (default all).
+      [[ ${DTSIM_TORCH_FP32:-0} == 1 ]] && variants=("")
+      [[ " ${DTSIM_TORCH_MODELS:-$1} " == *" $1 "* ]] || variants=()
       [[ $quick == 1 ]] && variants=()
       for i in "${!variants[@]}"; do
         log=$logs/torch-$1-$i.log
@@ -201,8 +225,39 @@ case "${1:-}" in
     say "status $status"
     exit "$status"
     ;;
+  profile)
+    # Where a training step's GPU time goes, kernel by kernel: Nsight Compute
+    # (ncu, one duration metric, clocks as they are) over one iteration of
+    # dtsim exec --backend cuda on scenarios/gpu/$DTSIM_PROFILE_MODEL-1xH100
+    # (default resnet50), summed by kernel name; then PyTorch's profiler over
+    # the same model's reference step, and scripts/torch_conv_layers.py
+    # (cuDNN against im2col GEMMs, layer by layer). Writes the tables to
+    # $OUT (summary.txt, ncu.csv, torch-profile.txt, conv-layers.txt).
+    setup_machine
+    model=${DTSIM_PROFILE_MODEL:-resnet50}
+    scen=scenarios/gpu/$model-1xH100.yaml
+    if timeout "${DTSIM_NCU_TIMEOUT:-240}" ncu --clock-control none --metrics gpu__time_duration.sum \
+        --csv --page raw -c "${DTSIM_NCU_KERNELS:-4000}" "$bin/dtsim" exec "$scen" --backend cuda \
+        --iterations 1 --input-threads 0 -q -o "$logs/ncu-$model" > "$out/ncu.csv" 2> "$logs/ncu.err"; then
+      python3 scripts/ncu_kernel_table.py "$out/ncu.csv" | tee -a "$summary"
+    else
+      fail "ncu over dtsim exec $model"; tail -20 "$logs/ncu.err" "$out/ncu.csv" | tee -a "$summary"
+    fi
+    # DTSIM_PROFILE_TORCH=0: dtsim's kernels only (PyTorch's side unchanged).
+    [[ ${DTSIM_PROFILE_TORCH:-1} == 0 ]] && { say "status $status"; exit "$status"; }
+    python3 scripts/torch_reference.py "$model" --batch "${DTSIM_PROFILE_BATCH:-64}" --profile \
+      > "$out/torch-profile.txt" 2>&1 || fail "torch profile"
+    tail -40 "$out/torch-profile.txt" | tee -a "$summary"
+    if [[ $model == resnet50 ]]; then
+      timeout 200 python3 scripts/torch_conv_layers.py --batch 64 > "$out/conv-layers.txt" 2>&1 ||
+        fail "torch_conv_layers"
+      cat "$out/conv-layers.txt" | tee -a "$summary"
+    fi
+    say "status $status"
+    exit "$status"
+    ;;
   *)
-    echo "usage: $0 prepare|run" >&2
+    echo "usage: $0 prepare|run|profile" >&2
     exit 2
     ;;
 esac

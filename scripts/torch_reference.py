@@ -61,6 +61,9 @@ def main():
                     help="gpt2: unfused attention as dtsim runs it (eager) or PyTorch's "
                          "fused scaled_dot_product_attention (sdpa)")
     ap.add_argument("--threads", type=int, default=0, help="cpu: torch.set_num_threads")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print PyTorch's profiler table of the timed steps' CUDA "
+                         "kernels (one rank)")
     ap.add_argument("--ranks", type=int, default=1,
                     help="processes training data-parallel under DDP (default 1)")
     a = ap.parse_args()
@@ -149,6 +152,25 @@ def run(rank_or_args, args_or_rank, world, results):
         loss = step()
     sync()
     seconds = (time.perf_counter() - start) / a.iterations
+    if a.profile and world == 1:
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda"
+                                               else [])
+        with profile(activities=activities) as prof:
+            for _ in range(3):
+                step()
+            sync()
+        print("profile of 3 steps:")
+        table = None
+        for key in (["device_time_total", "cuda_time_total"] if device == "cuda" else
+                    ["cpu_time_total"]):
+            try:  # PyTorch 2.4 renamed cuda_time_total to device_time_total
+                table = prof.key_averages().table(sort_by=key, row_limit=25,
+                                                  max_name_column_width=60)
+                break
+            except (AttributeError, KeyError, ValueError):
+                continue
+        print(table)
     name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
     lines = ["torch %s (%s): loss %.3f, %s, tf32 %s, %d rank(s), %d thread(s)%s" %
              (torch.__version__, name, loss.item(), a.model, a.tf32, world,

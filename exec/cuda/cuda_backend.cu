@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <stdexcept>
 
 #include "exec/cuda/cuda_check.h"
@@ -98,6 +99,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
   cudaFree(workspace_);
+  for (cudaEvent_t e : marks_) cudaEventDestroy(e);
   cublasDestroy(cublas_);
   cudaStreamDestroy(stream_);
 }
@@ -157,6 +159,14 @@ void CudaBackend::Download(float* host_dst, const float* src, std::int64_t count
 void CudaBackend::Fill(float* p, std::int64_t count, float value) {
   if (count <= 0) return;
   UseDevice();
+  if (value == 0.0f && !std::signbit(value)) {
+    // +0.0f is all zero bits, which the driver's memset writes. The fill
+    // kernel's 178 zeroings took 7.3 ms of a ResNet-50 step on an H100
+    // (ncu): up to 9.8 GB at 1.35 TB/s, under half the memory's speed.
+    DTSIM_CUDA_CHECK(cudaMemsetAsync(p, 0, static_cast<std::size_t>(count) * sizeof(float),
+                                     stream_));
+    return;
+  }
   FillKernel<<<cuda::BlocksFor(count), cuda::kThreads, 0, stream_>>>(p, count, value);
   DTSIM_CUDA_CHECK_LAUNCH();
 }
@@ -171,6 +181,27 @@ void CudaBackend::Copy(float* dst, const float* src, std::int64_t count) {
 void CudaBackend::Synchronize() {
   UseDevice();
   DTSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+int CudaBackend::Mark() {
+  UseDevice();
+  if (marks_used_ == marks_.size()) {
+    cudaEvent_t e = nullptr;
+    DTSIM_CUDA_CHECK(cudaEventCreate(&e));
+    marks_.push_back(e);
+  }
+  DTSIM_CUDA_CHECK(cudaEventRecord(marks_[marks_used_], stream_));
+  return static_cast<int>(marks_used_++);
+}
+
+double CudaBackend::MarkSeconds(int a, int b) const {
+  if (a < 0 || b < 0 || static_cast<std::size_t>(a) >= marks_used_ ||
+      static_cast<std::size_t>(b) >= marks_used_)
+    throw std::out_of_range("CudaBackend::MarkSeconds: no such mark");
+  float ms = 0.0f;
+  DTSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[static_cast<std::size_t>(a)],
+                                        marks_[static_cast<std::size_t>(b)]));
+  return 1e-3 * ms;
 }
 
 void CudaBackend::Gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,

@@ -18,11 +18,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "exec/backend.h"
 
 struct CUstream_st;
 struct cublasContext;
+struct CUevent_st;
 
 namespace dtsim::exec {
 
@@ -62,6 +64,12 @@ class CudaBackend final : public Backend {
   void Fill(float* p, std::int64_t count, float value) override;
   void Copy(float* dst, const float* src, std::int64_t count) override;
   void Synchronize() override;
+  // Timestamps are CUDA events recorded on the stream (a pool reused after
+  // ClearMarks, so a steady state creates none).
+  bool Asynchronous() const override { return true; }
+  int Mark() override;
+  double MarkSeconds(int a, int b) const override;
+  void ClearMarks() override { marks_used_ = 0; }
 
   void Gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
             float alpha, const float* a, const float* b, float beta, float* c) override;
@@ -155,6 +163,8 @@ class CudaBackend final : public Backend {
   cublasContext* cublas_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  std::vector<CUevent_st*> marks_;  // cudaEvent_t; the first marks_used_ are in use
+  std::size_t marks_used_ = 0;
 };
 
 }  // namespace dtsim::exec

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,33 @@ TEST_F(CudaVsCpu, NameNamesTheDevice) {
   EXPECT_EQ(cuda_->Name().rfind("cuda:0 (", 0), 0u) << cuda_->Name();
 }
 
+// Marks are events on the stream: a GEMM between two marks takes the
+// device time the marks measure, and ClearMarks reuses the pool.
+TEST_F(CudaVsCpu, MarksTimeTheDeviceWork) {
+  EXPECT_TRUE(cuda_->Asynchronous());
+  const std::int64_t n = 1024;
+  float* a = cuda_->Allocate(n * n);
+  float* c = cuda_->Allocate(n * n);
+  cuda_->Fill(a, n * n, 0.5f);
+  for (int round = 0; round < 2; ++round) {
+    const int m0 = cuda_->Mark();
+    for (int i = 0; i < 4; ++i) cuda_->Gemm(false, false, n, n, n, 1.0f, a, a, 0.0f, c);
+    const int m1 = cuda_->Mark();
+    cuda_->Synchronize();
+    EXPECT_EQ(m0, 0) << "ClearMarks starts the indices again";
+    const double seconds = cuda_->MarkSeconds(m0, m1);
+    // 4 x 2 n^3 = 8.6 GFLOP: above 0, and below 1 s on any GPU of the last
+    // decade (K80: 4 TFLOP/s fp32 peak per GPU, datasheet).
+    EXPECT_GT(seconds, 0.0);
+    EXPECT_LT(seconds, 1.0);
+    EXPECT_NEAR(cuda_->MarkSeconds(m1, m0), -seconds, 1e-5);
+    cuda_->ClearMarks();
+  }
+  EXPECT_THROW(cuda_->MarkSeconds(0, 1), std::out_of_range);
+  cuda_->Free(a);
+  cuda_->Free(c);
+}
+
 TEST_F(CudaVsCpu, FillCopyRoundTrip) {
   Check("Fill", {Random(1000)}, [](Backend& b, auto& p) { b.Fill(p[0], 777, 2.5f); }, kExact);
   Check("Copy", {Random(1000), Random(1000)},
@@ -215,7 +243,12 @@ TEST_F(CudaVsCpu, Conv2d) {
   const std::vector<Conv2dArgs> cases = {
       MakeConv(2, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1, 1),    // 3x3 same padding
       MakeConv(3, 4, 8, 10, 6, 3, 2, 2, 1, 1, 0, 2),    // strided, 2 groups
-      MakeConv(2, 8, 5, 5, 16, 1, 1, 1, 1, 0, 0, 1),    // pointwise
+      MakeConv(2, 8, 5, 5, 16, 1, 1, 1, 1, 0, 0, 1),    // pointwise (batched GEMMs)
+      MakeConv(3, 8, 6, 7, 12, 1, 1, 1, 1, 0, 0, 2),    // pointwise, 2 groups
+      MakeConv(2, 8, 7, 7, 16, 1, 1, 2, 2, 0, 0, 1),    // 1x1 stride 2 (ResNet downsample)
+      MakeConv(1, 8192, 3, 3, 2, 3, 3, 1, 1, 1, 1, 1),  // 73,728 patch rows > gridDim.y
+      MakeConv(66000, 1, 2, 2, 2, 2, 2, 1, 1, 0, 0, 1),  // 66,000 samples > gridDim.z
+      MakeConv(66000, 2, 1, 1, 3, 1, 1, 1, 1, 0, 0, 1),  // same, pointwise
       MakeConv(2, 6, 7, 7, 6, 3, 3, 2, 2, 1, 1, 6),     // depthwise
       MakeConv(1, 3, 20, 20, 8, 5, 5, 2, 2, 2, 2, 1)};  // AlexNet-like 5x5
   for (const Conv2dArgs& a : cases) {
@@ -266,7 +299,8 @@ TEST_F(CudaVsCpu, Pooling) {
       MakePool(2, 3, 8, 8, 2, 2, 0, false),   // LeNet/VGG 2x2
       MakePool(2, 3, 7, 9, 3, 2, 1, false),   // ResNet stem 3x3/2 pad 1
       MakePool(1, 4, 6, 6, 3, 2, 0, true),    // AlexNet/GoogLeNet ceil mode
-      MakePool(2, 2, 13, 13, 3, 2, 1, true)};  // ceil mode with padding
+      MakePool(2, 2, 13, 13, 3, 2, 1, true),   // ceil mode with padding
+      MakePool(1, 66000, 2, 2, 2, 2, 0, false)};  // 66,000 planes > gridDim.y
   for (const Pool2dArgs& a : cases) {
     const std::int64_t xs = a.n * a.c * a.h * a.w, ys = a.n * a.c * a.oh * a.ow;
     const std::string tag = " h=" + std::to_string(a.h) + " r=" + std::to_string(a.r) +

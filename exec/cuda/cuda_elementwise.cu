@@ -55,26 +55,35 @@ __global__ void AddKernel(std::int64_t count, const float* a, const float* b, fl
   DTSIM_GRID_LOOP(i, count) y[i] = a[i] + b[i];
 }
 
-__global__ void Copy2DKernel(std::int64_t rows, std::int64_t cols, const float* src,
-                             std::int64_t src_stride, float* dst, std::int64_t dst_stride,
-                             bool accumulate) {
-  DTSIM_GRID_LOOP(i, rows * cols) {
-    const std::int64_t r = i / cols, c = i % cols;
-    const float v = src[r * src_stride + c];
-    float& d = dst[r * dst_stride + c];
+// The index kernels below divide per element. They take the index type
+// as a template argument: unsigned 32-bit where every index fits (a 64-bit
+// division is a long emulated sequence on the GPU), else 64-bit. Counts up
+// to 2^31 leave room for the grid-stride step (at most kMaxBlocks x
+// kThreads = 2^28) without wrapping.
+bool IndexFits32(std::int64_t count) { return count <= std::int64_t{1} << 31; }
+
+template <class I>
+__global__ void Copy2DKernel(I rows, I cols, const float* src, std::int64_t src_stride,
+                             float* dst, std::int64_t dst_stride, bool accumulate) {
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
+       i += static_cast<I>(blockDim.x) * gridDim.x) {
+    const I r = i / cols, c = i - r * cols;
+    const float v = src[static_cast<std::int64_t>(r) * src_stride + c];
+    float& d = dst[static_cast<std::int64_t>(r) * dst_stride + c];
     d = accumulate ? d + v : v;
   }
 }
 
 // y (N, B, A, D) (=, +=) x (N, A, B, D): swaps the two middle dimensions.
-__global__ void SwapMiddleKernel(std::int64_t n, std::int64_t a, std::int64_t b,
-                                 std::int64_t d, const float* x, float* y, bool accumulate) {
-  DTSIM_GRID_LOOP(i, n * a * b * d) {
+template <class I>
+__global__ void SwapMiddleKernel(I n, I a, I b, I d, const float* x, float* y,
+                                 bool accumulate) {
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < n * a * b * d;
+       i += static_cast<I>(blockDim.x) * gridDim.x) {
     // i indexes y: (ni, bi, ai, di).
-    const std::int64_t di = i % d;
-    const std::int64_t ai = (i / d) % a;
-    const std::int64_t bi = (i / (d * a)) % b;
-    const std::int64_t ni = i / (d * a * b);
+    const I di = i % d, rest = i / d;
+    const I ai = rest % a, rest2 = rest / a;
+    const I bi = rest2 % b, ni = rest2 / b;
     const float v = x[((ni * a + ai) * b + bi) * d + di];
     y[i] = accumulate ? y[i] + v : v;
   }
@@ -208,22 +217,38 @@ void CudaBackend::Add(std::int64_t count, const float* a, const float* b, float*
 void CudaBackend::Copy2D(std::int64_t rows, std::int64_t cols, const float* src,
                          std::int64_t src_stride, float* dst, std::int64_t dst_stride,
                          bool accumulate) {
-  DTSIM_LAUNCH_ELEMENTWISE(Copy2DKernel, rows * cols, rows, cols, src, src_stride, dst,
-                           dst_stride, accumulate);
+  if (IndexFits32(rows * cols))
+    DTSIM_LAUNCH_ELEMENTWISE(Copy2DKernel<std::uint32_t>, rows * cols,
+                             static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols),
+                             src, src_stride, dst, dst_stride, accumulate);
+  else
+    DTSIM_LAUNCH_ELEMENTWISE(Copy2DKernel<std::int64_t>, rows * cols, rows, cols, src,
+                             src_stride, dst, dst_stride, accumulate);
 }
+
+// y (N, B, A, D) (=, +=) x (N, A, B, D) on the backend's stream.
+#define DTSIM_SWAP_MIDDLE(n, a, b, d, x, y, accumulate)                                      \
+  do {                                                                                        \
+    if (IndexFits32((n) * (a) * (b) * (d)))                                                   \
+      DTSIM_LAUNCH_ELEMENTWISE(SwapMiddleKernel<std::uint32_t>, (n) * (a) * (b) * (d),        \
+                               static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(a), \
+                               static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(d), \
+                               x, y, accumulate);                                             \
+    else                                                                                      \
+      DTSIM_LAUNCH_ELEMENTWISE(SwapMiddleKernel<std::int64_t>, (n) * (a) * (b) * (d), n, a,  \
+                               b, d, x, y, accumulate);                                       \
+  } while (0)
 
 void CudaBackend::SplitHeads(std::int64_t n, std::int64_t s, std::int64_t heads,
                              std::int64_t d, const float* x, float* y, bool accumulate) {
   // x (N, S, heads, D) -> y (N, heads, S, D).
-  DTSIM_LAUNCH_ELEMENTWISE(SwapMiddleKernel, n * s * heads * d, n, s, heads, d, x, y,
-                           accumulate);
+  DTSIM_SWAP_MIDDLE(n, s, heads, d, x, y, accumulate);
 }
 
 void CudaBackend::MergeHeads(std::int64_t n, std::int64_t s, std::int64_t heads,
                              std::int64_t d, const float* x, float* y, bool accumulate) {
   // x (N, heads, S, D) -> y (N, S, heads, D).
-  DTSIM_LAUNCH_ELEMENTWISE(SwapMiddleKernel, n * s * heads * d, n, heads, s, d, x, y,
-                           accumulate);
+  DTSIM_SWAP_MIDDLE(n, heads, s, d, x, y, accumulate);
 }
 
 void CudaBackend::ReluForward(std::int64_t count, const float* x, float* y) {

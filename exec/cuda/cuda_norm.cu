@@ -166,10 +166,17 @@ __device__ inline void ForSlice(std::int64_t n, std::int64_t c, std::int64_t spa
                                 F f) {
   std::int64_t begin, end;
   SliceOf(n, parts, &begin, &end);
-  const std::int64_t ch = blockIdx.x, m = (end - begin) * spatial;
-  for (std::int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-    const std::int64_t sample = begin + i / spatial;
-    f((sample * c + ch) * spatial + i % spatial);
+  // Thread t visits the slice's elements t, t + blockDim.x, ... (flattened
+  // over sample and position) in that order. The (sample, position) pair
+  // advances by carrying instead of by a 64-bit division per element.
+  const std::int64_t ch = blockIdx.x;
+  const std::int64_t step_samples = blockDim.x / spatial, step_j = blockDim.x % spatial;
+  std::int64_t sample = begin + threadIdx.x / spatial, j = threadIdx.x % spatial;
+  while (sample < end) {
+    f((sample * c + ch) * spatial + j);
+    sample += step_samples;
+    j += step_j;
+    if (j >= spatial) j -= spatial, ++sample;
   }
 }
 

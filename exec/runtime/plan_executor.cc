@@ -89,6 +89,11 @@ class RankRunner {
     if (ps_) echoed_version_.assign(static_cast<std::size_t>(plan.num_ranks()), 0.0f);
     fwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), end_);
     bwd_cursor_.assign(static_cast<std::size_t>(micro_batches_), begin_);
+    // A slowdown sleeps after each task for a multiple of its duration, so
+    // it needs the duration at once.
+    defer_ = options.slowdown.empty() &&
+             (options.task_timing == TaskTiming::kMarks ||
+              (options.task_timing == TaskTiming::kAuto && backend.Asynchronous()));
   }
 
   ExecResult Run();
@@ -97,6 +102,13 @@ class RankRunner {
   void Layout();
   void RunTask(TaskId id, int iteration, IterationTimes& times);
   void RunTaskBody(TaskId id, int iteration, IterationTimes& times);
+  // Loads the task's slot before its first forward task; the seconds waited.
+  double LoadOnFirstForward(const Task& t, int iteration);
+  // Queues the ops of a forward or backward task on the backend.
+  void RunCompute(const Task& t);
+  // Waits for the deferred compute tasks (defer_) and adds their device
+  // times to `times` and the timeline.
+  void FlushDeferred(IterationTimes& times);
   void ReceiveDeps(TaskId id, int iteration, IterationTimes& times);
   void ForwardTo(int slot, models::OpId end);
   void BackwardTo(int slot, models::OpId begin);
@@ -141,6 +153,19 @@ class RankRunner {
   // The outer optimizer's state (ExecOptions::outer_nesterov), per parameter.
   std::vector<float> outer_prev_, outer_m_;
   Clock::time_point run_start_;
+  // Device marks (ExecOptions::task_timing): compute tasks are queued
+  // without waiting, each between two backend marks, and timed when the
+  // next task that needs the device idle (or the iteration's end) flushes
+  // them. The anchor mark is queued on an idle device at anchor_time_, which
+  // maps marks onto the host clock for the timeline.
+  struct DeferredTask {
+    TaskId id;
+    int iteration, start_mark, end_mark;
+  };
+  bool defer_ = false;
+  std::vector<DeferredTask> deferred_;
+  int anchor_mark_ = -1;
+  Clock::time_point anchor_time_;
   std::vector<TimelineEvent> events_;
   void Record(TaskId task, int iteration, Clock::time_point a, Clock::time_point b, bool receive) {
     if (!options_.record_timeline) return;
@@ -249,9 +274,63 @@ void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
 
 void RankRunner::RunTask(TaskId id, int iteration, IterationTimes& times) {
   ReceiveDeps(id, iteration, times);
+  const Task& t = plan_.task(id);
+  if (defer_ && IsCompute(t.kind)) {
+    times.input += LoadOnFirstForward(t, iteration);
+    if (anchor_mark_ < 0) {
+      backend_.Synchronize();
+      anchor_time_ = Clock::now();
+      anchor_mark_ = backend_.Mark();
+    }
+    const int start = backend_.Mark();
+    RunCompute(t);
+    deferred_.push_back({id, iteration, start, backend_.Mark()});
+    return;
+  }
+  if (t.kind != TaskKind::kRecv) FlushDeferred(times);
   const auto start = Clock::now();
   RunTaskBody(id, iteration, times);
   Record(id, iteration, start, Clock::now(), false);
+}
+
+void RankRunner::FlushDeferred(IterationTimes& times) {
+  if (anchor_mark_ < 0) return;
+  backend_.Synchronize();
+  const auto at = [&](int mark) {
+    const std::chrono::duration<double> since(backend_.MarkSeconds(anchor_mark_, mark));
+    return anchor_time_ + std::chrono::duration_cast<Clock::duration>(since);
+  };
+  for (const DeferredTask& d : deferred_) {
+    times.compute += backend_.MarkSeconds(d.start_mark, d.end_mark);
+    Record(d.id, d.iteration, at(d.start_mark), at(d.end_mark), false);
+  }
+  deferred_.clear();
+  backend_.ClearMarks();
+  anchor_mark_ = -1;
+}
+
+double RankRunner::LoadOnFirstForward(const Task& t, int iteration) {
+  const auto k = static_cast<std::size_t>(t.micro_batch);
+  if (t.kind != TaskKind::kForward || loaded_[k]) return 0;
+  loaded_[k] = true;
+  fwd_cursor_[k] = begin_;
+  bwd_cursor_[k] = end_;
+  return LoadSlot(t.micro_batch, iteration);
+}
+
+void RankRunner::RunCompute(const Task& t) {
+  const int slot = t.micro_batch;
+  if (t.kind == TaskKind::kForward) {
+    const auto k = static_cast<std::size_t>(slot);
+    const auto last = static_cast<models::OpId>(t.op + t.op_count);
+    // A forward before the cursor re-computes kept activations (the
+    // plan's recomputation): they are still here, so nothing runs.
+    if (static_cast<models::OpId>(t.op) >= fwd_cursor_[k] || last > fwd_cursor_[k])
+      ForwardTo(slot, last);
+    return;
+  }
+  ForwardTo(slot, end_);  // free ops after the last forward task
+  BackwardTo(slot, static_cast<models::OpId>(t.op));
 }
 
 void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
@@ -260,27 +339,13 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
   const auto start = Clock::now();
   double input_wait = 0;  // inside `start` .. end, but not compute
   switch (t.kind) {
-    case TaskKind::kForward: {
-      const auto k = static_cast<std::size_t>(slot);
-      if (!loaded_[k]) {
-        loaded_[k] = true;
-        fwd_cursor_[k] = begin_;
-        bwd_cursor_[k] = end_;
-        input_wait = LoadSlot(slot, iteration);
-        times.input += input_wait;
-      }
-      const auto last = static_cast<models::OpId>(t.op + t.op_count);
-      // A forward before the cursor re-computes kept activations (the
-      // plan's recomputation): they are still here, so nothing runs.
-      if (static_cast<models::OpId>(t.op) >= fwd_cursor_[k] || last > fwd_cursor_[k])
-        ForwardTo(slot, last);
-      break;
-    }
+    case TaskKind::kForward:
     case TaskKind::kBackwardInput:
     case TaskKind::kBackwardWeight:
     case TaskKind::kBackward:
-      ForwardTo(slot, end_);  // free ops after the last forward task
-      BackwardTo(slot, static_cast<models::OpId>(t.op));
+      input_wait = LoadOnFirstForward(t, iteration);
+      times.input += input_wait;
+      RunCompute(t);
       break;
     case TaskKind::kSend: {
       if (plan_.IsServer(t.peer)) {
@@ -645,6 +710,7 @@ ExecResult RankRunner::Run() {
     averaging_now_ = options_.average_parameters && !synchronous_phase;
     for (TaskId id : tasks_[static_cast<std::size_t>(synchronous_phase ? h - 1 : i % h)])
       RunTask(id, i, times);
+    FlushDeferred(times);
     const auto wait_start = Clock::now();
     for (auto& [payload, request] : pending_sends_) request.Wait();
     pending_sends_.clear();

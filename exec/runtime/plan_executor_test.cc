@@ -254,6 +254,36 @@ TEST_F(PlanExecutor, PrefetchedInputGivesBitIdenticalResults) {
   }
 }
 
+TEST_F(PlanExecutor, TimingByMarksGivesBitIdenticalResults) {
+  // Timing compute tasks by backend marks instead of waiting after each
+  // (what CUDA ranks do) changes when the host waits, never what runs: the
+  // parameters and losses are bit-identical, every task is still in the
+  // timeline, and compute time is still measured (on the CPU backend the
+  // marks read the host clock).
+  std::vector<plan::Plan> plans = {DataPlan(world_.size(), 4, 1)};
+  if (world_.size() == 2) {
+    plan::HybridOptions o;
+    o.pipeline = 2, o.micro_batch = 2, o.micro_batches = 3;
+    o.chunks = {{0, Cnn().Find("pool2") + 1}, {Cnn().Find("pool2") + 1, Cnn().num_ops()}};
+    o.symmetric = false;
+    plans.push_back(plan::BuildHybridPlan(Cnn(), {1, 2}, o));
+  }
+  for (const plan::Plan& p : plans) {
+    ExecOptions eo = Options();
+    eo.record_timeline = true;
+    eo.task_timing = TaskTiming::kWaitEach;
+    const ExecResult waited = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+    eo.task_timing = TaskTiming::kMarks;
+    const ExecResult marked = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+    EXPECT_EQ(marked.final_params, waited.final_params) << p.strategy;
+    EXPECT_EQ(marked.losses, waited.losses) << p.strategy;
+    EXPECT_EQ(marked.timeline.size(), waited.timeline.size()) << p.strategy;
+    for (const TimelineEvent& e : marked.timeline) EXPECT_GE(e.end_us, e.start_us);
+    ASSERT_FALSE(marked.times.empty());
+    for (const auto& t : marked.times[0]) EXPECT_GT(t.compute, 0.0) << p.strategy;
+  }
+}
+
 TEST_F(PlanExecutor, PipelineEqualsTheUnsplitModel) {
   if (world_.size() != 2) GTEST_SKIP() << "a 2-stage pipeline needs exactly 2 ranks";
   const models::OpId cut = Cnn().Find("pool2") + 1;

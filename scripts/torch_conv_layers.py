@@ -16,6 +16,15 @@ and prints one line per layer and the totals weighted by how often the layer
 occurs, in ms per training step:
 
     python3 scripts/torch_conv_layers.py --batch 64
+
+--deepbench DIR also writes the cuDNN passes as DIR/conv.csv and the forward
+GEMMs as DIR/gemm.csv in Baidu DeepBench's format (one row per distinct
+layer; GEMMs in cuBLAS's column-major terms: m = N P, n = K, k = C R S, no
+transposes), the input of `dtsim validate kernels`. --from-table FILE writes
+them from a table this script printed before, without a GPU:
+
+    python3 scripts/torch_conv_layers.py --from-table results/h100/conv-layers.txt \
+        --gpu H100 --deepbench scenarios/fit/h100-kernels
 """
 import argparse
 import sys
@@ -51,12 +60,58 @@ def timed(torch, fn, warmup, repeat):
     return start.elapsed_time(end) / repeat  # ms
 
 
+def write_deepbench(folder, gpu, batch, rows, source):
+    """rows: (C, K, H, R, s, pad, {name: ms}) per distinct layer."""
+    import os
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "conv.csv"), "w") as f:
+        f.write("gpu,precision,source_app,w,h,c,n,k,s,r,pad_w,pad_h,stride_w,stride_h,p,q,"
+                "fwd_ms,bwd_input_ms,bwd_params_ms,fwd_algorithm\n")
+        for c, k, h, r, s, pad, ms in rows:
+            o = (h + 2 * pad - r) // s + 1
+            f.write("%s,fp32,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,\n" %
+                    (gpu, source, h, h, c, batch, k, r, r, pad, pad, s, s, o, o,
+                     ms["cudnn_fwd"], ms["cudnn_dgrad"], ms["cudnn_wgrad"]))
+    with open(os.path.join(folder, "gemm.csv"), "w") as f:
+        f.write("gpu,precision,source_app,m,n,k,a_transpose,b_transpose,time_ms,tflops\n")
+        for c, k, h, r, s, pad, ms in rows:
+            o = (h + 2 * pad - r) // s + 1
+            m, n, kk = batch * o * o, k, c * r * r
+            t = ms["gemm_fwd"]
+            f.write("%s,fp32,%s,%d,%d,%d,N,N,%.4f,%.3f\n" %
+                    (gpu, source, m, n, kk, t, 2.0 * m * n * kk / (t * 1e-3) / 1e12))
+
+
+def from_table(path):
+    """The per-layer rows of a table this script printed."""
+    rows, names = [], None
+    for line in open(path):
+        fields = line.split()
+        if fields[:5] == ["C", "K", "H", "R", "s"]:
+            names = fields[5:]
+        elif names and len(fields) == 6 + len(names) and fields[5].startswith("x"):
+            c, k, h, r, s = (int(x) for x in fields[:5])
+            ms = dict(zip(names, (float(x) for x in fields[6:])))
+            rows.append((c, k, h, r, s, r // 2, ms))
+    if not rows:
+        raise SystemExit("torch_conv_layers: no layer rows in %s" % path)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--deepbench", metavar="DIR", help="also write conv.csv and gemm.csv here")
+    ap.add_argument("--from-table", metavar="FILE", help="convert a printed table (no GPU)")
+    ap.add_argument("--gpu", default="H100", help="the GPU's name in the CSVs (default H100)")
     a = ap.parse_args()
+    if a.from_table:
+        if not a.deepbench:
+            raise SystemExit("torch_conv_layers: --from-table needs --deepbench DIR")
+        write_deepbench(a.deepbench, a.gpu, a.batch, from_table(a.from_table), "ResNet-50")
+        return 0
     try:
         import torch
         import torch.nn.functional as F
@@ -74,6 +129,7 @@ def main():
     names = ["cudnn_fwd", "cudnn_dgrad", "cudnn_wgrad", "gemm_fwd", "gemm_dgrad", "gemm_wgrad",
              "bgemm_fwd", "bgemm_dgrad", "unfold"]
     totals = dict.fromkeys(names, 0.0)
+    measured = []
     print("%-26s %s" % ("C K H R s", " ".join("%11s" % x for x in names)))
     for c, k, h, r, s, pad, count in LAYERS:
         oh = (h + 2 * pad - r) // s + 1
@@ -100,6 +156,7 @@ def main():
             "unfold": lambda: F.unfold(x, r, 1, pad, s),
         }
         row = [timed(torch, ms[m], a.warmup, a.repeat) for m in names]
+        measured.append((c, k, h, r, s, pad, dict(zip(names, row))))
         for m, t in zip(names, row):
             totals[m] += t * count
         print("%-26s %s" % ("%d %d %d %d %d x%d" % (c, k, h, r, s, count),
@@ -113,6 +170,8 @@ def main():
            totals["gemm_fwd"] + totals["gemm_dgrad"] + totals["gemm_wgrad"],
            totals["bgemm_fwd"] + totals["bgemm_dgrad"] + totals["gemm_wgrad"], n,
            torch.cuda.get_device_name(0)))
+    if a.deepbench:
+        write_deepbench(a.deepbench, a.gpu, n, measured, "ResNet-50")
     return 0
 
 

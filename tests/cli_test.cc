@@ -117,6 +117,43 @@ TEST_F(Cli, ValidateDeepbenchWritesItsReportsTheSameEachTime) {
   EXPECT_FALSE(fs::exists(dir_ / "c"));
 }
 
+// `dtsim validate kernels` on the shipped H100 rows: the same files each
+// time, every kernel predicted four ways, the shipped constants equal to the
+// fit on every row (they were pasted from it), and a folder without rows
+// refused.
+TEST_F(Cli, ValidateKernelsFitsTheShippedHopperConstants) {
+  const fs::path data = "scenarios/fit/h100-kernels";
+  for (const char* out : {"a", "b"}) {
+    Result r = Dtsim("validate kernels --data " + data.string() + " --out " +
+                     (dir_ / out).string() + " --quiet");
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  for (const char* f : {"predictions.csv", "summary.md"}) {
+    ASSERT_TRUE(fs::exists(dir_ / "a" / f)) << f;
+    EXPECT_EQ(Slurp(dir_ / "a" / f), Slurp(dir_ / "b" / f)) << f << " differs between runs";
+  }
+  // 23 forward GEMMs and 23 x 3 convolution passes (the data's two files).
+  const std::string csv = Slurp(dir_ / "a" / "predictions.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 23 + 69) << csv;
+  const std::string md = Slurp(dir_ / "a" / "summary.md");
+  const auto all = md.find("| all | 92 |");
+  ASSERT_NE(all, std::string::npos) << md;
+  // Columns: Volta's values, shipped, held out, fitted on all.
+  std::vector<std::string> cells;
+  std::size_t at = md.find('|', all + 10);
+  for (int c = 0; c < 4; ++c) {
+    const std::size_t next = md.find('|', at + 1);
+    cells.push_back(md.substr(at + 1, next - at - 1));
+    at = next;
+  }
+  EXPECT_EQ(cells[1], cells[3]) << "shipped Hopper constants differ from the fit on every row";
+  EXPECT_NE(cells[0], cells[1]);
+  Result empty = Dtsim("validate kernels --data " + (dir_ / "none").string() + " --out " +
+                       (dir_ / "c").string());
+  EXPECT_EQ(empty.status, 2) << empty.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c"));
+}
+
 // Issue 12: `dtsim fit` on the shipped example (six PyTorch runs on an
 // H100), deterministic, and refused cleanly on bad input.
 TEST_F(Cli, FitWritesAProfileScenariosCanNameAndIsDeterministic) {

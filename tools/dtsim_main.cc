@@ -154,12 +154,17 @@ int main(int argc, char** argv) {
       "iteration times on A100 clusters (writes predictions.csv, summary.json, summary.md and "
       "scatter.svg under results/vtrain/). 'deepbench' predicts Baidu DeepBench's GEMM and "
       "convolution kernel times on eight NVIDIA GPUs with the kernel model, refits its "
-      "constants leaving each GPU out, and writes the same files under results/deepbench/. A "
+      "constants leaving each GPU out, and writes the same files under results/deepbench/. "
+      "'kernels' fits the kernel model's per-generation constants for a GPU generation "
+      "DeepBench did not measure on kernel times in DeepBench's format (default: this "
+      "project's H100 rows, scenarios/fit/h100-kernels) and scores them on held-out layers "
+      "(results/kernels-h100/). A "
       "scenario file runs the scenario for real on this "
       "machine (one MPI process per device) and predicts it with the local device profile, "
       "then prints predicted against measured step time, throughput, compute and "
       "communication (writes validation.json and validation.md)");
-  validate_cmd->add_option("target", validate_target, "vtrain, deepbench, or a scenario YAML file")
+  validate_cmd->add_option("target", validate_target,
+                           "vtrain, deepbench, kernels, or a scenario YAML file")
       ->required();
   validate_cmd->add_option("--data", validate.data_dir,
                            "vtrain: folder of ground_truth_single.csv and ground_truth_multi.csv; "
@@ -229,6 +234,12 @@ int main(int argc, char** argv) {
       "(8 GPUs, fp32 and fp16) is predicted by the kernel model (sim/gpu_kernel_model.h) with\n"
       "the shipped constants, with constants refitted without its GPU, and by the roofline;\n"
       "errors per GPU, precision and kernel go to summary.md and summary.json (about 10 s).\n"
+      "\n"
+      "kernels: the rows' generation gets its own SIMT fraction, half reuse and Winograd,\n"
+      "dgrad and wgrad fractions (validation/deepbench_fit.h, step 3; every other constant\n"
+      "as shipped), fitted on half of the rows (by a hash of file:line) and scored on the\n"
+      "other half, and the reverse; then on every row. Errors against Volta's values (what\n"
+      "a generation without data takes) and the shipped ones go to summary.md.\n"
       "\n"
       "A scenario: it runs for real (as dtsim exec does, on the CPU backend) and is predicted\n"
       "with the device profile and overlap off (a CPU rank computes and communicates on one\n"
@@ -363,7 +374,8 @@ int main(int argc, char** argv) {
   // stops mpirun, the command unwinds, and its destructors clean up.
   // Started before any other thread (it blocks the signals for all).
   const bool scenario_validate =
-      *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench";
+      *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench" &&
+      validate_target != "kernels";
   std::optional<dtsim::tools::InterruptWatcher> interrupts;
   if (((*exec_cmd && !exec.network.empty()) ||
        (scenario_validate && !validate_exec.network.empty())) &&
@@ -405,7 +417,8 @@ int main(int argc, char** argv) {
       dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
     }
     const bool scenario_validation =
-        *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench";
+        *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench" &&
+        validate_target != "kernels";
     if ((*exec_cmd || scenario_validation || (*calibrate_cmd && calibrate.ranks == 0)) &&
         dtsim::tools::LaunchedByMpiLauncher()) {
       mpi.emplace(nullptr, nullptr);
@@ -422,6 +435,10 @@ int main(int argc, char** argv) {
       if (validate_target == "deepbench") {
         if (validate_cmd->count("--data") == 0) validate.data_dir = "../shared/validation/deepbench";
         if (validate_cmd->count("--out") == 0) validate.out_dir = "results/deepbench";
+      }
+      if (validate_target == "kernels") {
+        if (validate_cmd->count("--data") == 0) validate.data_dir = "scenarios/fit/h100-kernels";
+        if (validate_cmd->count("--out") == 0) validate.out_dir = "results/kernels-h100";
       }
       dtsim::tools::ValidateCommand(validate, std::cout, std::cerr);
     }

@@ -19,6 +19,7 @@
 #include "tools/progress_bar.h"
 #include "validation/deepbench.h"
 #include "validation/deepbench_fit.h"
+#include "validation/accuracy.h"
 #include "validation/deepbench_report.h"
 #include "common/yaml_reader.h"
 #include "validation/fit.h"
@@ -96,6 +97,102 @@ void DeepbenchCommand(const ValidateOptions& o, std::ostream& out, std::ostream&
                   s.roofline.mean_ape);
     out << line;
   }
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+// Per-generation values of `from`'s generation copied onto `arch` of `p`.
+sim::GpuKernelParams WithGenerationValues(sim::GpuKernelParams p, std::size_t arch,
+                                          std::size_t from) {
+  for (auto* a : {&p.simt_fraction_by_arch, &p.tensor_fraction_by_arch,
+                  &p.simt_half_reuse_by_arch, &p.winograd_fraction_by_arch,
+                  &p.dgrad_fraction_by_arch, &p.wgrad_fraction_by_arch})
+    (*a)[arch] = (*a)[from];
+  return p;
+}
+
+// `dtsim validate kernels`: a generation DeepBench lacks, fitted on its own
+// rows (FitGenerationParams), scored 2-fold by layer.
+void KernelsCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
+  const std::vector<validation::DeepbenchMeasurement> rows = validation::LoadDeepbench(o.data_dir);
+  if (rows.empty()) throw UserError(SourceLocation{o.data_dir}, "no kernel rows", "");
+  const hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  const sim::GpuKernelParams shipped;
+  // Folds by file and line: a layer's passes (one conv.csv line) stay together.
+  std::vector<validation::DeepbenchMeasurement> fold[2];
+  std::vector<int> fold_of;
+  for (const validation::DeepbenchMeasurement& m : rows) {
+    fold_of.push_back(validation::FoldOf(m.file + ":" + std::to_string(m.line), 2));
+    fold[fold_of.back()].push_back(m);
+  }
+  if (fold[0].empty() || fold[1].empty())
+    throw UserError(SourceLocation{o.data_dir}, "too few rows for two folds", "add rows");
+  if (!o.quiet) err << "kernels: fitting the generation's constants on each half...\n";
+  const sim::GpuKernelParams on_fold[2] = {
+      validation::FitGenerationParams(fold[0], catalog, shipped),
+      validation::FitGenerationParams(fold[1], catalog, shipped)};
+  const sim::GpuKernelParams on_all = validation::FitGenerationParams(rows, catalog, shipped);
+  const auto volta = static_cast<std::size_t>(hw::GpuArch::kVolta);
+  struct Column {
+    const char* name;
+    std::vector<double> errors;
+  };
+  std::map<std::string, std::vector<Column>> by_kind;  // kernel kind -> columns
+  std::string csv = "file,line,kernel,shape,measured_ms,volta_ms,shipped_ms,held_out_ms,fitted_ms\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const validation::DeepbenchMeasurement& m = rows[i];
+    const auto arch = static_cast<std::size_t>(
+        catalog.FindDevice(validation::DeepbenchDevice(m.gpu))->arch);
+    const double predicted[4] = {
+        validation::PredictDeepbench(
+            validation::DeepbenchModel(catalog, m.gpu, WithGenerationValues(shipped, arch, volta)),
+            m).predicted_s,
+        validation::PredictDeepbench(validation::DeepbenchModel(catalog, m.gpu, shipped), m)
+            .predicted_s,
+        validation::PredictDeepbench(
+            validation::DeepbenchModel(catalog, m.gpu, on_fold[1 - fold_of[i]]), m).predicted_s,
+        validation::PredictDeepbench(validation::DeepbenchModel(catalog, m.gpu, on_all), m)
+            .predicted_s};
+    for (const std::string& kind : {std::string("all"), std::string(DeepbenchKernelName(m.kind))}) {
+      auto& columns = by_kind[kind];
+      if (columns.empty())
+        columns = {{"Volta's values", {}}, {"shipped", {}}, {"held out (2-fold)", {}},
+                   {"fitted on all", {}}};
+      for (int c = 0; c < 4; ++c)
+        columns[static_cast<std::size_t>(c)].errors.push_back(
+            validation::PercentError(predicted[c], m.measured_s));
+    }
+    char line[400];
+    std::snprintf(line, sizeof line, "%s,%d,%s,\"%s\",%.4f,%.4f,%.4f,%.4f,%.4f\n",
+                  m.file.c_str(), m.line, DeepbenchKernelName(m.kind), m.Shape().c_str(),
+                  1e3 * m.measured_s, 1e3 * predicted[0], 1e3 * predicted[1], 1e3 * predicted[2],
+                  1e3 * predicted[3]);
+    csv += line;
+  }
+  std::string md = "# Kernel model on a generation DeepBench did not measure\n\n";
+  md += "Data: `" + o.data_dir + "` (" + std::to_string(rows.size()) +
+        " kernels). Errors in % of the measured time: MAPE / median / mean signed.\n\n";
+  md += "| kernels | rows | Volta's values | shipped | held out (2-fold) | fitted on all |\n";
+  md += "|---|---|---|---|---|---|\n";
+  for (const auto& [kind, columns] : by_kind) {
+    md += "| " + kind + " | " + std::to_string(columns[0].errors.size()) + " |";
+    for (const Column& c : columns) {
+      const validation::ErrorSummary e = validation::SummarizeErrors(c.errors, 0);
+      char cell[80];
+      std::snprintf(cell, sizeof cell, " %.1f / %.1f / %+.1f |", e.mean_ape, e.median_ape,
+                    e.mean_signed_pe);
+      md += cell;
+    }
+    md += "\n";
+  }
+  md += "\n## Fitted on every row\n\n```\n" + validation::ParamsAsText(on_all) + "```\n";
+  md += "\n## Fitted on fold 0 / fold 1\n\n```\n" + validation::ParamsAsText(on_fold[0]) +
+        "```\n\n```\n" + validation::ParamsAsText(on_fold[1]) + "```\n";
+  OutputSet files{std::filesystem::path(o.out_dir)};
+  WriteOutput(files, "predictions.csv", csv);
+  WriteOutput(files, "summary.md", md);
+  const auto written = files.Commit();
+  if (o.quiet) return;
+  out << md;
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
 }
 
@@ -190,8 +287,12 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     DeepbenchCommand(o, out, err);
     return;
   }
+  if (o.dataset == "kernels") {
+    KernelsCommand(o, out, err);
+    return;
+  }
   if (o.dataset != "vtrain") {
-    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench");
+    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench, kernels");
   }
   validation::VtrainSetup setup;
   if (!o.intra_node_link.empty()) {

@@ -151,16 +151,20 @@ std::string DeepbenchDevice(const std::string& gpu) {
   } kMap[] = {{"1080Ti", "GTX-1080Ti"},      {"M40", "M40"},
               {"P100", "P100-PCIe-16GB"},    {"T4", "T4"},
               {"TitanX", "TITAN-X-Maxwell"}, {"TitanX_Pascal", "TITAN-X-Pascal"},
-              {"TitanXp", "TITAN-Xp"},       {"V100", "V100-SXM2-16GB"}};
+              {"TitanXp", "TITAN-Xp"},       {"V100", "V100-SXM2-16GB"},
+              // Not DeepBench's: this project's H100 SXM measurements in its
+              // format (scenarios/fit/h100-kernels, CUDA 13).
+              {"H100", "H100-SXM"}};
   for (const auto& e : kMap)
     if (gpu == e.sheet) return e.device;
   throw UserError("unknown DeepBench GPU '" + gpu + "'",
-                  "known: 1080Ti M40 P100 T4 TitanX TitanX_Pascal TitanXp V100");
+                  "known: 1080Ti M40 P100 T4 TitanX TitanX_Pascal TitanXp V100 H100");
 }
 
 int DeepbenchCudaVersion(const std::string& gpu) {
   if (gpu == "M40" || gpu == "TitanX") return 7;
   if (gpu == "V100" || gpu == "T4") return 10;
+  if (gpu == "H100") return 13;
   DeepbenchDevice(gpu);  // throws for an unknown name
   return 8;
 }

@@ -102,6 +102,50 @@ sim::GpuKernelParams FitStart() {
   return p;
 }
 
+// Step 3 for one generation: its values start at the shared ones and are
+// fitted on its rows, everything else fixed.
+void FitGeneration(std::size_t arch, const std::vector<DeepbenchMeasurement>& arch_rows,
+                   bool has_tensor, const hw::HardwareCatalog& catalog,
+                   sim::GpuKernelParams* p) {
+  p->simt_fraction_by_arch[arch] = p->simt_fraction;
+  p->simt_half_reuse_by_arch[arch] = p->simt_half_reuse;
+  p->winograd_fraction_by_arch[arch] = p->winograd_fraction;
+  p->dgrad_fraction_by_arch[arch] = p->dgrad_fraction;
+  p->wgrad_fraction_by_arch[arch] = p->wgrad_fraction;
+  std::vector<double*> coordinates = {
+      &p->simt_fraction_by_arch[arch], &p->simt_half_reuse_by_arch[arch],
+      &p->winograd_fraction_by_arch[arch], &p->dgrad_fraction_by_arch[arch],
+      &p->wgrad_fraction_by_arch[arch]};
+  if (has_tensor) {
+    p->tensor_fraction_by_arch[arch] = p->tensor_fraction;
+    coordinates.push_back(&p->tensor_fraction_by_arch[arch]);
+  }
+  Descend(arch_rows, catalog, coordinates, p);
+}
+
+// Rows by generation (hw::GpuArch index), and whether each has fp16-mixed rows.
+void ByGeneration(const std::vector<DeepbenchMeasurement>& rows,
+                  const hw::HardwareCatalog& catalog,
+                  std::map<std::size_t, std::vector<DeepbenchMeasurement>>* by_arch,
+                  std::map<std::size_t, bool>* has_tensor) {
+  for (const DeepbenchMeasurement& m : rows) {
+    const auto arch = static_cast<std::size_t>(catalog.FindDevice(DeepbenchDevice(m.gpu))->arch);
+    (*by_arch)[arch].push_back(m);
+    if (m.precision == "fp16-mixed") (*has_tensor)[arch] = true;
+  }
+}
+
+sim::GpuKernelParams FitGenerationParams(const std::vector<DeepbenchMeasurement>& rows,
+                                         const hw::HardwareCatalog& catalog,
+                                         sim::GpuKernelParams base) {
+  std::map<std::size_t, std::vector<DeepbenchMeasurement>> by_arch;
+  std::map<std::size_t, bool> has_tensor;
+  ByGeneration(rows, catalog, &by_arch, &has_tensor);
+  for (const auto& [arch, arch_rows] : by_arch)
+    FitGeneration(arch, arch_rows, has_tensor[arch], catalog, &base);
+  return base;
+}
+
 sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& rows,
                                      const hw::HardwareCatalog& catalog) {
   sim::GpuKernelParams p = FitStart();
@@ -113,27 +157,9 @@ sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& ro
   // Per generation: start from the shared value, fit on that generation's rows.
   std::map<std::size_t, std::vector<DeepbenchMeasurement>> by_arch;
   std::map<std::size_t, bool> has_tensor;
-  for (const DeepbenchMeasurement& m : rows) {
-    const auto arch = static_cast<std::size_t>(catalog.FindDevice(DeepbenchDevice(m.gpu))->arch);
-    by_arch[arch].push_back(m);
-    if (m.precision == "fp16-mixed") has_tensor[arch] = true;
-  }
-  for (const auto& [arch, arch_rows] : by_arch) {
-    p.simt_fraction_by_arch[arch] = p.simt_fraction;
-    p.simt_half_reuse_by_arch[arch] = p.simt_half_reuse;
-    p.winograd_fraction_by_arch[arch] = p.winograd_fraction;
-    p.dgrad_fraction_by_arch[arch] = p.dgrad_fraction;
-    p.wgrad_fraction_by_arch[arch] = p.wgrad_fraction;
-    std::vector<double*> coordinates = {
-        &p.simt_fraction_by_arch[arch], &p.simt_half_reuse_by_arch[arch],
-        &p.winograd_fraction_by_arch[arch], &p.dgrad_fraction_by_arch[arch],
-        &p.wgrad_fraction_by_arch[arch]};
-    if (has_tensor[arch]) {
-      p.tensor_fraction_by_arch[arch] = p.tensor_fraction;
-      coordinates.push_back(&p.tensor_fraction_by_arch[arch]);
-    }
-    Descend(arch_rows, catalog, coordinates, &p);
-  }
+  ByGeneration(rows, catalog, &by_arch, &has_tensor);
+  for (const auto& [arch, arch_rows] : by_arch)
+    FitGeneration(arch, arch_rows, has_tensor[arch], catalog, &p);
   // Per board, everything else fixed.
   std::map<std::string, std::vector<DeepbenchMeasurement>> by_device;
   for (const DeepbenchMeasurement& m : rows) by_device[DeepbenchDevice(m.gpu)].push_back(m);

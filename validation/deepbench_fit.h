@@ -47,6 +47,14 @@ double DeepbenchObjective(const std::vector<DeepbenchMeasurement>& rows,
 // per kernel; no per-generation values; memory_fraction as shipped.
 sim::GpuKernelParams FitStart();
 
+// Step 3 alone, for a generation DeepBench did not measure (the H100's rows
+// of scenarios/fit/h100-kernels): each generation of `rows` gets its values
+// fitted on its rows, starting from base's shared values; the shared values,
+// the other generations and the boards' clocks stay as in `base`.
+sim::GpuKernelParams FitGenerationParams(const std::vector<DeepbenchMeasurement>& rows,
+                                         const hw::HardwareCatalog& catalog,
+                                         sim::GpuKernelParams base);
+
 // Steps 2 and 3. Fitting every row reproduces the shipped GpuKernelParams.
 sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& rows,
                                      const hw::HardwareCatalog& catalog);

@@ -5,8 +5,11 @@
 //
 //   TrainStep/cifar10-cnn/<batch>   the TensorFlow CIFAR-10 tutorial CNN
 //   TrainStep/mnist-mlp/<batch>     the 784-500-10 MLP
+//   SyntheticDraw/<kind>            one core drawing the synthetic samples
+//                                   dtsim exec trains on (per sample)
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +68,34 @@ BENCHMARK_CAPTURE(TrainStep, cifar10-cnn, std::string("cifar10-cnn"))
     ->ArgsProduct({{32, 128}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(TrainStep, mnist-mlp, std::string("mnist-mlp"))
     ->ArgsProduct({{32, 128}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Drawing synthetic samples, one core: 0 a ResNet-50 image (3 x 224 x 224,
+// ClassImageDataset), 1 a CIFAR-10 image (3 x 24 x 24), 2 an MNIST-shaped
+// teacher sample (784 Gaussian inputs and the teacher MLP's label).
+void SyntheticDraw(benchmark::State& state) {
+  std::unique_ptr<Dataset> data;
+  if (state.range(0) == 0)
+    data = std::make_unique<ClassImageDataset>(
+        ClassImageDatasetOptions{.channels = 3, .height = 224, .width = 224, .seed = 1});
+  else if (state.range(0) == 1)
+    data = std::make_unique<ClassImageDataset>(
+        ClassImageDatasetOptions{.channels = 3, .height = 24, .width = 24, .seed = 1});
+  else
+    data = std::make_unique<TeacherDataset>(
+        TeacherDatasetOptions{.shape = {1, 28, 28}, .classes = 10, .seed = 1});
+  std::vector<float> x(static_cast<std::size_t>(SampleElements(data->sample_shape())));
+  float label = 0;
+  std::int64_t index = 0;
+  for (auto _ : state) {
+    data->Fill(index++, 1, x.data(), &label);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["samples/s"] =
+      benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["values/s"] = benchmark::Counter(static_cast<double>(x.size()),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(SyntheticDraw)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace dtsim::exec

@@ -122,12 +122,13 @@ ProfileLink ReadLink(const YamlValue& v) {
 
 ProfileProvenance ReadProvenance(const YamlValue& v) {
   const YamlMap m =
-      v.AsMap({"date", "host", "dtsim_version", "backend", "quick", "measurements"});
+      v.AsMap({"date", "host", "dtsim_version", "backend", "threads", "quick", "measurements"});
   ProfileProvenance p;
   p.date = m.Require("date").AsString();
   p.host = m.Require("host").AsString();
   p.dtsim_version = m.Require("dtsim_version").AsString();
   p.backend = m.Require("backend").AsString();
+  if (auto x = m.Get("threads")) p.threads = x->AsInt(1);
   if (auto x = m.Get("quick")) p.quick = x->AsBool();
   if (auto x = m.Get("measurements")) {
     for (const YamlValue& item : x->AsSequence()) p.measurements.push_back(ReadMeasurement(item));
@@ -249,6 +250,7 @@ std::string DeviceProfileYaml(const DeviceProfile& p) {
     << "  host: " << Quoted(v.host) << "\n"
     << "  dtsim_version: " << Quoted(v.dtsim_version) << "\n"
     << "  backend: " << Quoted(v.backend) << "\n"
+    << "  threads: " << v.threads << "\n"
     << "  quick: " << (v.quick ? "true" : "false") << "\n";
   if (!v.measurements.empty()) {
     o << "  measurements:  # median of `repeats` timed runs after warm-up\n";

@@ -51,6 +51,7 @@ struct ProfileProvenance {
   std::string host;           // host name
   std::string dtsim_version;  // e.g. "0.1.0"
   std::string backend;        // the Backend measured, e.g. "cpu"
+  int threads = 1;            // threads its kernels ran on (dtsim calibrate --threads)
   bool quick = false;         // measured with `--quick` (fewer, smaller runs)
   std::vector<ProfileMeasurement> measurements;
 };

@@ -36,6 +36,7 @@ DeviceProfile Sample() {
   p.provenance.host = "testhost";
   p.provenance.dtsim_version = "0.1.0";
   p.provenance.backend = "cpu";
+  p.provenance.threads = 3;
   p.provenance.quick = true;
   // A 512^3 GEMM: 2 x 512^3 = 268435456 FLOPs, written as 2.68435e+08.
   p.provenance.measurements = {
@@ -72,6 +73,7 @@ void ExpectSame(const DeviceProfile& a, const DeviceProfile& b) {
   EXPECT_EQ(a.provenance.host, b.provenance.host);
   EXPECT_EQ(a.provenance.dtsim_version, b.provenance.dtsim_version);
   EXPECT_EQ(a.provenance.backend, b.provenance.backend);
+  EXPECT_EQ(a.provenance.threads, b.provenance.threads);
   EXPECT_EQ(a.provenance.quick, b.provenance.quick);
   ASSERT_EQ(a.provenance.measurements.size(), b.provenance.measurements.size());
   for (std::size_t i = 0; i < a.provenance.measurements.size(); ++i) {

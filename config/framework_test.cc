@@ -3,6 +3,7 @@
 #include "config/framework.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -64,7 +65,9 @@ TEST(FrameworkTest, ErrorsNameTheValue) {
 }
 
 TEST(FrameworkTest, ProfileFileRoundTrip) {
-  const fs::path dir = fs::temp_directory_path() / "dtsim_framework_test";
+  // Per process: two test runs on one machine must not share it.
+  const fs::path dir =
+      fs::temp_directory_path() / ("dtsim_framework_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   FrameworkProfile p = *FindFramework("megatron-lm");
   p.per_kernel_s = 4.25e-6;

@@ -479,6 +479,37 @@ TEST_F(Cli, ValidateRefusesAProfileOfTheOtherKernels) {
   EXPECT_FALSE(fs::exists(dir_ / "v" / "validation.json"));
 }
 
+// Issue 14 item 2: --threads runs a CPU rank's kernels on several threads.
+// The same count gives the same bits; a profile holds the count it measured,
+// and validate refuses one of another count; GPU ranks refuse the flag.
+TEST_F(Cli, ThreadsPerRankAreDeterministicAndMatchTheProfile) {
+  std::string losses[2];
+  for (int i = 0; i < 2; ++i) {
+    const fs::path out = dir_ / ("t" + std::to_string(i));
+    Result r = Dtsim("exec scenarios/local/cifar10-1cpu.yaml --threads 2 --iterations 3 -q --out " +
+                     out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(Slurp(out / "exec.json"));
+    EXPECT_EQ(j.at("threads_per_rank").get<int>(), 2);
+    losses[i] = j.at("loss").dump();
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  const fs::path profile = dir_ / "one-thread.yaml";
+  ASSERT_EQ(Dtsim("calibrate --quick --out " + profile.string()).status, 0);
+  EXPECT_EQ(dtsim::config::LoadDeviceProfile(profile.string()).provenance.threads, 1);
+  Result r = Dtsim("validate scenarios/local/cifar10-1cpu.yaml --iterations 2 --threads 2 "
+                   "--profile " + profile.string() + " --out " + (dir_ / "v").string());
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("measured kernels on 1 thread(s) per rank, but this run uses 2"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("dtsim calibrate --threads 2"), std::string::npos) << r.err;
+  Result gpu = Dtsim("exec scenarios/local/cifar10-1cpu.yaml --threads 2 --backend cuda");
+  EXPECT_EQ(gpu.status, 2) << gpu.err;
+  EXPECT_NE(gpu.err.find("--threads sets the CPU backend's kernel threads"), std::string::npos)
+      << gpu.err;
+}
+
 // `--ranks 2` re-runs itself under mpirun and adds the link between ranks.
 TEST_F(Cli, CalibrateWithTwoRanksMeasuresTheLink) {
   const fs::path profile = dir_ / "profile.yaml";

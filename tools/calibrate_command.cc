@@ -130,6 +130,7 @@ void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm
     std::vector<std::string> args = {"calibrate", "--out", o.out_path};
     if (o.quick) args.emplace_back("--quick");
     if (o.portable) args.emplace_back("--portable");
+    if (o.threads > 1) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
     RunUnderMpiLauncher(o.ranks, args, err);
     return;
   }
@@ -140,13 +141,14 @@ void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm
   };
 
   const std::unique_ptr<exec::Backend> backend =
-      exec::MakeCpuBackend(o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa());
+      exec::MakeCpuBackend(o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa(), o.threads);
   exec::Backend& cpu = *backend;
   config::ProfileProvenance provenance;
   provenance.date = UtcNow();
   provenance.host = HostName();
   provenance.dtsim_version = DTSIM_VERSION;
   provenance.backend = cpu.Name();
+  provenance.threads = o.threads;
   provenance.quick = o.quick;
   // Rank 0 measures the device alone while the other ranks wait, so that
   // the numbers are one device's, not a share of a busy machine's.

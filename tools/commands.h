@@ -111,6 +111,7 @@ struct CalibrateCommandOptions {
   // Measure the portable kernels instead of the fastest build this CPU runs
   // (exec/kernels/cpu_isa.h); exec and validate must then run --portable.
   bool portable = false;
+  int threads = 1;  // threads the kernels run on (exec --threads must match)
 };
 // Measures the CPU backend (exec/calibrate/) on rank 0, prints a progress
 // line per measurement to `err`, then, when `comm` has 2+ ranks, the

@@ -218,6 +218,10 @@ int main(int argc, char** argv) {
                            "first with a quick calibration when missing)");
   validate_cmd->add_flag("--mpi-allreduce", validate_exec.mpi_allreduce,
                          "Scenario: MPI's own all-reduce instead of the plan's ring or tree");
+  validate_cmd->add_option("--threads", validate_exec.threads,
+                           "Scenario: threads each rank's CPU kernels run on (the device "
+                           "profile must have measured as many: dtsim calibrate --threads)")
+      ->check(CLI::PositiveNumber);
   validate_cmd->add_flag("--portable", validate_exec.portable,
                      "Scenario: CPU backend: the portable kernels (baseline x86-64, byte-identical "
                      "results on every machine) instead of the fastest build this CPU runs "
@@ -284,6 +288,11 @@ int main(int argc, char** argv) {
                        "kernels, NCCL for all-reduces over every rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  exec_cmd->add_option("--threads", exec.threads,
+                       "CPU backend: threads each rank's kernels run on (GEMMs and convolutions "
+                       "split over them; default 1, one core per rank); results are "
+                       "deterministic for a given count")
+      ->check(CLI::PositiveNumber);
   exec_cmd->add_option("--input-threads", exec.input_threads,
                        "Threads per rank that draw the next iteration's batches while this one "
                        "trains (default: 0 with --backend cpu, 4 with cuda); the time a rank "
@@ -349,6 +358,10 @@ int main(int argc, char** argv) {
                    "cluster.device_profile (docs/device_profile.md)");
   calibrate_cmd->add_option("-o,--out", calibrate.out_path, "Device profile to write")
       ->capture_default_str();
+  calibrate_cmd->add_option("--threads", calibrate.threads,
+                            "Threads the kernels run on while measured (exec and validate "
+                            "--threads; default 1)")
+      ->check(CLI::PositiveNumber);
   calibrate_cmd->add_flag("--portable", calibrate.portable,
                           "Measure the portable kernels (baseline x86-64) instead of the fastest "
                           "build this CPU runs (AVX2+FMA where present); exec and validate "

@@ -310,7 +310,10 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   j["scenario"] = s.name;
   j["ranks"] = r.times.size();
   j["backend"] = o.backend;
-  if (o.backend == "cpu") j["cpu_kernels"] = exec::CpuIsaName(CpuIsaOf(o));
+  if (o.backend == "cpu") {
+    j["cpu_kernels"] = exec::CpuIsaName(CpuIsaOf(o));
+    j["threads_per_rank"] = o.threads;
+  }
   // The iterations this run executed: a resumed run lists only its own,
   // from the step it resumed from, so it never reports the earlier run's
   // iterations as zeros.
@@ -635,6 +638,7 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
       c.out_path = path;
       c.quick = true;
       c.portable = o.portable;
+      c.threads = o.threads;
       CalibrateCommand(c, comm, out, err);
       if (comm != nullptr) comm->Barrier();  // rank 0 has written it
     }
@@ -643,12 +647,22 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
   // A profile measures one build of the kernels; predicting another's runs
   // with it would be off by their speed ratio (about 2x), so refuse.
   const std::string runs = exec::MakeCpuBackend(CpuIsaOf(o))->Name();
+  const std::string again = "run 'dtsim calibrate" +
+                            std::string(o.portable ? " --portable" : "") +
+                            (o.threads > 1 ? " --threads " + std::to_string(o.threads) : "") +
+                            "' again";
   if (!profile.provenance.backend.empty() && profile.provenance.backend != runs)
     throw UserError(path + ": the profile measured the '" + profile.provenance.backend +
                         "' kernels, but this run uses '" + runs + "'",
-                    "run 'dtsim calibrate" + std::string(o.portable ? " --portable" : "") +
-                        "' again, or validate with the kernels it measured" +
+                    again + ", or validate with the kernels it measured" +
                         (runs == "cpu" ? "" : " (--portable for 'cpu')"));
+  // Its rates are those of the thread count it measured.
+  if (profile.provenance.threads != o.threads)
+    throw UserError(path + ": the profile measured kernels on " +
+                        std::to_string(profile.provenance.threads) +
+                        " thread(s) per rank, but this run uses " + std::to_string(o.threads),
+                    again + ", or validate with --threads " +
+                        std::to_string(profile.provenance.threads));
   config::ApplyDeviceProfile(profile, path, s);
   s->cluster.device_profile = path;
 }
@@ -708,6 +722,7 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   if (o.input_threads >= 0)
     a.insert(a.end(), {"--input-threads", std::to_string(o.input_threads)});
   if (o.portable) a.emplace_back("--portable");
+  if (o.threads > 1) a.insert(a.end(), {"--threads", std::to_string(o.threads)});
   if (o.learning_rate > 0) a.insert(a.end(), {"--lr", std::to_string(o.learning_rate)});
   if (o.lr_decay_rate > 0)
     a.insert(a.end(), {"--lr-decay-rate", std::to_string(o.lr_decay_rate), "--lr-decay-steps",
@@ -775,6 +790,10 @@ void RunInEmulatedNetwork(const ExecCommandOptions& o, const NetworkSetting& n, 
 
 void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ostream& out,
                  std::ostream& err) {
+  if (o.backend != "cpu" && o.threads != 1)
+    throw UserError("--threads sets the CPU backend's kernel threads; --backend " + o.backend +
+                        " runs its kernels on the device",
+                    "drop --threads, or use --backend cpu");
   config::Scenario s = config::LoadScenario(o.scenario_path);
   CheckExecutable(s);
   const models::ModelGraph graph = config::BuildWorkloadModel(s);
@@ -827,7 +846,8 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
     if (!s.cluster.device_profile.empty())
       profile = config::LoadDeviceProfile(s.cluster.device_profile);
     const config::DeviceProfile* measured = profile ? &*profile : nullptr;
-    ShareCores(world.size(), measured, &s);
+    // Each rank's kernel threads compete for the cores too.
+    ShareCores(world.size() * o.threads, measured, &s);
     UseInputDraw(o, graph, world.size(), eo.input_threads, measured, &s);
   }
 
@@ -842,7 +862,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
 
   const auto data = MakeDataset(graph, o.dataset, s.seed);
   const std::unique_ptr<exec::Backend> cpu =
-      o.backend == "cpu" ? exec::MakeCpuBackend(CpuIsaOf(o)) : nullptr;
+      o.backend == "cpu" ? exec::MakeCpuBackend(CpuIsaOf(o), o.threads) : nullptr;
   exec::DeviceRuntime device;
   if (o.backend == "cuda") {
     if (o.validate)
@@ -868,7 +888,10 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   exec::Backend& backend = device.backend ? *device.backend : *cpu;
   if (root)
     out << s.name << ": " << graph.name() << ", " << plan.strategy << ", " << world.size()
-        << " rank(s) on " << backend.Name() << ", " << plan.samples_per_iteration
+        << " rank(s) on " << backend.Name()
+        << (o.backend == "cpu" && o.threads > 1 ? " x " + std::to_string(o.threads) + " threads"
+                                                : std::string())
+        << ", " << plan.samples_per_iteration
         << " samples per iteration, " << eo.iterations << " iterations\n"
         << std::flush;
   const exec::ExecResult result = ExecutePlan(plan, graph, *data, world, backend, eo);

@@ -35,6 +35,8 @@ struct ExecCommandOptions {
   // default: 0 on cpu (each rank has one core, which the pipeline would take
   // from compute), kCudaInputThreads on cuda.
   int input_threads = -1;
+  // CPU backend: threads each rank's kernels run on (exec::CpuBackend).
+  int threads = 1;
   // CPU backend: the portable kernels (baseline x86-64, byte-identical on
   // every machine) instead of the fastest build this CPU runs (cpu_isa.h).
   bool portable = false;

@@ -3,6 +3,7 @@
 #include "validation/measured_runs.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,12 @@ namespace fs = std::filesystem;
 class MeasuredRunsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / "dtsim_measured_runs_test";
+    // One folder per process and test: ctest runs this fixture's tests as
+    // separate processes at once, and a shared folder let one test's
+    // TearDown delete the other's files (both failed under ctest -j2).
+    dir_ = fs::temp_directory_path() /
+           ("dtsim_measured_runs_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     std::ofstream(dir_ / "base.yaml")
         << "cluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB}\n"

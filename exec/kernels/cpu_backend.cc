@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
+#include "exec/kernels/cpu_threads.h"
 
 namespace dtsim::exec::DTSIM_CPU_NS {
 namespace {
@@ -20,7 +21,25 @@ std::string CpuBackend::Name() const { return DTSIM_CPU_BACKEND_NAME; }
 std::string CpuBackend::Name() const { return "cpu"; }
 #endif
 
-std::unique_ptr<Backend> NewCpuBackend() { return std::make_unique<CpuBackend>(); }
+// Gemm splits C's columns in blocks of this many: Eigen computes a
+// row-major product as its transpose, whose rows it takes in panels of
+// EIGEN_TEST_SPECIFIC_BLOCKING_SIZE_M (exec/kernels/CMakeLists.txt), so
+// whole panels give each element the same operations as one thread does.
+constexpr std::int64_t kColumnBlock = 192;
+
+std::unique_ptr<Backend> NewCpuBackend(int threads) {
+  return std::make_unique<CpuBackend>(threads);
+}
+
+CpuBackend::CpuBackend(int threads) {
+  if (threads < 1) throw UserError("threads per rank must be at least 1");
+  if (threads > 1) {
+    pool_ = std::make_unique<WorkerPool>(threads);
+    part_scratch_.resize(static_cast<std::size_t>(threads - 1));
+    part_dw_.resize(static_cast<std::size_t>(threads - 1));
+    part_db_.resize(static_cast<std::size_t>(threads - 1));
+  }
+}
 
 float* CpuBackend::Allocate(std::int64_t count) {
   DTSIM_CHECK(count >= 0, "Allocate: negative count");
@@ -56,15 +75,35 @@ void CpuBackend::Copy(float* dst, const float* src, std::int64_t count) {
 void CpuBackend::Gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                       std::int64_t k, float alpha, const float* a, const float* b, float beta,
                       float* c) {
-  DTSIM_CPU_NS::Gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+  const std::int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+  const int parts = static_cast<int>(std::min<std::int64_t>(threads(), blocks));
+  if (parts <= 1) {
+    DTSIM_CPU_NS::Gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    return;
+  }
+  pool_->Run(parts, [&](int p) {
+    const std::int64_t j0 = PartBegin(blocks, parts, p) * kColumnBlock;
+    const std::int64_t j1 = std::min(n, PartBegin(blocks, parts, p + 1) * kColumnBlock);
+    GemmColumns(trans_a, trans_b, m, n, k, j0, j1, alpha, a, b, beta, c);
+  });
 }
 
 void CpuBackend::GemmBatched(std::int64_t batch, bool trans_a, bool trans_b, std::int64_t m,
                              std::int64_t n, std::int64_t k, float alpha, const float* a,
                              std::int64_t stride_a, const float* b, std::int64_t stride_b,
                              float beta, float* c, std::int64_t stride_c) {
-  DTSIM_CPU_NS::GemmBatched(batch, trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
-                   stride_c);
+  const int parts = static_cast<int>(std::min<std::int64_t>(threads(), batch));
+  if (parts <= 1) {
+    DTSIM_CPU_NS::GemmBatched(batch, trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b,
+                              beta, c, stride_c);
+    return;
+  }
+  pool_->Run(parts, [&](int p) {
+    const std::int64_t i0 = PartBegin(batch, parts, p), i1 = PartBegin(batch, parts, p + 1);
+    DTSIM_CPU_NS::GemmBatched(i1 - i0, trans_a, trans_b, m, n, k, alpha, a + i0 * stride_a,
+                              stride_a, b + i0 * stride_b, stride_b, beta, c + i0 * stride_c,
+                              stride_c);
+  });
 }
 
 void CpuBackend::AddBias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) {
@@ -104,14 +143,64 @@ void CpuBackend::MergeHeads(std::int64_t n, std::int64_t s, std::int64_t heads,
   DTSIM_CPU_NS::MergeHeads(n, s, heads, d, x, y, accumulate);
 }
 
+namespace {
+
+// Samples [PartBegin(n, parts, p), PartBegin(n, parts, p + 1)) of `a`.
+Conv2dArgs PartOf(const Conv2dArgs& a, int parts, int p, std::int64_t* first) {
+  *first = PartBegin(a.n, parts, p);
+  Conv2dArgs part = a;
+  part.n = PartBegin(a.n, parts, p + 1) - *first;
+  return part;
+}
+
+}  // namespace
+
 void CpuBackend::Conv2dForward(const Conv2dArgs& a, const float* x, const float* w,
                                const float* bias, float* y) {
-  DTSIM_CPU_NS::Conv2dForward(a, x, w, bias, y, &scratch_);
+  const int parts = static_cast<int>(std::min<std::int64_t>(threads(), a.n));
+  if (parts <= 1) {
+    DTSIM_CPU_NS::Conv2dForward(a, x, w, bias, y, &scratch_);
+    return;
+  }
+  pool_->Run(parts, [&](int p) {
+    std::int64_t s0 = 0;
+    const Conv2dArgs part = PartOf(a, parts, p, &s0);
+    DTSIM_CPU_NS::Conv2dForward(part, x + s0 * a.c * a.h * a.w, w, bias,
+                                y + s0 * a.k * a.oh * a.ow,
+                                p == 0 ? &scratch_ : &part_scratch_[static_cast<std::size_t>(p - 1)]);
+  });
 }
 
 void CpuBackend::Conv2dBackward(const Conv2dArgs& a, const float* x, const float* w,
                                 const float* dy, float* dx, float* dw, float* dbias) {
-  DTSIM_CPU_NS::Conv2dBackward(a, x, w, dy, dx, dw, dbias, &scratch_);
+  const int parts = static_cast<int>(std::min<std::int64_t>(threads(), a.n));
+  if (parts <= 1) {
+    DTSIM_CPU_NS::Conv2dBackward(a, x, w, dy, dx, dw, dbias, &scratch_);
+    return;
+  }
+  // Thread 0 adds into dw and dbias; the others into zeroed partial sums,
+  // added afterwards in thread order.
+  const std::int64_t w_count = a.k * (a.c / a.groups) * a.r * a.s;
+  for (int p = 1; p < parts; ++p) {
+    if (dw) part_dw_[static_cast<std::size_t>(p - 1)].assign(static_cast<std::size_t>(w_count), 0);
+    if (dbias) part_db_[static_cast<std::size_t>(p - 1)].assign(static_cast<std::size_t>(a.k), 0);
+  }
+  pool_->Run(parts, [&](int p) {
+    std::int64_t s0 = 0;
+    const Conv2dArgs part = PartOf(a, parts, p, &s0);
+    const auto q = static_cast<std::size_t>(p - 1);
+    DTSIM_CPU_NS::Conv2dBackward(
+        part, x + s0 * a.c * a.h * a.w, w, dy + s0 * a.k * a.oh * a.ow,
+        dx ? dx + s0 * a.c * a.h * a.w : nullptr,
+        dw ? (p == 0 ? dw : part_dw_[q].data()) : nullptr,
+        dbias ? (p == 0 ? dbias : part_db_[q].data()) : nullptr,
+        p == 0 ? &scratch_ : &part_scratch_[q]);
+  });
+  for (int p = 1; p < parts; ++p) {
+    const auto q = static_cast<std::size_t>(p - 1);
+    if (dw) DTSIM_CPU_NS::Axpy<float>(w_count, 1.0f, part_dw_[q].data(), dw);
+    if (dbias) DTSIM_CPU_NS::Axpy<float>(a.k, 1.0f, part_db_[q].data(), dbias);
+  }
 }
 
 void CpuBackend::MaxPoolForward(const Pool2dArgs& a, const float* x, float* y) {

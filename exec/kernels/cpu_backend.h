@@ -1,6 +1,6 @@
 // CpuBackend: the Backend on the host CPU, float32, calling the reference
-// kernels of cpu_kernels.h. Single-threaded (ranks are processes, one core
-// each) and deterministic: every method runs synchronously, and the same
+// kernels of cpu_kernels.h. One thread by default (ranks are processes, one
+// core each; `threads` for more) and deterministic: every method runs synchronously, and the same
 // inputs give the same bits run after run. The portable build
 // (exec::CpuBackend) gives the same bits on every x86-64 machine; the
 // instruction-set builds (cpu_isa.h) on every machine that runs them.
@@ -13,6 +13,7 @@
 
 #include "exec/backend.h"
 #include "exec/kernels/cpu_namespace.h"
+#include "exec/kernels/cpu_threads.h"
 
 // One class per instruction-set build of the kernels (cpu_kernels.h,
 // cpu_isa.h); exec::CpuBackend is the portable build's.
@@ -20,6 +21,16 @@ namespace dtsim::exec::DTSIM_CPU_NS {
 
 class CpuBackend final : public Backend {
  public:
+  // `threads` >= 1 run the GEMMs (split over column blocks of C, whole
+  // blocks of Eigen's fixed 192-row panels, so the bits are those of one
+  // thread), batched GEMMs (over the batch) and convolutions (over samples;
+  // weight gradients summed per thread, then over threads in order). Other
+  // kernels run on the calling thread. Results are deterministic for a given
+  // thread count; convolutions' gradients differ between thread counts in
+  // rounding.
+  explicit CpuBackend(int threads = 1);
+  int threads() const { return pool_ ? pool_->size() : 1; }
+
   // "cpu" for the portable build, "cpu-<isa>" for the others.
   std::string Name() const override;
 
@@ -112,10 +123,15 @@ class CpuBackend final : public Backend {
 
  private:
   std::vector<float> scratch_;  // convolutions' im2col columns, reused
+  std::unique_ptr<WorkerPool> pool_;  // null with one thread
+  // Per thread beyond the first: im2col columns, and weight and bias
+  // gradient partial sums of a convolution.
+  std::vector<std::vector<float>> part_scratch_, part_dw_, part_db_;
 };
 
-// A CpuBackend of this build (what cpu_isa.cc calls for each build).
-std::unique_ptr<Backend> NewCpuBackend();
+// A CpuBackend of this build on `threads` threads (what cpu_isa.cc calls
+// for each build).
+std::unique_ptr<Backend> NewCpuBackend(int threads);
 
 }  // namespace dtsim::exec::DTSIM_CPU_NS
 

@@ -16,8 +16,8 @@ using MutableMap = Eigen::Map<RowMatrix<T>>;
 
 // C = alpha * op_a * op_b + beta * C, op_a and op_b being Eigen expressions.
 // When beta == 0, C is overwritten without being read.
-template <typename T, typename OpA, typename OpB>
-void Product(T alpha, const OpA& op_a, const OpB& op_b, T beta, MutableMap<T>& c) {
+template <typename T, typename OpA, typename OpB, typename C>
+void Product(T alpha, const OpA& op_a, const OpB& op_b, T beta, C& c) {
   if (beta == T(0)) {
     c.noalias() = alpha * op_a * op_b;
   } else {
@@ -43,6 +43,30 @@ void Gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, T alpha, const 
   // trans_b).
   const ConstMap<T> am(a, trans_a ? k : m, trans_a ? m : k);
   const ConstMap<T> bm(b, trans_b ? n : k, trans_b ? k : n);
+  if (!trans_a && !trans_b) Product(alpha, am, bm, beta, cm);
+  if (!trans_a && trans_b) Product(alpha, am, bm.transpose(), beta, cm);
+  if (trans_a && !trans_b) Product(alpha, am.transpose(), bm, beta, cm);
+  if (trans_a && trans_b) Product(alpha, am.transpose(), bm.transpose(), beta, cm);
+}
+
+template <typename T>
+void GemmColumns(bool trans_a, bool trans_b, Index m, Index n, Index k, Index j0, Index j1,
+                 T alpha, const T* a, const T* b, T beta, T* c) {
+  DTSIM_CHECK(m >= 0 && n >= 0 && k >= 0 && 0 <= j0 && j0 <= j1 && j1 <= n,
+              "GemmColumns: bad dimension or column range");
+  const Index w = j1 - j0;
+  if (m == 0 || w == 0) return;
+  using Stride = Eigen::OuterStride<>;
+  Eigen::Map<RowMatrix<T>, 0, Stride> cm(c + j0, m, w, Stride(n));
+  if (k == 0) {
+    if (beta == T(0)) cm.setZero(); else cm *= beta;
+    return;
+  }
+  const ConstMap<T> am(a, trans_a ? k : m, trans_a ? m : k);
+  // B's columns j0.. are its stored columns (k x n) or stored rows (n x k).
+  const Eigen::Map<const RowMatrix<T>, 0, Stride> bm(trans_b ? b + j0 * k : b + j0,
+                                                     trans_b ? w : k, trans_b ? k : w,
+                                                     Stride(trans_b ? k : n));
   if (!trans_a && !trans_b) Product(alpha, am, bm, beta, cm);
   if (!trans_a && trans_b) Product(alpha, am, bm.transpose(), beta, cm);
   if (trans_a && !trans_b) Product(alpha, am.transpose(), bm, beta, cm);
@@ -98,6 +122,8 @@ void Add(Index count, const T* a, const T* b, T* y) {
 
 #define DTSIM_INSTANTIATE(T)                                                              \
   template void Gemm<T>(bool, bool, Index, Index, Index, T, const T*, const T*, T, T*);   \
+  template void GemmColumns<T>(bool, bool, Index, Index, Index, Index, Index, T, const T*, \
+                               const T*, T, T*);                                           \
   template void GemmBatched<T>(Index, bool, bool, Index, Index, Index, T, const T*, Index, \
                                const T*, Index, T, T*, Index);                            \
   template void AddBias<T>(T*, const T*, Index, Index);                                   \

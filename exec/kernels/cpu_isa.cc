@@ -8,10 +8,10 @@
 #if DTSIM_HAVE_X86_ISA_KERNELS
 // cpu_backend.cc built with DTSIM_CPU_NS=cpu_avx2 and cpu_avx512.
 namespace dtsim::exec::cpu_avx2 {
-std::unique_ptr<Backend> NewCpuBackend();
+std::unique_ptr<Backend> NewCpuBackend(int threads);
 }  // namespace dtsim::exec::cpu_avx2
 namespace dtsim::exec::cpu_avx512 {
-std::unique_ptr<Backend> NewCpuBackend();
+std::unique_ptr<Backend> NewCpuBackend(int threads);
 }  // namespace dtsim::exec::cpu_avx512
 #endif
 
@@ -57,16 +57,16 @@ CpuIsa BestCpuIsa() {
   return CpuIsa::kPortable;
 }
 
-std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa) {
+std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa, int threads) {
   if (!CpuIsaAvailable(isa))
     throw UserError(std::string("the CPU kernels for ") + CpuIsaName(isa) +
                         " are not in this build or this CPU lacks those instructions",
                     "use the portable kernels (--portable)");
 #if DTSIM_HAVE_X86_ISA_KERNELS
-  if (isa == CpuIsa::kAvx2Fma) return cpu_avx2::NewCpuBackend();
-  if (isa == CpuIsa::kAvx512) return cpu_avx512::NewCpuBackend();
+  if (isa == CpuIsa::kAvx2Fma) return cpu_avx2::NewCpuBackend(threads);
+  if (isa == CpuIsa::kAvx512) return cpu_avx512::NewCpuBackend(threads);
 #endif
-  return cpu::NewCpuBackend();
+  return cpu::NewCpuBackend(threads);
 }
 
 }  // namespace dtsim::exec

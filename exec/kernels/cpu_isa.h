@@ -29,7 +29,8 @@ bool CpuIsaAvailable(CpuIsa isa);
 // The fastest available build: the widest vectors this CPU runs.
 CpuIsa BestCpuIsa();
 
-// A CpuBackend of that build. Throws UserError when it is not available.
-std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa);
+// A CpuBackend of that build on `threads` threads (CpuBackend says what runs
+// on them). Throws UserError when the build is not available or threads < 1.
+std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa, int threads = 1);
 
 }  // namespace dtsim::exec

@@ -31,6 +31,12 @@ using Index = std::int64_t;
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, T alpha, const T* a,
           const T* b, T beta, T* c);
+// Columns [j0, j1) of Gemm's C alone: C[:, j0:j1] = alpha * op(A) *
+// op(B)[:, j0:j1] + beta * C[:, j0:j1] (a Gemm split over threads).
+// REQUIRES: 0 <= j0 <= j1 <= n.
+template <typename T>
+void GemmColumns(bool trans_a, bool trans_b, Index m, Index n, Index k, Index j0, Index j1,
+                 T alpha, const T* a, const T* b, T beta, T* c);
 // `batch` Gemms; matrix i of A starts at a + i * stride_a (same for B, C).
 template <typename T>
 void GemmBatched(Index batch, bool trans_a, bool trans_b, Index m, Index n, Index k,

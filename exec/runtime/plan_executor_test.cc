@@ -229,19 +229,26 @@ TEST_F(PlanExecutor, PostLocalSynchronousPhaseIsDataParallelism) {
   ExpectClose(r.final_params, SoloParams(4 * world_.size()));
 }
 
-// The input pipeline draws batches ahead on threads; every sample is a pure
-// function of its index (dataset.h), so the trained parameters and losses
-// are bit-identical to drawing each batch on the training thread. Pipeline
-// plans have several micro-batch slots per iteration: each is prefetched.
-TEST_F(PlanExecutor, PrefetchedInputGivesBitIdenticalResults) {
-  std::vector<plan::Plan> plans = {DataPlan(world_.size(), 4, 1)};
-  if (world_.size() == 2) {
+// A data-parallel plan over `ranks`, and with 2 ranks also a 2-stage
+// pipeline of 3 micro-batches (several input slots per iteration).
+std::vector<plan::Plan> DataAndPipelinePlans(int ranks) {
+  std::vector<plan::Plan> plans = {DataPlan(ranks, 4, 1)};
+  if (ranks == 2) {
     plan::HybridOptions o;
     o.pipeline = 2, o.micro_batch = 2, o.micro_batches = 3;
     o.chunks = {{0, Cnn().Find("pool2") + 1}, {Cnn().Find("pool2") + 1, Cnn().num_ops()}};
     o.symmetric = false;
     plans.push_back(plan::BuildHybridPlan(Cnn(), {1, 2}, o));
   }
+  return plans;
+}
+
+// The input pipeline draws batches ahead on threads; every sample is a pure
+// function of its index (dataset.h), so the trained parameters and losses
+// are bit-identical to drawing each batch on the training thread. Pipeline
+// plans have several micro-batch slots per iteration: each is prefetched.
+TEST_F(PlanExecutor, PrefetchedInputGivesBitIdenticalResults) {
+  const std::vector<plan::Plan> plans = DataAndPipelinePlans(world_.size());
   for (const plan::Plan& p : plans) {
     ExecOptions eo = Options();
     const ExecResult inline_input = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
@@ -260,14 +267,7 @@ TEST_F(PlanExecutor, TimingByMarksGivesBitIdenticalResults) {
   // parameters and losses are bit-identical, every task is still in the
   // timeline, and compute time is still measured (on the CPU backend the
   // marks read the host clock).
-  std::vector<plan::Plan> plans = {DataPlan(world_.size(), 4, 1)};
-  if (world_.size() == 2) {
-    plan::HybridOptions o;
-    o.pipeline = 2, o.micro_batch = 2, o.micro_batches = 3;
-    o.chunks = {{0, Cnn().Find("pool2") + 1}, {Cnn().Find("pool2") + 1, Cnn().num_ops()}};
-    o.symmetric = false;
-    plans.push_back(plan::BuildHybridPlan(Cnn(), {1, 2}, o));
-  }
+  const std::vector<plan::Plan> plans = DataAndPipelinePlans(world_.size());
   for (const plan::Plan& p : plans) {
     ExecOptions eo = Options();
     eo.record_timeline = true;

@@ -205,6 +205,20 @@ std::vector<int> HostLeaders(const Network& network, const std::vector<int>& ran
   return leaders;
 }
 
+std::map<int, double> HostSumSecondsPerNode(const Network& network, const std::vector<int>& ranks,
+                                            double bytes, plan::CollectiveOp op) {
+  std::map<int, double> busy;
+  if (ranks.size() <= 1 || bytes <= 0 || op == plan::CollectiveOp::kAllGather) return busy;
+  const NetworkSpec& s = network.spec();
+  DTSIM_CHECK(s.host_memory_bytes_per_s > 0, "host aggregation needs the host's memory bandwidth");
+  const std::vector<int> node_of = NodeOfRank(network);
+  std::map<int, int> per_node;
+  for (int r : ranks) ++per_node[node_of[static_cast<std::size_t>(r)]];
+  for (const auto& [node, g] : per_node)
+    if (g > 1) busy[node] = (g + 1) * bytes / s.host_memory_bytes_per_s;
+  return busy;
+}
+
 double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                              const std::vector<int>& ranks, double bytes, plan::CollectiveOp op) {
   if (ranks.size() <= 1 || bytes <= 0) return 0;

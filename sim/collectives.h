@@ -6,6 +6,7 @@
 // one NIC) shape the result.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "plan/plan.h"
@@ -95,6 +96,13 @@ double CollectiveTotalBytes(Network& network, plan::CollectiveOp op,
 double HostCollectiveSeconds(Network& network, plan::CollectiveAlgorithm algorithm,
                              const std::vector<int>& ranks, double bytes,
                              plan::CollectiveOp op = plan::CollectiveOp::kAllReduce);
+// The CPU time each node's host spends summing for that collective (the
+// (g + 1) x bytes / host memory term above, for its g > 1 members; copies
+// are DMA and the cross-node all-reduce's additions are not priced): node
+// -> seconds. All-gathers sum nothing.
+std::map<int, double> HostSumSecondsPerNode(const Network& network, const std::vector<int>& ranks,
+                                            double bytes,
+                                            plan::CollectiveOp op = plan::CollectiveOp::kAllReduce);
 // The ranks standing for their node's host: the first member of each node.
 std::vector<int> HostLeaders(const Network& network, const std::vector<int>& ranks);
 

@@ -108,6 +108,25 @@ TEST(HostCollective, MatchesClosedForm) {
               copy, 1e-12);
 }
 
+// The CPU time of the same sums per node: (g + 1) M / host memory where a
+// node holds g > 1 members; nothing where it holds one, nor for all-gathers.
+TEST(HostCollective, CpuTimePerNode) {
+  NetworkSpec s;
+  s.nodes = 2;
+  s.devices_per_node = 4;
+  s.intra_bw_bytes_per_s = 150e9;
+  s.nic_bw_bytes_per_s = 12.5e9;
+  s.host_memory_bytes_per_s = 100e9;
+  Network net(s);
+  const double m = 64e6;
+  const auto busy = HostSumSecondsPerNode(net, {0, 1, 2, 4}, m);
+  ASSERT_EQ(busy.size(), 1u);  // node 1 holds one member: it sums nothing
+  EXPECT_NEAR(busy.at(0), 4 * m / 100e9, 1e-15);
+  EXPECT_TRUE(HostSumSecondsPerNode(net, Iota(8), m, plan::CollectiveOp::kAllGather).empty());
+  EXPECT_NEAR(HostSumSecondsPerNode(net, Iota(8), m, plan::CollectiveOp::kReduceScatter).at(1),
+              5 * m / 100e9, 1e-15);
+}
+
 TEST(RingAllReduce, InsideOneNodeUsesIntraLinks) {
   NetworkSpec s;
   s.nodes = 1;

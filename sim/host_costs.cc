@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
+#include "sim/collectives.h"
 #include "sim/op_kernels.h"
 
 namespace dtsim::sim {
@@ -194,6 +195,24 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
           static_cast<double>(input.cores) / readers[plan.ranks[rr].node];
       costs->input_ns[rr] = SecondsToNs(samples[rr] * input.per_sample_s / cores_each);
     }
+  }
+}
+
+void ShareHostCpuWithInput(const plan::Plan& plan, const Network& network, TaskCosts* costs) {
+  if (costs->input_ns.empty() || plan.iterations < 1) return;
+  std::map<int, double> busy;  // node -> summing seconds over the whole plan
+  for (const plan::Collective& c : plan.collectives()) {
+    if (!c.via_host) continue;
+    const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
+    const std::vector<int> ranks(members.begin(), members.end());
+    for (const auto& [node, s] : HostSumSecondsPerNode(network, ranks, c.bytes, c.op)) busy[node] += s;
+  }
+  if (busy.empty()) return;
+  for (plan::RankId r = 0; r < plan.num_ranks(); ++r) {
+    auto& ns = costs->input_ns[static_cast<std::size_t>(r)];
+    if (ns == 0) continue;  // reads no input
+    const auto it = busy.find(plan.ranks[static_cast<std::size_t>(r)].node);
+    if (it != busy.end()) ns += SecondsToNs(it->second / plan.iterations);
   }
 }
 

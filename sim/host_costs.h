@@ -21,6 +21,13 @@
 // read input (those holding the model's first op) on that node, so rank r
 // takes samples(r) x per_sample / (cores / input ranks on its node) per
 // iteration.
+//
+// The host's CPU is one resource per node: when collectives are summed on
+// the hosts (plan::Collective::via_host) and an input pipeline is priced,
+// the node's cores sum first (the training loop waits on the sum) and the
+// input pipeline prepares batches in what is left, so each input rank's
+// batch time grows by the node's summing time per iteration
+// (HostSumSecondsPerNode, averaged over the plan's iterations).
 #pragma once
 
 #include <set>
@@ -30,6 +37,7 @@
 #include "models/graph.h"
 #include "plan/plan.h"
 #include "sim/engine.h"
+#include "sim/network.h"
 
 namespace dtsim::sim {
 
@@ -53,5 +61,10 @@ int KernelsOf(const models::ModelGraph& graph, models::OpId v, plan::TaskKind ki
 void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
                   const config::FrameworkProfile& framework, const config::InputPipeline& input,
                   hw::Precision precision, TaskCosts* costs);
+
+// Adds each node's host summing time per iteration to the input time of
+// the input ranks on that node (see the top of this file). No-op without
+// input costs or collectives on the hosts.
+void ShareHostCpuWithInput(const plan::Plan& plan, const Network& network, TaskCosts* costs);
 
 }  // namespace dtsim::sim

@@ -198,6 +198,29 @@ TEST(HostModel, InputBoundSimulationAndTheBatchCost) {
   EXPECT_NEAR(p.metrics.step_time_s, 16e-3, 1e-6);
 }
 
+TEST(HostModel, SummingOnTheHostDelaysTheInputPipeline) {
+  // Issue 13 item 1: one node's CPU both sums the gradients (aggregation:
+  // host) and prepares the batches. 4 devices x 32 samples at 1 ms on 4
+  // cores: 32 ms per batch; the 4 copies of the fp32 gradients (4 x params
+  // bytes) are summed in (4 + 1) x bytes through host memory at 2 x 6
+  // DDR4-2666 channels x 8 bytes (cpu-host, hw/host_cpus.cc) x 0.7 (the
+  // roofline's memory efficiency), and the pipeline gets the CPU back after
+  // that. Closed form: step = 32 ms + 5 x 4 params / (255.936e9 x 0.7).
+  config::Scenario s = Mlp("none");
+  s.cluster.devices_per_node = 4;
+  s.cluster.host_link = "pcie4-x16";
+  s.parallelism.aggregate_on_host = true;
+  s.workload.iterations = 6;
+  s.workload.input = {.dataset = "test", .per_sample_s = 1e-3, .cores = 4, .prefetch = 2};
+  const Prediction p = Simulate(s);
+  const double sum_s = 5.0 * 4 * static_cast<double>(p.model_totals.params) / (2 * 6 * 2666e6 * 8 * 0.7);
+  EXPECT_GT(sum_s, 1e-6);
+  EXPECT_NEAR(p.metrics.step_time_s, 32e-3 + sum_s, 2e-9);
+  // Summed on the devices, the CPU only prepares batches: 32 ms.
+  s.parallelism.aggregate_on_host = false;
+  EXPECT_NEAR(Simulate(s).metrics.step_time_s, 32e-3, 1e-9);
+}
+
 TEST(HostModel, FusedOpsLaunchNothingAndMoveLess) {
   // GPT-2 under Megatron's profile fuses the residual add into the dropout
   // before it: the add launches no kernel and its traffic shrinks.

@@ -227,6 +227,7 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
   Run run;
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network, workload.framework.fused);
   AddHostCosts(plan, graph, workload.framework, workload.input, workload.precision, &run.costs);
+  ShareHostCpuWithInput(plan, network, &run.costs);
   if (engine == "simgrid") {
     if (spec.nccl_protocols)
       throw UserError("cluster.network.protocols: nccl is priced by the analytic engine only",

@@ -2,6 +2,12 @@
 
 namespace dtsim::plan {
 
+double OutputBytes(const models::ModelGraph& graph, models::OpId v, int batch) {
+  const models::Op& op = graph.op(v);
+  return static_cast<double>(models::NumElements(op.output_shape)) * batch *
+         models::DTypeBytes(op.dtype);
+}
+
 bool IsFreeOp(const models::Op& op) {
   return op.kind == models::OpKind::kInput || op.kind == models::OpKind::kReshape;
 }

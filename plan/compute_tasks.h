@@ -16,6 +16,10 @@ namespace dtsim::plan {
 // views).
 bool IsFreeOp(const models::Op& op);
 
+// Bytes of op `v`'s output for `batch` samples (what a pipeline stage ending
+// at `v` sends on).
+double OutputBytes(const models::ModelGraph& graph, models::OpId v, int batch);
+
 struct StepTasks {
   TaskId first = -1;  // the first forward task
   TaskId last = -1;   // the last backward task

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
+#include "plan/pipedream.h"
 #include "plan/tensor_parallel.h"
 
 namespace dtsim::plan {
@@ -33,12 +34,6 @@ struct Segment {
   // §4.2.2).
   double regather_bytes = 0;
 };
-
-double OutputBytes(const models::ModelGraph& g, OpId v, int batch) {
-  const models::Op& op = g.op(v);
-  return static_cast<double>(models::NumElements(op.output_shape)) * batch *
-         models::DTypeBytes(op.dtype);
-}
 
 // The bytes per sample of `v`'s first input (its producer's output), 0 when
 // it reads nothing.
@@ -175,6 +170,7 @@ const char* PipelineScheduleName(PipelineSchedule s) {
     case PipelineSchedule::kOneFOneB: return "1f1b";
     case PipelineSchedule::kInterleaved: return "interleaved";
     case PipelineSchedule::kPipeDream2BW: return "pipedream_2bw";
+    case PipelineSchedule::kPipeDream: return "pipedream";
   }
   return "?";
 }
@@ -244,6 +240,13 @@ std::vector<ScheduleStep> StageSchedule(PipelineSchedule schedule, int stage, in
 
 Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
                      const HybridOptions& o) {
+  if (o.schedule == PipelineSchedule::kPipeDream) {
+    if (!SharedWeights(graph, o.chunks, o.pipeline).empty())
+      throw UserError("schedule pipedream is simulated without weights shared across stages (tied "
+                      "embeddings)",
+                      "untie the embeddings, or use schedule 1f1b");
+    return BuildPipeDreamPlan(graph, cluster, o);
+  }
   const int n = cluster.nodes * cluster.devices_per_node;
   const int t = o.tensor, p = o.pipeline, v = o.virtual_stages, m = o.micro_batches;
   const bool sp = o.sequence_parallel && t > 1;

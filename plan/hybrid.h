@@ -42,8 +42,13 @@ enum class PipelineSchedule {
   // after the stage's last backward of iteration i + 1. One chunk per
   // device; no weights shared across stages.
   kPipeDream2BW,
+  // PipeDream (Narayanan et al. 2019, SOSP): 1F1B over round-robin
+  // replicated stages, an update after every minibatch, weight stashing
+  // (plan/pipedream.h).
+  kPipeDream,
 };
-const char* PipelineScheduleName(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved", "pipedream_2bw"
+// "gpipe", "1f1b", "interleaved", "pipedream_2bw", "pipedream"
+const char* PipelineScheduleName(PipelineSchedule s);
 
 struct HybridOptions {
   int tensor = 1;          // t
@@ -65,6 +70,10 @@ struct HybridOptions {
   int iterations = 1;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   bool symmetric = true;
+  // kPipeDream: devices per stage (p entries adding up to the devices);
+  // micro_batch is then one replica's minibatch and micro_batches the
+  // minibatches of an iteration (PipeDreamRound).
+  std::vector<int> stage_replicas;
 };
 
 // One tensor rank's share of `graph` split t ways: ops Megatron splits

@@ -223,6 +223,12 @@ struct HybridConfig {
   // the sequence over the t ranks; each tensor-parallel all-reduce becomes
   // a reduce-scatter and an all-gather, and activations divide by t.
   bool sequence_parallel = false;
+  // schedule pipedream: devices per stage (p entries adding up to the
+  // devices); empty = devices / p each. `plan_replicas` (stage_replicas:
+  // auto): PipeDream's planner chooses the stages, their layers and their
+  // replicas (plan::PlanPipeDream).
+  std::vector<int> stage_replicas;
+  bool plan_replicas = false;
 };
 
 // One level of hierarchical model averaging (PyTorch's

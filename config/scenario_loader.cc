@@ -29,7 +29,8 @@ constexpr std::array kTopologies = {Topology::kSingleSwitch, Topology::kFatTree}
 constexpr std::array kStrategies = {Strategy::kData, Strategy::kParameterServer,
                                     Strategy::kLocalSgd, Strategy::kHybrid, Strategy::kModel};
 constexpr std::array kSchedules = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
-                                   PipelineSchedule::kInterleaved, PipelineSchedule::kPipeDream2BW};
+                                   PipelineSchedule::kInterleaved, PipelineSchedule::kPipeDream2BW,
+                                   PipelineSchedule::kPipeDream};
 constexpr std::array kOptimizers = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
                                     OptimizerKind::kAdam};
 constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};
@@ -55,7 +56,7 @@ const std::vector<std::string> kParallelismKeys = {
     "aggregation", "streaming",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
-    "zero_stage", "partition", "sequence_parallel"};
+    "zero_stage", "partition", "sequence_parallel", "stage_replicas"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -433,6 +434,15 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
   if (auto x = m.Get("stage_layers")) {
     for (const YamlValue& e : x->AsSequence()) h.stage_layers.push_back(e.AsInt(1));
   }
+  if (auto x = m.Get("stage_replicas")) {
+    if (x->IsSequence()) {
+      for (const YamlValue& e : x->AsSequence()) h.stage_replicas.push_back(e.AsInt(1));
+      if (h.stage_replicas.empty()) x->Fail("stage_replicas needs one count per stage, or auto");
+    } else {
+      x->AsChoice(std::vector<std::string>{"auto"}, "stage_replicas (a list of devices per stage, or auto)");
+      h.plan_replicas = true;
+    }
+  }
   if (auto x = m.Get("partition")) {
     const std::vector<std::string> kinds = {"balanced", "even_layers"};
     h.even_layers = x->AsChoice(kinds, "partition") == 1;
@@ -534,6 +544,38 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
   // Each factor is at most INT_MAX: their product fits in 64 bits.
   const std::int64_t tp = std::int64_t{h.tensor_parallel} * h.pipeline_parallel;
   const auto at = [&](const char* key) { return m.Get(key) ? *m.Get(key) : parallelism; };
+  if (h.schedule == PipelineSchedule::kPipeDream) {
+    if (h.tensor_parallel != 1)
+      at("tensor_parallel").Fail("schedule pipedream splits no tensors: use tensor_parallel 1");
+    if (h.global_batch > 0)
+      at("global_batch").Fail("schedule pipedream updates after every minibatch of "
+                              "micro_batch_size per replica; global_batch does not apply",
+                              "leave global_batch out");
+    if (s.parallelism.recompute || s.parallelism.recompute_selective)
+      at("recompute").Fail("schedule pipedream is simulated without recomputation",
+                           "use recompute: none");
+    if (h.plan_replicas) {
+      for (const char* key : {"pipeline_parallel", "stage_layers"})
+        if (m.Get(key))
+          m.Get(key)->Fail(std::string("with stage_replicas: auto PipeDream's planner chooses the "
+                                       "stages and their layers; leave ") + key + " out");
+      return;
+    }
+    if (!h.stage_replicas.empty()) {
+      if (static_cast<int>(h.stage_replicas.size()) != h.pipeline_parallel)
+        at("stage_replicas").Fail("stage_replicas has " + std::to_string(h.stage_replicas.size()) +
+                                  " entries and pipeline_parallel is " +
+                                  std::to_string(h.pipeline_parallel),
+                                  "one count of devices per stage");
+      std::int64_t sum = 0;
+      for (int r : h.stage_replicas) sum += r;
+      if (sum != n)
+        at("stage_replicas").FailInfeasible("stage_replicas add up to " + std::to_string(sum) +
+                                                " devices, the cluster has " + std::to_string(n),
+                                            "every device runs one replica of one stage");
+      return;
+    }
+  }
   if (n % tp != 0) {
     at(h.pipeline_parallel > 1 ? "pipeline_parallel" : "tensor_parallel")
         .FailInfeasible("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +

@@ -205,6 +205,30 @@ TEST(ScenarioLoaderTest, LocalAggregationOfParameterServers) {
   EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: cpu}\n", 4, "local aggregation"));
 }
 
+// Issue 13, item 4: PipeDream's replicated stages, given or planned.
+TEST(ScenarioLoaderTest, PipeDreamStageReplicas) {
+  const std::string base =
+      "cluster: {nodes: 1, devices_per_node: 4}\nparallelism:\n  strategy: hybrid\n"
+      "  schedule: pipedream\n";
+  const Scenario given =
+      ParseScenario(base + "  pipeline_parallel: 2\n  stage_replicas: [3, 1]\n", "t.yaml");
+  EXPECT_EQ(given.parallelism.hybrid.stage_replicas, (std::vector<int>{3, 1}));
+  EXPECT_FALSE(given.parallelism.hybrid.plan_replicas);
+  EXPECT_TRUE(ParseScenario(base + "  stage_replicas: auto\n", "t.yaml").parallelism.hybrid.plan_replicas);
+  EXPECT_TRUE(FailsAt(base + "  pipeline_parallel: 2\n  stage_replicas: [2, 1]\n", 6,
+                      "add up to 3 devices, the cluster has 4"));
+  EXPECT_TRUE(FailsAt(base + "  pipeline_parallel: 3\n  stage_replicas: [3, 1]\n", 6,
+                      "2 entries and pipeline_parallel is 3"));
+  EXPECT_TRUE(FailsAt(base + "  pipeline_parallel: 2\n  stage_replicas: auto\n", 5,
+                      "leave pipeline_parallel out"));
+  EXPECT_TRUE(FailsAt(base + "  stage_replicas: some\n", 5, "auto"));
+  EXPECT_TRUE(FailsAt(base + "  tensor_parallel: 2\n", 5, "tensor_parallel 1"));
+  EXPECT_TRUE(FailsAt(base + "  global_batch: 64\n", 5, "global_batch does not apply"));
+  // Other schedules replicate every stage d times.
+  EXPECT_TRUE(FailsAt("parallelism:\n  strategy: hybrid\n  stage_replicas: [1]\n", 3,
+                      "only schedule pipedream"));
+}
+
 // Issue 13, item 1: sums on the host, over a named host link.
 TEST(ScenarioLoaderTest, AggregationOnTheHost) {
   const Scenario s = ParseScenario(

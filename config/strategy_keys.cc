@@ -99,6 +99,10 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
       !(st == Strategy::kHybrid && p.hybrid.schedule == PipelineSchedule::kInterleaved)) {
     return Unused(s, path, "only the interleaved schedule of strategy hybrid has virtual stages");
   }
+  if (path == "parallelism.stage_replicas" &&
+      !(st == Strategy::kHybrid && p.hybrid.schedule == PipelineSchedule::kPipeDream)) {
+    return Unused(s, path, "only schedule pipedream replicates stages a different number of times");
+  }
   if (path == "parallelism.aggregation" &&
       !(st == Strategy::kData ||
         (st == Strategy::kLocalSgd && p.averaging == AveragingTransport::kAllReduce))) {

@@ -3,14 +3,19 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "plan/layers.h"
 #include "plan/partition.h"
+#include "plan/pipedream.h"
 #include "plan/tensor_parallel.h"
+#include "sim/collectives.h"
 #include "sim/memory.h"
+#include "sim/simulator.h"
 
 namespace dtsim::sim {
 namespace {
@@ -75,6 +80,92 @@ void CheckTensorSplit(const config::Scenario& s, const models::ModelGraph& graph
   }
 }
 
+// schedule pipedream: the replicas per stage and the stages' layer units,
+// given or chosen by PipeDream's planner on this cluster's links.
+void SetUpPipeDream(const config::Scenario& s, const models::ModelGraph& graph,
+                    const CostModel& cost_model, HybridSetup* x) {
+  const auto& h = s.parallelism.hybrid;
+  plan::HybridOptions& o = x->options;
+  const int n = s.cluster.num_devices();
+  const auto units = plan::LayerUnits(graph);
+  if (!h.plan_replicas) {
+    o.stage_replicas = h.stage_replicas.empty()
+                           ? std::vector<int>(static_cast<std::size_t>(o.pipeline), n / o.pipeline)
+                           : h.stage_replicas;
+    if (o.pipeline > static_cast<int>(units.size()))
+      throw InfeasiblePlan(s.Where("parallelism.pipeline_parallel"),
+                           "the model has " + std::to_string(units.size()) +
+                               " layer units, fewer than the " + std::to_string(o.pipeline) +
+                               " stages",
+                           "every stage needs at least one layer unit (`dtsim plan` lists them)");
+  }
+  if (!h.stage_layers.empty()) {
+    try {
+      o.chunks = plan::ChunksFromCounts(units, h.stage_layers);
+    } catch (const UserError& e) {
+      throw UserError(s.Where("parallelism.stage_layers"), e.message(), e.hint());
+    }
+    if (static_cast<int>(o.chunks.size()) != o.pipeline)
+      throw UserError(s.Where("parallelism.stage_layers"),
+                      "parallelism.stage_layers has " + std::to_string(o.chunks.size()) +
+                          " entries, the pipeline has " + std::to_string(o.pipeline) + " stages");
+    x->partition_note = "stages given by hand";
+  } else {
+    if (h.plan_replicas) {
+      const double work = static_cast<double>(units.size()) * static_cast<double>(units.size()) *
+                          static_cast<double>(n) * n;
+      if (work > 2e9)
+        throw UserError(s.Where("parallelism.stage_replicas"),
+                        "PipeDream's planner searches units^2 x devices^2 = " +
+                            std::to_string(static_cast<long long>(work)) +
+                            " choices here, more than dtsim allows (2e9)",
+                        "give stage_replicas and pipeline_parallel by hand");
+    }
+    plan::PipeDreamProblem pr;
+    for (const auto& u : units) {
+      double c = 0, w = 0;
+      for (models::OpId v = u.begin; v < u.end; ++v) {
+        const models::Op& op = graph.op(v);
+        c += cost_model.ComputeSeconds(op, plan::TaskKind::kForward, o.micro_batch);
+        c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardInput, o.micro_batch);
+        if (op.HasParams()) {
+          c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, o.micro_batch);
+          w += op.ParamBytes();
+        }
+      }
+      pr.compute_s.push_back(c);
+      pr.param_bytes.push_back(w);
+      pr.boundary_bytes.push_back(plan::OutputBytes(graph, u.end - 1, o.micro_batch));
+    }
+    pr.devices = n;
+    if (!h.plan_replicas) pr.replicas = o.stage_replicas;
+    // One level, as the paper's planner on a flat cluster: replicas
+    // all-reduce over the first devices, sends cross the slowest link.
+    const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+    auto network = std::make_shared<Network>(MakeNetworkSpec(s, catalog));
+    const int far = s.cluster.nodes > 1 ? s.cluster.devices_per_node : std::min(1, n - 1);
+    const plan::CollectiveAlgorithm algorithm = s.parallelism.algorithm;
+    pr.sync_s = [network, algorithm](double bytes, int m) {
+      std::vector<int> ranks(static_cast<std::size_t>(m));
+      for (int k = 0; k < m; ++k) ranks[static_cast<std::size_t>(k)] = k;
+      return AllReduceSeconds(*network, algorithm, ranks, bytes);
+    };
+    pr.send_s = [network, far](double bytes) {
+      return far == 0 ? 0.0 : network->TransferSeconds(0, far, bytes);
+    };
+    const plan::PipeDreamPartition got = plan::PlanPipeDream(pr);
+    o.chunks = plan::ChunksFromCounts(units, got.units);
+    if (h.plan_replicas) {
+      o.stage_replicas = got.replicas;
+      o.pipeline = static_cast<int>(got.replicas.size());
+    }
+    x->partition_note = std::string(h.plan_replicas ? "stages and replicas" : "stages") +
+                        " chosen by PipeDream's planner: slowest stage " +
+                        FormatSeconds(got.slowest_s) + " per minibatch";
+  }
+  o.micro_batches = plan::PipeDreamRound(o.stage_replicas);
+}
+
 }  // namespace
 
 HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph& graph,
@@ -96,6 +187,13 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   // first (stragglers' noise differs between them). exec plans one.
   o.iterations = s.workload.iterations;
   // Each factor is at most INT_MAX: the products below fit in 64 bits.
+  if (!model && h.schedule == plan::PipelineSchedule::kPipeDream) {
+    // config::CheckHybridShape has checked t = 1 and the replicas.
+    o.micro_batch = h.micro_batch_size;
+    x.shard = graph;
+    SetUpPipeDream(s, graph, cost_model, &x);
+    return x;
+  }
   const std::int64_t group = std::int64_t{o.tensor} * o.pipeline;
   if (o.tensor < 1 || o.pipeline < 1 || n % group != 0) {
     throw InfeasiblePlan(s.Where(o.pipeline > 1 ? "parallelism.pipeline_parallel"

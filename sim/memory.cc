@@ -249,6 +249,9 @@ int MicroBatchesInFlight(config::PipelineSchedule schedule, int stage, int stage
       [[fallthrough]];  // one chunk per device is 1F1B
     case config::PipelineSchedule::kOneFOneB:
       return std::min(p - stage, m);
+    case config::PipelineSchedule::kPipeDream:
+      // Per replica; the caller gives plan::PipeDreamInFlight (replicas).
+      return p - stage;
     case config::PipelineSchedule::kPipeDream2BW:
       // No flush: the 1F1B steady state carries over iteration boundaries,
       // p - stage micro-batches in flight whatever m (Narayanan et al.

@@ -153,6 +153,59 @@ TEST(Pipeline, PipeDream2BWHasNoBubbleInTheSteadyState) {
   EXPECT_THROW(plan::BuildHybridPlan(tied, {1, 2}, o), UserError);
 }
 
+// Issue 13, item 4: PipeDream (Narayanan et al. 2019). Units of forward u
+// and backward 2u (three equal passes of the dense ops); free
+// communication, free updates. Steady state, clear of the fill and drain:
+//  - a straight pipeline of p one-unit stages runs one minibatch per 3u
+//    slot on every stage, no bubble (§3.2: "the pipeline is full");
+//  - stages [3 units on 3 replicas, 1 unit on 1] balance (3 x 3u / 3 =
+//    3u per minibatch each), so an iteration of lcm(3, 1) = 3 minibatches
+//    lasts 9u although stage 0's replicas wait for each other's backward
+//    before every update;
+//  - one stage on 4 replicas is data parallelism: 4 minibatches per 3u.
+// The planner's figure (the slowest stage's time per minibatch) is only a
+// bound: with stages [2 on 2 replicas, 1, 1] the replicas of stage 0 get
+// their gradients back one slot apart and wait for each other before every
+// update, so an iteration of 2 minibatches takes longer than 2 slots.
+TEST(Pipeline, PipeDreamRunsAtItsSlowestStage) {
+  struct Case {
+    std::vector<int> units, replicas;
+    double slots_per_iteration;  // of 3u
+    bool exact = true;           // else a lower bound
+  };
+  for (const Case& c : {Case{{1, 1, 1, 1}, {1, 1, 1, 1}, 1}, Case{{3, 1}, {3, 1}, 3},
+                        Case{{4}, {4}, 4}, Case{{2, 1, 1}, {2, 1, 1}, 2, false}}) {
+    int layers = 0, devices = 0;
+    for (int u : c.units) layers += u;
+    for (int r : c.replicas) devices += r;
+    const ModelGraph g = Uniform(layers);
+    plan::HybridOptions o;
+    o.schedule = plan::PipelineSchedule::kPipeDream;
+    o.pipeline = static_cast<int>(c.units.size());
+    o.stage_replicas = c.replicas;
+    o.iterations = 24;
+    o.chunks = plan::ChunksFromCounts(plan::LayerUnits(g), c.units);
+    const plan::Plan plan = plan::BuildHybridPlan(g, {1, devices}, o);
+    CostModelOptions co;
+    co.kernel_launch_s = 0;
+    co.optimizer_bytes_per_param = 0;
+    co.compute_efficiency[OpKind::kDense] = 1.0;
+    const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
+    Network net(FreeNetwork(devices));
+    const TaskCosts costs =
+        PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(devices), 0), net);
+    const EngineResult r = RunEngine(plan, costs);
+    const RunMetrics steady = ComputeMetrics(plan, r, {8, 15});
+    // One unit's forward and backward for one sample: 3 x 1e6 FLOPs at 1e12/s.
+    const double slot = 3 * 1e6 / 1e12;
+    if (c.exact) {
+      EXPECT_NEAR(steady.step_time_s, c.slots_per_iteration * slot, 1e-9) << c.units.size();
+    } else {
+      EXPECT_GT(steady.step_time_s, c.slots_per_iteration * slot * (1 + 1e-6));
+    }
+  }
+}
+
 TEST(Pipeline, InterleavingShrinksTheBubbleByTheVirtualStages) {
   // Interleaved 1F1B with v chunks per device: the bubble time becomes
   // (p - 1) / v slots of one device's forward + backward (Narayanan et al.

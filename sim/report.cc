@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "plan/pipedream.h"
 #include "plan/plan_export.h"
 #include "sim/statistics.h"
 #include "sim/sweep.h"
@@ -178,6 +179,22 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
     // Narayanan et al. 2021 (PipeDream-2BW), §3.1: W(t+1) = W(t) - lr
     // grad f(W(t-1)).
     j["pipedream_2bw"] = {{"weight_versions", 2}, {"weight_staleness", 1}};
+  }
+  if (!p.stage_replicas.empty()) {
+    // Narayanan et al. 2019 (PipeDream), §3.3: a version per minibatch in
+    // flight; the gradient applied at a stage was computed on weights that
+    // many updates minus one old.
+    nlohmann::json versions = nlohmann::json::array(), staleness = nlohmann::json::array();
+    for (int st = 0; st < static_cast<int>(p.stage_replicas.size()); ++st) {
+      const int v = plan::PipeDreamInFlight(p.stage_replicas, st);
+      versions.push_back(v);
+      staleness.push_back(v - 1);
+    }
+    j["pipedream"] = {{"stage_replicas", p.stage_replicas},
+                      {"minibatches_per_iteration", plan::PipeDreamRound(p.stage_replicas)},
+                      {"weight_versions", versions},
+                      {"weight_staleness", staleness},
+                      {"partition", p.partition_note}};
   }
   if (p.async) {
     const Summary& st = p.async->staleness;
@@ -423,6 +440,22 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   m.first_measured_iteration + 1,
                   m.first_measured_iteration + m.measured_iterations);
     o << line;
+  }
+  if (!p.stage_replicas.empty()) {
+    std::string replicas, versions;
+    for (int st = 0; st < static_cast<int>(p.stage_replicas.size()); ++st) {
+      if (st > 0) {
+        replicas += '-';
+        versions += ", ";
+      }
+      replicas += std::to_string(p.stage_replicas[static_cast<std::size_t>(st)]);
+      versions += std::to_string(plan::PipeDreamInFlight(p.stage_replicas, st));
+    }
+    o << "PipeDream: stages replicated " << replicas << " (" << p.partition_note
+      << "), an update per minibatch, no flush (measured over iterations "
+      << m.first_measured_iteration + 1 << "-" << m.first_measured_iteration + m.measured_iterations
+      << " of " << plan::PipeDreamRound(p.stage_replicas) << " minibatch(es)); weight versions per stage "
+      << versions << ", gradients that many minus one updates stale\n";
   }
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
     std::snprintf(line, sizeof line,

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "plan/data_parallel.h"
 #include "plan/hybrid.h"
+#include "plan/pipedream.h"
 #include "plan/layers.h"
 #include "plan/parameter_server.h"
 #include "sim/collectives.h"
@@ -475,6 +476,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   if (pipelined) {
     HybridSetup setup = MakeHybridSetup(s, full, cost_models[0]);
     hybrid = setup.options;
+    p.partition_note = setup.partition_note;
     // Replicas and tensor ranks mirror their stage's representative unless
     // stragglers make them differ.
     setup.options.symmetric = s.stragglers.Empty() && !simgrid;
@@ -551,8 +553,12 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     // ceil((p - 1) / m) iterations and draining it the last as many, so the
     // steady state lies between them (when there is one).
     MetricsWindow window;
-    if (pipelined && hybrid.schedule == plan::PipelineSchedule::kPipeDream2BW) {
-      const int edge = (hybrid.pipeline - 1 + hybrid.micro_batches - 1) / hybrid.micro_batches;
+    // PipeDream likewise: a replica of the input stage admits NOAM
+    // minibatches, (devices - 1) minibatches fill the pipeline.
+    const bool pipedream = pipelined && hybrid.schedule == plan::PipelineSchedule::kPipeDream;
+    if (pipelined && (hybrid.schedule == plan::PipelineSchedule::kPipeDream2BW || pipedream)) {
+      const int fill = pipedream ? workers - 1 : hybrid.pipeline - 1;
+      const int edge = (fill + hybrid.micro_batches - 1) / hybrid.micro_batches;
       const int k = std::max(1, edge);
       if (p.plan.iterations > 2 * k) window = {k, p.plan.iterations - 1 - k};
     }
@@ -594,6 +600,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     h.virtual_stages = 1;
     h.schedule = config::PipelineSchedule::kOneFOneB;
     h.stage_layers.clear();
+    h.stage_replicas.clear();
+    h.plan_replicas = false;
     h.global_batch = hybrid.micro_batch * hybrid.micro_batches;
     h.micro_batch_size = hybrid.micro_batch;
     one.parallelism.zero_stage = 0;
@@ -637,6 +645,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       in.tensor_parallel = o.tensor;
       in.sequence_parallel = o.sequence_parallel;
       if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
+      const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
+      if (pipedream) p.stage_replicas = o.stage_replicas;
       in.data_parallel = workers / (o.tensor * o.pipeline);
       in.zero_stage = par.zero_stage;
       in.micro_batch_size = o.micro_batch;
@@ -666,8 +676,17 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
             in.weight_copies.push_back(op);
         in.micro_batches_in_flight =
             MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
+        plan::RankId rank = st * o.tensor;
+        if (pipedream) {
+          // Weight stashing: a version per minibatch in flight (plan/pipedream.h).
+          in.micro_batches_in_flight = plan::PipeDreamInFlight(o.stage_replicas, st);
+          in.weight_versions = in.micro_batches_in_flight;
+          in.data_parallel = o.stage_replicas[static_cast<std::size_t>(st)];
+          rank = 0;
+          for (int k = 0; k < st; ++k) rank += o.stage_replicas[static_cast<std::size_t>(k)];
+        }
         p.stage_memory.push_back(DeviceMemory(in));
-        p.stage_rank.push_back(st * o.tensor);
+        p.stage_rank.push_back(rank);
       }
     } else {
       in.ops = AllOps(full);

@@ -76,6 +76,10 @@ struct Prediction {
   bool recompute_selective = false;  // attention's core only, MemoryInputs
   int pipeline_stages = 1;    // p (1 without pipelining)
   int tensor_parallel = 1;    // t
+  // schedule pipedream: devices per stage (each stage's weight versions and
+  // staleness follow, plan::PipeDreamInFlight), and how the stages were chosen.
+  std::vector<int> stage_replicas;
+  std::string partition_note;
   std::string does_not_fit;
   // local_sgd with parallelism.post_local_steps: the synchronous phase
   // (data parallelism over the same cluster: gradients all-reduced every

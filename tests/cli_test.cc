@@ -594,6 +594,17 @@ TEST_F(Cli, ExecRefusesWhatItCannotRunWithStatus2) {
   EXPECT_EQ(t.status, 2) << t.err;
   EXPECT_NE(t.err.find("tensor parallelism is simulated but not executed"), std::string::npos)
       << t.err;
+  // PipeDream's weight stashing and replicated stages are simulated only
+  // (issue 13 item 4).
+  std::ofstream(dir_ / "pd.yaml")
+      << "cluster: {devices_per_node: 2}\n"
+         "workload: {model: mnist-mlp, iterations: 2}\n"
+         "parallelism: {strategy: hybrid, schedule: pipedream, pipeline_parallel: 2}\n";
+  Result d = Dtsim("exec " + (dir_ / "pd.yaml").string());
+  EXPECT_EQ(d.status, 2) << d.err;
+  EXPECT_NE(d.err.find("schedule pipedream (weight stashing, replicated stages) is simulated"),
+            std::string::npos)
+      << d.err;
 }
 
 

@@ -106,14 +106,23 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
                               scenario.workload.precision, {});
     const sim::HybridSetup setup = sim::MakeHybridSetup(scenario, graph, cost);
     const auto& h = scenario.parallelism.hybrid;
-    out << "pipeline: " << setup.options.pipeline << " stages x " << setup.options.virtual_stages
-        << " chunks, " << setup.options.micro_batches << " micro-batches of "
-        << setup.options.micro_batch << "; split "
-        << (!h.stage_layers.empty() ? "given (stage_layers)"
-            : h.even_layers         ? "even_layers (Megatron: same number of layers per chunk)"
-                                    : setup.partition_note +
-                                          " (minimizes the slowest chunk's time)")
-        << "\n";
+    const std::vector<int>& replicas = setup.options.stage_replicas;
+    if (!replicas.empty()) {
+      out << "pipeline (PipeDream): " << setup.options.pipeline << " stages on";
+      for (std::size_t st = 0; st < replicas.size(); ++st)
+        out << (st ? ", " : " ") << replicas[st];
+      out << " device(s), " << setup.options.micro_batches << " minibatch(es) of "
+          << setup.options.micro_batch << " per iteration; " << setup.partition_note << "\n";
+    } else {
+      out << "pipeline: " << setup.options.pipeline << " stages x " << setup.options.virtual_stages
+          << " chunks, " << setup.options.micro_batches << " micro-batches of "
+          << setup.options.micro_batch << "; split "
+          << (!h.stage_layers.empty() ? "given (stage_layers)"
+              : h.even_layers         ? "even_layers (Megatron: same number of layers per chunk)"
+                                      : setup.partition_note +
+                                            " (minimizes the slowest chunk's time)")
+          << "\n";
+    }
     for (std::size_t c = 0; c < setup.options.chunks.size(); ++c) {
       const auto& [b, e] = setup.options.chunks[c];
       double seconds = 0;

@@ -146,6 +146,11 @@ void CheckExecutable(const config::Scenario& s) {
       s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream2BW)
     throw UserError(where + ": schedule pipedream_2bw is simulated but not executed for real",
                     "use schedule gpipe or 1f1b");
+  if (s.parallelism.strategy == config::Strategy::kHybrid &&
+      s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream)
+    throw UserError(where + ": schedule pipedream (weight stashing, replicated stages) is "
+                            "simulated but not executed for real",
+                    "use schedule gpipe or 1f1b");
   if (s.parallelism.hybrid.virtual_stages > 1)
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");

@@ -54,6 +54,10 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
                   "its batch is parallelism.global_batch, run as micro-batches of "
                   "micro_batch_size");
   }
+  // Parameter servers: gradient pushes start as their shard is ready.
+  if (path == "parallelism.overlap" && st == Strategy::kParameterServer &&
+      p.parameter_server.payload == PsPayload::kGradients)
+    return "";
   if ((path == "parallelism.bucket_size" || path == "parallelism.overlap") &&
       !BucketedAllReduce(s)) {
     return Unused(s, path,

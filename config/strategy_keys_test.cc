@@ -42,13 +42,19 @@ TEST(StrategyKeysTest, DataRejectsPipelineKeys) {
 }
 
 TEST(StrategyKeysTest, ServersRejectAllReduceKeys) {
-  for (const char* key : {"algorithm: tree", "bucket_size: 4MiB", "overlap: false",
-                          "zero_stage: 1"}) {
+  for (const char* key : {"algorithm: tree", "bucket_size: 4MiB", "zero_stage: 1"}) {
     SCOPED_TRACE(key);
     EXPECT_TRUE(FailsAt("parallelism:\n  strategy: parameter_server\n  " + std::string(key) +
                             "\n",
                         3, "strategy 'parameter_server' does not use parallelism."));
   }
+  // Servers pushing gradients overlap their pushes with the backward (issue
+  // 13); pushing parameters (local SGD over servers) they cannot.
+  EXPECT_NO_THROW(ParseScenario("parallelism:\n  strategy: parameter_server\n  overlap: false\n",
+                                "t.yaml"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  strategy: parameter_server\n  parameter_server: {payload: "
+                      "parameters}\n  overlap: false\n",
+                      4, "does not use parallelism.overlap"));
   // local_sgd averages through the servers or by all-reduce.
   EXPECT_TRUE(FailsAt(
       "parallelism:\n  strategy: local_sgd\n  averaging: parameter_server\n  algorithm: tree\n", 4,

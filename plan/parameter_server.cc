@@ -1,6 +1,7 @@
 #include "plan/parameter_server.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
@@ -57,6 +58,22 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
   const std::int64_t shard_params = (params + o.servers - 1) / o.servers;
   const double shard_bytes = param_bytes / o.servers;
   const auto server = [&](int s) { return static_cast<RankId>(n + s); };
+  // The op holding each shard's first byte (graph order), whose weight
+  // gradient the backward computes last among the shard's.
+  const bool overlap = o.overlap && !o.push_parameters && !(o.aggregate_in_node && cluster.devices_per_node > 1);
+  std::vector<OpId> shard_first_op(static_cast<std::size_t>(o.servers), -1);
+  {
+    double offset = 0;
+    int sh = 0;
+    for (OpId v = 0; v < graph.num_ops() && sh < o.servers; ++v) {
+      const double end = offset + graph.op(v).ParamBytes();
+      while (sh < o.servers && graph.op(v).ParamBytes() > 0 && sh * shard_bytes < end) {
+        shard_first_op[static_cast<std::size_t>(sh)] = v;
+        ++sh;
+      }
+      offset = end;
+    }
+  }
   const auto syncs = [&](int it) { return it % h == h - 1; };
 
   // Hierarchical servers: each machine's devices form a group that sums
@@ -119,9 +136,20 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
         }
     }
     std::vector<TaskId> last_of(static_cast<std::size_t>(n));
+    // overlapped pushes: per worker, the task after which each shard's
+    // gradients are complete (its first op's weight gradient).
+    std::vector<std::vector<TaskId>> shard_ready(static_cast<std::size_t>(n));
     for (int w = 0; w < n; ++w) {
+      auto& mine = shard_ready[static_cast<std::size_t>(w)];
+      mine.assign(static_cast<std::size_t>(o.servers), -1);
+      const auto on_weight_grad = [&](OpId v, TaskId t) {
+        for (int sh = 0; sh < o.servers; ++sh)
+          if (shard_first_op[static_cast<std::size_t>(sh)] == v) mine[static_cast<std::size_t>(sh)] = t;
+      };
       TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, ready[static_cast<std::size_t>(w)],
-                                 {}, o.recompute)
+                                 overlap ? std::function<void(OpId, TaskId)>(on_weight_grad)
+                                         : std::function<void(OpId, TaskId)>{},
+                                 o.recompute)
                         .last;
       if (h > 1) {  // local SGD: the worker updates its own replica every step
         Task opt;
@@ -150,8 +178,10 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           push.peer = server(s);
           push.iteration = it;
           push.bytes = slice_bytes;
-          pushes[static_cast<std::size_t>(s)].push_back(
-              plan.AddTask(push, std::span(&last_of[static_cast<std::size_t>(w)], 1)));
+          TaskId after = last_of[static_cast<std::size_t>(w)];
+          if (overlap && shard_ready[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)] >= 0)
+            after = shard_ready[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)];
+          pushes[static_cast<std::size_t>(s)].push_back(plan.AddTask(push, std::span(&after, 1)));
         }
     if (!push_now) continue;
     // Server side.

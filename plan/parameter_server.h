@@ -12,6 +12,10 @@
 // With averaging_period H > 1 (local SGD over servers) workers update their
 // own replica every step and push parameters / pull the average only every
 // H steps.
+//
+// Shards: the parameters in graph order (each op's weights, then bias) cut
+// into S contiguous pieces of equal bytes, as exec/runtime/ps_runner.h cuts
+// them.
 #pragma once
 
 #include "models/graph.h"
@@ -38,6 +42,12 @@ struct ParameterServerOptions {
   // shard. Synchronous, every worker aggregated.
   bool aggregate_in_node = false;
   bool aggregate_on_host = false;  // ... summed by the host (Collective::via_host)
+  // Gradient pushes start as soon as the backward has produced their shard
+  // (shards are contiguous in graph order, so the last shard is ready
+  // first and shard 0 after the whole backward; TensorFlow sends each
+  // variable's gradient when it is computed). false, or parameter pushes,
+  // or aggregation in the machine: every push after the whole step.
+  bool overlap = false;
 };
 
 // Ranks: workers 0..n-1 (node-major, as in data parallel), then servers

@@ -376,6 +376,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
     o.recompute = WholeModelRecompute(s, graph);
     o.aggregate_in_node = ps.aggregate_in_machine;
     o.aggregate_on_host = ps.aggregate_on_host;
+    o.overlap = s.parallelism.overlap;
     if (o.replicas_to_aggregate > s.cluster.num_devices())
       throw UserError("parallelism.parameter_server.replicas_to_aggregate (" +
                           std::to_string(o.replicas_to_aggregate) + ") exceeds the " +

@@ -63,8 +63,9 @@ TEST(ParameterServerPlan, OverlappedPushesWaitForTheirShardOnly) {
   o.iterations = 2;
   const Plan params = BuildParameterServerPlan(g, {1, 2}, o);
   for (TaskId t = 0; t < static_cast<TaskId>(params.num_tasks()); ++t)
-    if (params.task(t).kind == TaskKind::kSend && params.task(t).rank == 0)
+    if (params.task(t).kind == TaskKind::kSend && params.task(t).rank == 0) {
       EXPECT_EQ(params.task(params.deps(t)[0]).kind, TaskKind::kOptimizer);
+    }
 }
 
 }  // namespace

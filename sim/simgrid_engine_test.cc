@@ -8,6 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "common/error.h"
@@ -100,6 +104,29 @@ TEST(SimgridEngine, TwoRanksComputeAndAllReduceAgreeWithAnalytic) {
   }
   EXPECT_EQ(simgrid.timing[2].ready, 100'000);  // rank 0 reached the collective first
   EXPECT_EQ(simgrid.events, 4u + 2u * 2u);      // 4 executions, 2 ring steps of 2 transfers
+}
+
+// Issue 14 item 6: SimGrid lives in libdtsim-simgrid.so, loaded only by
+// the run's child process. A module that is not there is said as such
+// (a setup problem, exit 2 from dtsim), and the caller's process never
+// maps SimGrid.
+TEST(SimgridEngine, MissingModuleIsSaidAndTheCallerNeverLoadsSimgrid) {
+  Plan p;
+  p.ranks = {{0, 0}};
+  p.AddTask(Compute(0));
+  const TaskCosts costs{{1000}, {}};
+  ASSERT_EQ(setenv("DTSIM_SIMGRID_MODULE", "/nonexistent/libdtsim-simgrid.so", 1), 0);
+  try {
+    RunSimgridEngine(p, costs, Cluster(1, 1));
+    ADD_FAILURE() << "ran without the module";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("libdtsim-simgrid.so"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(unsetenv("DTSIM_SIMGRID_MODULE"), 0);
+  EXPECT_EQ(RunSimgridEngine(p, costs, Cluster(1, 1)).makespan, 1000);
+  std::ifstream maps("/proc/self/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(mapped.find("libsimgrid"), std::string::npos);
 }
 
 hw::DeviceSpec V100() {

@@ -106,8 +106,26 @@ void CpuBackend::GemmBatched(std::int64_t batch, bool trans_a, bool trans_b, std
   });
 }
 
+void CpuBackend::ForParts(std::int64_t units, std::int64_t min_units, std::int64_t align,
+                          const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  const std::int64_t blocks = (units + align - 1) / align;
+  const std::int64_t most = std::max<std::int64_t>(1, units / std::max<std::int64_t>(1, min_units));
+  const int parts = static_cast<int>(std::min<std::int64_t>({threads(), blocks, most}));
+  if (parts <= 1) {
+    if (units > 0) fn(0, units);
+    return;
+  }
+  pool_->Run(parts, [&](int p) {
+    const std::int64_t b = PartBegin(blocks, parts, p) * align;
+    const std::int64_t e = std::min(units, PartBegin(blocks, parts, p + 1) * align);
+    if (b < e) fn(b, e);
+  });
+}
+
 void CpuBackend::AddBias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) {
-  DTSIM_CPU_NS::AddBias(y, bias, rows, cols);
+  ForItems(rows, cols, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::AddBias(y + b * cols, bias, e - b, cols);
+  });
 }
 
 void CpuBackend::BiasGrad(const float* dy, std::int64_t rows, std::int64_t cols,
@@ -116,15 +134,21 @@ void CpuBackend::BiasGrad(const float* dy, std::int64_t rows, std::int64_t cols,
 }
 
 void CpuBackend::Axpy(std::int64_t count, float alpha, const float* x, float* y) {
-  DTSIM_CPU_NS::Axpy(count, alpha, x, y);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::Axpy(e - b, alpha, x + b, y + b);
+  });
 }
 
 void CpuBackend::Scale(std::int64_t count, float alpha, float* x) {
-  DTSIM_CPU_NS::Scale(count, alpha, x);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::Scale(e - b, alpha, x + b);
+  });
 }
 
 void CpuBackend::Add(std::int64_t count, const float* a, const float* b, float* y) {
-  DTSIM_CPU_NS::Add(count, a, b, y);
+  ForElements(count, [&](std::int64_t i, std::int64_t e) {
+    DTSIM_CPU_NS::Add(e - i, a + i, b + i, y + i);
+  });
 }
 
 void CpuBackend::Copy2D(std::int64_t rows, std::int64_t cols, const float* src,
@@ -203,48 +227,74 @@ void CpuBackend::Conv2dBackward(const Conv2dArgs& a, const float* x, const float
   }
 }
 
+// Pooling and LRN split over samples: each sample's outputs are its own.
+namespace {
+Pool2dArgs Samples(Pool2dArgs a, std::int64_t count) {
+  a.n = count;
+  return a;
+}
+}  // namespace
+
 void CpuBackend::MaxPoolForward(const Pool2dArgs& a, const float* x, float* y) {
-  DTSIM_CPU_NS::MaxPoolForward(a, x, y);
+  const std::int64_t in = a.c * a.h * a.w, out = a.c * a.oh * a.ow;
+  ForItems(a.n, in, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::MaxPoolForward(Samples(a, e - b), x + b * in, y + b * out);
+  });
 }
 
 void CpuBackend::MaxPoolBackward(const Pool2dArgs& a, const float* x, const float* dy,
                                  float* dx) {
-  DTSIM_CPU_NS::MaxPoolBackward(a, x, dy, dx);
+  const std::int64_t in = a.c * a.h * a.w, out = a.c * a.oh * a.ow;
+  ForItems(a.n, in, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::MaxPoolBackward(Samples(a, e - b), x + b * in, dy + b * out, dx + b * in);
+  });
 }
 
 void CpuBackend::AvgPoolForward(const Pool2dArgs& a, const float* x, float* y) {
-  DTSIM_CPU_NS::AvgPoolForward(a, x, y);
+  const std::int64_t in = a.c * a.h * a.w, out = a.c * a.oh * a.ow;
+  ForItems(a.n, in, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::AvgPoolForward(Samples(a, e - b), x + b * in, y + b * out);
+  });
 }
 
 void CpuBackend::AvgPoolBackward(const Pool2dArgs& a, const float* dy, float* dx) {
-  DTSIM_CPU_NS::AvgPoolBackward(a, dy, dx);
+  const std::int64_t in = a.c * a.h * a.w, out = a.c * a.oh * a.ow;
+  ForItems(a.n, in, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::AvgPoolBackward(Samples(a, e - b), dy + b * out, dx + b * in);
+  });
 }
 
 void CpuBackend::ReluForward(std::int64_t count, const float* x, float* y) {
-  DTSIM_CPU_NS::ReluForward(count, x, y);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) { DTSIM_CPU_NS::ReluForward(e - b, x + b, y + b); });
 }
 
 void CpuBackend::ReluBackward(std::int64_t count, const float* y, const float* dy,
                               float* dx) {
-  DTSIM_CPU_NS::ReluBackward(count, y, dy, dx);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::ReluBackward(e - b, y + b, dy + b, dx + b);
+  });
 }
 
 void CpuBackend::GeluForward(std::int64_t count, const float* x, float* y) {
-  DTSIM_CPU_NS::GeluForward(count, x, y);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) { DTSIM_CPU_NS::GeluForward(e - b, x + b, y + b); });
 }
 
 void CpuBackend::GeluBackward(std::int64_t count, const float* x, const float* dy,
                               float* dx) {
-  DTSIM_CPU_NS::GeluBackward(count, x, dy, dx);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::GeluBackward(e - b, x + b, dy + b, dx + b);
+  });
 }
 
 void CpuBackend::TanhForward(std::int64_t count, const float* x, float* y) {
-  DTSIM_CPU_NS::TanhForward(count, x, y);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) { DTSIM_CPU_NS::TanhForward(e - b, x + b, y + b); });
 }
 
 void CpuBackend::TanhBackward(std::int64_t count, const float* y, const float* dy,
                               float* dx) {
-  DTSIM_CPU_NS::TanhBackward(count, y, dy, dx);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::TanhBackward(e - b, y + b, dy + b, dx + b);
+  });
 }
 
 void CpuBackend::DropoutForward(std::int64_t count, float rate, std::uint64_t seed,
@@ -254,23 +304,37 @@ void CpuBackend::DropoutForward(std::int64_t count, float rate, std::uint64_t se
 
 void CpuBackend::DropoutBackward(std::int64_t count, const float* mask, const float* dy,
                                  float* dx) {
-  DTSIM_CPU_NS::DropoutBackward(count, mask, dy, dx);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::DropoutBackward(e - b, mask + b, dy + b, dx + b);
+  });
 }
 
 void CpuBackend::SoftmaxForward(std::int64_t rows, std::int64_t cols, bool causal,
                                 const float* x, float* y) {
-  DTSIM_CPU_NS::SoftmaxForward(rows, cols, causal, x, y);
+  // A causal mask depends on the row's index: those stay on one thread.
+  if (causal) {
+    DTSIM_CPU_NS::SoftmaxForward(rows, cols, causal, x, y);
+    return;
+  }
+  ForItems(rows, cols, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::SoftmaxForward(e - b, cols, false, x + b * cols, y + b * cols);
+  });
 }
 
 void CpuBackend::SoftmaxBackward(std::int64_t rows, std::int64_t cols, const float* y,
                                  const float* dy, float* dx) {
-  DTSIM_CPU_NS::SoftmaxBackward(rows, cols, y, dy, dx);
+  ForItems(rows, cols, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::SoftmaxBackward(e - b, cols, y + b * cols, dy + b * cols, dx + b * cols);
+  });
 }
 
 void CpuBackend::LayerNormForward(std::int64_t rows, std::int64_t cols, float eps,
                                   const float* x, const float* gamma, const float* beta,
                                   float* y, float* mean, float* rstd) {
-  DTSIM_CPU_NS::LayerNormForward(rows, cols, eps, x, gamma, beta, y, mean, rstd);
+  ForItems(rows, cols, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::LayerNormForward(e - b, cols, eps, x + b * cols, gamma, beta, y + b * cols,
+                                   mean + b, rstd + b);
+  });
 }
 
 void CpuBackend::LayerNormBackward(std::int64_t rows, std::int64_t cols, const float* x,
@@ -293,12 +357,22 @@ void CpuBackend::BatchNormBackward(std::int64_t n, std::int64_t c, std::int64_t 
 }
 
 void CpuBackend::LrnForward(const LrnArgs& a, const float* x, float* y) {
-  DTSIM_CPU_NS::LrnForward(a, x, y);
+  const std::int64_t each = a.c * a.h * a.w;
+  ForItems(a.n, each, [&](std::int64_t b, std::int64_t e) {
+    LrnArgs part = a;
+    part.n = e - b;
+    DTSIM_CPU_NS::LrnForward(part, x + b * each, y + b * each);
+  });
 }
 
 void CpuBackend::LrnBackward(const LrnArgs& a, const float* x, const float* y,
                              const float* dy, float* dx) {
-  DTSIM_CPU_NS::LrnBackward(a, x, y, dy, dx);
+  const std::int64_t each = a.c * a.h * a.w;
+  ForItems(a.n, each, [&](std::int64_t b, std::int64_t e) {
+    LrnArgs part = a;
+    part.n = e - b;
+    DTSIM_CPU_NS::LrnBackward(part, x + b * each, y + b * each, dy + b * each, dx + b * each);
+  });
 }
 
 void CpuBackend::SoftmaxCrossEntropyForward(std::int64_t rows, std::int64_t classes,
@@ -325,17 +399,23 @@ void CpuBackend::EmbeddingBackward(std::int64_t count, std::int64_t hidden, cons
 
 void CpuBackend::SgdStep(std::int64_t count, float lr, float weight_decay, const float* g,
                          float* p) {
-  DTSIM_CPU_NS::SgdStep(count, lr, weight_decay, g, p);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::SgdStep(e - b, lr, weight_decay, g + b, p + b);
+  });
 }
 
 void CpuBackend::MomentumStep(std::int64_t count, float lr, float momentum, const float* g,
                               float* v, float* p) {
-  DTSIM_CPU_NS::MomentumStep(count, lr, momentum, g, v, p);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::MomentumStep(e - b, lr, momentum, g + b, v + b, p + b);
+  });
 }
 
 void CpuBackend::AdamStep(std::int64_t count, float lr, float beta1, float beta2, float eps,
                           std::int64_t t, const float* g, float* m, float* v, float* p) {
-  DTSIM_CPU_NS::AdamStep(count, lr, beta1, beta2, eps, t, g, m, v, p);
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::AdamStep(e - b, lr, beta1, beta2, eps, t, g + b, m + b, v + b, p + b);
+  });
 }
 
 }  // namespace dtsim::exec::DTSIM_CPU_NS

@@ -6,7 +6,9 @@
 // instruction-set builds (cpu_isa.h) on every machine that runs them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,10 +26,14 @@ class CpuBackend final : public Backend {
   // `threads` >= 1 run the GEMMs (split over column blocks of C, whole
   // blocks of Eigen's fixed 192-row panels, so the bits are those of one
   // thread), batched GEMMs (over the batch) and convolutions (over samples;
-  // weight gradients summed per thread, then over threads in order). Other
-  // kernels run on the calling thread. Results are deterministic for a given
-  // thread count; convolutions' gradients differ between thread counts in
-  // rounding.
+  // weight gradients summed per thread, then over threads in order),
+  // element-wise kernels and optimizer steps (over blocks of 64 elements,
+  // so each element takes the path it takes on one thread), pooling and LRN
+  // (over samples), softmax, layer norm's forward and bias additions (over
+  // rows). Reductions across samples or rows (batch norm, bias and
+  // layer-norm parameter gradients, the loss) run on the calling thread.
+  // Results are deterministic for a given thread count; only convolutions'
+  // gradients differ between thread counts, in rounding.
   explicit CpuBackend(int threads = 1);
   int threads() const { return pool_ ? pool_->size() : 1; }
 
@@ -127,6 +133,22 @@ class CpuBackend final : public Backend {
   // Per thread beyond the first: im2col columns, and weight and bias
   // gradient partial sums of a convolution.
   std::vector<std::vector<float>> part_scratch_, part_dw_, part_db_;
+
+  // Runs fn(begin, end) over [0, units) on the pool, in parts of whole
+  // `align`-unit blocks holding at least `min_units` units each (one part,
+  // on this thread, when the work is too small to share).
+  void ForParts(std::int64_t units, std::int64_t min_units, std::int64_t align,
+                const std::function<void(std::int64_t, std::int64_t)>& fn);
+  // Element-wise kernels: blocks of 64 elements, 32,768 at least per part.
+  void ForElements(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    ForParts(count, 32768, 64, fn);
+  }
+  // Kernels per sample or row of `elements_each` elements.
+  void ForItems(std::int64_t items, std::int64_t elements_each,
+                const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    ForParts(items, std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, elements_each)), 1,
+             fn);
+  }
 };
 
 // A CpuBackend of this build on `threads` threads (what cpu_isa.cc calls

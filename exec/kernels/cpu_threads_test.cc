@@ -9,9 +9,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "exec/kernels/cpu_isa.h"
@@ -93,6 +95,78 @@ TEST(CpuBackendThreads, GemmsGiveTheBitsOfOneThread) {
     b.GemmBatched(batch, false, true, m, n, k, 1.0f, p[0], m * k, p[1], k * n, 0.0f, p[2], m * n);
   };
   EXPECT_EQ(RunWith(2, in, batched)[2], RunWith(1, in, batched)[2]);
+}
+
+// Issue 14 item 2: element-wise kernels, optimizer steps, pooling, LRN,
+// softmax, layer norm and bias additions split over threads give the bits
+// of one thread, on every ISA build (parts are whole 64-element blocks, or
+// whole samples and rows). Sizes are not multiples of the blocks, and large
+// enough to be split (32,768 elements at least per part).
+TEST(CpuBackendThreads, ElementWisePoolingAndNormsGiveTheBitsOfOneThread) {
+  std::mt19937 rng(11);
+  const std::int64_t count = 3 * 32768 + 77;
+  const std::vector<std::vector<float>> flat = {Random(count, rng), Random(count, rng),
+                                                Random(count, rng), Random(count, rng)};
+  using Run = std::function<void(Backend&, std::vector<float*>&)>;
+  const std::vector<std::pair<const char*, Run>> elementwise = {
+      {"relu", [&](Backend& b, std::vector<float*>& p) { b.ReluForward(count, p[0], p[1]); }},
+      {"relu'", [&](Backend& b, std::vector<float*>& p) { b.ReluBackward(count, p[0], p[1], p[2]); }},
+      {"gelu", [&](Backend& b, std::vector<float*>& p) { b.GeluForward(count, p[0], p[1]); }},
+      {"gelu'", [&](Backend& b, std::vector<float*>& p) { b.GeluBackward(count, p[0], p[1], p[2]); }},
+      {"tanh", [&](Backend& b, std::vector<float*>& p) { b.TanhForward(count, p[0], p[1]); }},
+      {"tanh'", [&](Backend& b, std::vector<float*>& p) { b.TanhBackward(count, p[0], p[1], p[2]); }},
+      {"axpy", [&](Backend& b, std::vector<float*>& p) { b.Axpy(count, 0.3f, p[0], p[1]); }},
+      {"scale", [&](Backend& b, std::vector<float*>& p) { b.Scale(count, 0.7f, p[0]); }},
+      {"add", [&](Backend& b, std::vector<float*>& p) { b.Add(count, p[0], p[1], p[2]); }},
+      {"sgd", [&](Backend& b, std::vector<float*>& p) { b.SgdStep(count, 0.1f, 1e-4f, p[0], p[1]); }},
+      {"momentum",
+       [&](Backend& b, std::vector<float*>& p) { b.MomentumStep(count, 0.1f, 0.9f, p[0], p[1], p[2]); }},
+      {"adam", [&](Backend& b, std::vector<float*>& p) {
+         b.AdamStep(count, 1e-3f, 0.9f, 0.999f, 1e-8f, 3, p[0], p[1], p[2], p[3]);
+       }}};
+  // Pooling and LRN over 9 samples of 8 x 33 x 33; 150 rows of 515 columns
+  // (all within the buffers' `count` elements).
+  Pool2dArgs pool;
+  pool.n = 9;
+  pool.c = 8;
+  pool.h = pool.w = 33;
+  pool.r = pool.s = 3;
+  pool.stride_h = pool.stride_w = 2;
+  pool.oh = pool.ow = 16;
+  LrnArgs lrn;
+  lrn.n = 9;
+  lrn.c = 8;
+  lrn.h = lrn.w = 33;
+  const std::int64_t rows = 150, cols = 515;
+  const std::vector<std::pair<const char*, Run>> per_item = {
+      {"max pool", [&](Backend& b, std::vector<float*>& p) { b.MaxPoolForward(pool, p[0], p[1]); }},
+      {"max pool'",
+       [&](Backend& b, std::vector<float*>& p) { b.MaxPoolBackward(pool, p[0], p[1], p[2]); }},
+      {"avg pool", [&](Backend& b, std::vector<float*>& p) { b.AvgPoolForward(pool, p[0], p[1]); }},
+      {"avg pool'", [&](Backend& b, std::vector<float*>& p) { b.AvgPoolBackward(pool, p[0], p[1]); }},
+      {"lrn", [&](Backend& b, std::vector<float*>& p) { b.LrnForward(lrn, p[0], p[1]); }},
+      {"lrn'", [&](Backend& b, std::vector<float*>& p) { b.LrnBackward(lrn, p[0], p[1], p[2], p[3]); }},
+      {"softmax",
+       [&](Backend& b, std::vector<float*>& p) { b.SoftmaxForward(rows, cols, false, p[0], p[1]); }},
+      {"softmax'",
+       [&](Backend& b, std::vector<float*>& p) { b.SoftmaxBackward(rows, cols, p[0], p[1], p[2]); }},
+      {"layer norm", [&](Backend& b, std::vector<float*>& p) {
+         b.LayerNormForward(rows, cols, 1e-5f, p[0], p[1], p[2], p[3], p[1] + cols, p[2] + cols);
+       }},
+      {"bias", [&](Backend& b, std::vector<float*>& p) { b.AddBias(p[0], p[1], rows, cols); }}};
+  // LRN's backward reads y = LRN(x): positive inputs keep its power defined.
+  std::vector<std::vector<float>> positive = flat;
+  for (auto& v : positive)
+    for (float& x : v) x = std::abs(x) + 0.1f;
+  for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2Fma, CpuIsa::kAvx512}) {
+    if (!CpuIsaAvailable(isa)) continue;
+    for (const auto& [name, run] : elementwise)
+      EXPECT_EQ(RunWith(3, positive, run, isa), RunWith(1, positive, run, isa))
+          << name << " " << CpuIsaName(isa);
+    for (const auto& [name, run] : per_item)
+      EXPECT_EQ(RunWith(2, positive, run, isa), RunWith(1, positive, run, isa))
+          << name << " " << CpuIsaName(isa);
+  }
 }
 
 TEST(CpuBackendThreads, ConvolutionsAreDeterministicAndCloseToOneThread) {

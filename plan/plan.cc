@@ -56,6 +56,12 @@ TaskId Plan::AddTask(const Task& task, std::span<const TaskId> deps) {
   return id;
 }
 
+void Plan::Reserve(std::size_t tasks, std::size_t deps) {
+  tasks_.reserve(tasks);
+  dep_begin_.reserve(tasks + 1);
+  dep_ids_.reserve(deps);
+}
+
 std::span<const TaskId> Plan::deps(TaskId id) const {
   const auto i = static_cast<std::size_t>(id);
   return {dep_ids_.data() + dep_begin_[i], dep_ids_.data() + dep_begin_[i + 1]};

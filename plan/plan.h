@@ -135,6 +135,9 @@ class Plan {
   std::int32_t AddCollective(Collective c, const std::vector<std::vector<TaskId>>& deps_per_member,
                              std::int32_t iteration);
   std::int32_t AddGroup(std::vector<RankId> ranks);
+  // Room for `tasks` tasks and `deps` dependencies in all (a hint; nothing
+  // changes but the capacity).
+  void Reserve(std::size_t tasks, std::size_t deps);
 
   std::size_t num_tasks() const { return tasks_.size(); }
   const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }

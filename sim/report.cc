@@ -542,6 +542,10 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 p.device.name.c_str(), hw::PrecisionName(s.workload.precision),
                 figures.model_flops_per_sample / 1e9);
   o << line;
+  if (figures.mfu > 1.0)
+    o << "  MFU above 100%: the device work priced for this plan is below the model's FLOP "
+         "count (the kernel model's Winograd or FFT convolutions do fewer multiplications "
+         "than direct ones)\n";
   const double step = std::max(m.step_time_s, 1e-30);
   std::snprintf(line, sizeof line,
                 "breakdown per step (mean over devices): compute %s (%.1f%%), exposed comm %s "

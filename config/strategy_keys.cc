@@ -58,6 +58,10 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
   if (path == "parallelism.overlap" && st == Strategy::kParameterServer &&
       p.parameter_server.payload == PsPayload::kGradients)
     return "";
+  // PipeDream's replicated stages all-reduce in buckets as DDP does.
+  if (path == "parallelism.bucket_size" && st == Strategy::kHybrid &&
+      p.hybrid.schedule == PipelineSchedule::kPipeDream)
+    return "";
   if ((path == "parallelism.bucket_size" || path == "parallelism.overlap") &&
       !BucketedAllReduce(s)) {
     return Unused(s, path,

@@ -74,6 +74,10 @@ struct HybridOptions {
   // micro_batch is then one replica's minibatch and micro_batches the
   // minibatches of an iteration (PipeDreamRound).
   std::vector<int> stage_replicas;
+  // kPipeDream: a replicated stage all-reduces its gradients in buckets of
+  // this many bytes as its backward fills them (PyTorch DDP's default
+  // bucket_cap_mb = 25); <= 0: one all-reduce after the whole backward.
+  double bucket_bytes = 25.0 * 1024 * 1024;
 };
 
 // One tensor rank's share of `graph` split t ways: ops Megatron splits

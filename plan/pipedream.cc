@@ -80,16 +80,47 @@ Plan BuildPipeDreamPlan(const models::ModelGraph& graph, const ClusterShape& clu
     }
     if (r[s] > 1) group[s] = plan.AddGroup(members);
   }
+  // A replicated stage's backward runs in segments, from its last op down,
+  // each closing a gradient bucket of `bucket_bytes` (PyTorch DDP, which
+  // PipeDream's runtime uses for replicated stages, all-reduces each bucket
+  // as soon as the backward has filled it); unreplicated stages in one task.
+  // segments[s]: [begin, end) op ranges in backward order, with their bytes.
+  struct Segment {
+    OpId begin, end;
+    double bytes;
+  };
+  std::vector<std::vector<Segment>> segments(static_cast<std::size_t>(p));
+  for (int s = 0; s < p; ++s) {
+    const auto& [b, e] = o.chunks[static_cast<std::size_t>(s)];
+    auto& list = segments[static_cast<std::size_t>(s)];
+    if (r[s] == 1 || o.bucket_bytes <= 0) {
+      list.push_back({b, e, stage_grad_bytes[s]});
+      continue;
+    }
+    OpId end = e;
+    double bytes = 0;
+    for (OpId x = e; x-- > b;) {
+      bytes += graph.op(x).ParamBytes();
+      if (bytes >= o.bucket_bytes && x > b) {
+        list.push_back({x, end, bytes});
+        end = x;
+        bytes = 0;
+      }
+    }
+    list.push_back({b, end, bytes});
+  }
 
   // Per stage and minibatch: the task whose end hands the activation to the
   // next stage (fwd_out) or the gradient to the previous one (bwd_out).
   std::vector<std::vector<TaskId>> fwd_out(static_cast<std::size_t>(p),
                                            std::vector<TaskId>(static_cast<std::size_t>(total), -1));
   auto bwd_out = fwd_out;
-  // Per stage and replica: its k-th backward's last task (for the sync).
-  std::vector<std::vector<std::vector<TaskId>>> backward(static_cast<std::size_t>(p));
-  // Per stage: the all-reduce member tasks of round k, once emitted.
-  std::vector<std::vector<std::vector<TaskId>>> synced(static_cast<std::size_t>(p));
+  // Per stage, replica and round k: the tasks of its k-th backward's
+  // segments (for the syncs; empty until emitted).
+  std::vector<std::vector<std::vector<std::vector<TaskId>>>> backward(static_cast<std::size_t>(p));
+  // Per stage and round: what every replica's update waits for (its member
+  // task of each bucket's all-reduce), once emitted.
+  std::vector<std::vector<std::vector<std::vector<TaskId>>>> synced(static_cast<std::size_t>(p));
 
   struct Replica {
     int stage = 0, index = 0;
@@ -100,7 +131,8 @@ Plan BuildPipeDreamPlan(const models::ModelGraph& graph, const ClusterShape& clu
   std::vector<Replica> replicas;
   for (int s = 0; s < p; ++s) {
     const int per_replica = total / r[s];
-    backward[s].assign(static_cast<std::size_t>(r[s]), std::vector<TaskId>(static_cast<std::size_t>(per_replica), -1));
+    backward[s].assign(static_cast<std::size_t>(r[s]),
+                       std::vector<std::vector<TaskId>>(static_cast<std::size_t>(per_replica)));
     synced[s].resize(static_cast<std::size_t>(per_replica));
     const int warmup = std::min(PipeDreamInFlight(r, s) - 1, per_replica);
     for (int q = 0; q < r[s]; ++q) {
@@ -135,26 +167,30 @@ Plan BuildPipeDreamPlan(const models::ModelGraph& graph, const ClusterShape& clu
   const auto emit_update = [&](Replica& x) {
     const int s = x.stage, k = x.pending_update;
     const int mb = x.index + k * r[s];
-    TaskId ready = backward[s][x.index][k];
+    std::vector<TaskId> ready = {backward[s][x.index][k].back()};
     if (r[s] > 1) {
-      auto& members = synced[s][static_cast<std::size_t>(k)];
+      auto& members = synced[s][static_cast<std::size_t>(k)];  // [replica][bucket]
       if (members.empty()) {
-        std::vector<std::vector<TaskId>> deps;
-        for (int q = 0; q < r[s]; ++q) {
-          const TaskId b = backward[s][q][k];
-          if (b < 0) return false;
-          deps.push_back({b});
+        for (int q = 0; q < r[s]; ++q)
+          if (backward[s][q][k].empty()) return false;
+        members.assign(static_cast<std::size_t>(r[s]), {});
+        const auto& segs = segments[static_cast<std::size_t>(s)];
+        for (std::size_t g = 0; g < segs.size(); ++g) {
+          if (segs[g].bytes <= 0) continue;
+          std::vector<std::vector<TaskId>> deps;
+          for (int q = 0; q < r[s]; ++q) deps.push_back({backward[s][q][k][g]});
+          Collective c;
+          c.op = CollectiveOp::kAllReduce;
+          c.algorithm = o.algorithm;
+          c.bytes = segs[g].bytes;
+          c.group = group[s];
+          c.bucket = static_cast<std::int32_t>(g);
+          const auto ci = plan.AddCollective(c, deps, mb / round);
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (int q = 0; q < r[s]; ++q) members[static_cast<std::size_t>(q)].push_back(tasks[static_cast<std::size_t>(q)]);
         }
-        Collective c;
-        c.op = CollectiveOp::kAllReduce;
-        c.algorithm = o.algorithm;
-        c.bytes = stage_grad_bytes[s];
-        c.group = group[s];
-        c.bucket = k;
-        const auto ci = plan.AddCollective(c, deps, mb / round);
-        members = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
       }
-      ready = members[static_cast<std::size_t>(x.index)];
+      if (!members[static_cast<std::size_t>(x.index)].empty()) ready = members[static_cast<std::size_t>(x.index)];
     }
     Task opt;
     opt.kind = TaskKind::kOptimizer;
@@ -162,7 +198,7 @@ Plan BuildPipeDreamPlan(const models::ModelGraph& graph, const ClusterShape& clu
     opt.iteration = mb / round;
     opt.micro_batch = mb % round;
     opt.params = stage_params[s];
-    plan.AddTask(opt, std::span(&ready, 1));
+    plan.AddTask(opt, ready);
     x.pending_update = -1;
     return true;
   };
@@ -201,9 +237,15 @@ Plan BuildPipeDreamPlan(const models::ModelGraph& graph, const ClusterShape& clu
           const TaskId dep = s + 1 < p ? bwd_out[s + 1][umb] : fwd_out[s][umb];
           if (dep < 0) break;
           t.kind = TaskKind::kBackward;
-          TaskId last = plan.AddTask(t, std::span(&dep, 1));
           const int k = mb / r[s];
-          backward[s][x.index][static_cast<std::size_t>(k)] = last;
+          auto& done = backward[s][x.index][static_cast<std::size_t>(k)];
+          TaskId last = dep;
+          for (const Segment& seg : segments[static_cast<std::size_t>(s)]) {
+            t.op = static_cast<std::int32_t>(seg.begin);
+            t.op_count = static_cast<std::int32_t>(seg.end - seg.begin);
+            last = plan.AddTask(t, std::span(&last, 1));
+            done.push_back(last);
+          }
           if (s > 0) {
             const auto ins = graph.inputs(b);
             const double bytes = ins.empty() ? 0 : OutputBytes(graph, ins.front(), o.micro_batch);

@@ -90,6 +90,36 @@ TEST(PipeDream, PlanRunsEachMinibatchRoundRobinWithAnUpdateAfterEach) {
   EXPECT_THROW(BuildHybridPlan(g, {1, 4}, o), InternalError);
 }
 
+// A replicated stage's backward runs in bucket segments from its last op
+// down, each all-reduced as soon as every replica has run it (DDP's buckets):
+// with 4,000-byte buckets (one layer's fp32 weights) stage 0's 3 layers make
+// 3 all-reduces per round, the first after the segment of its last layer,
+// while the stage's backward goes on.
+TEST(PipeDream, ReplicatedStagesAllReduceBucketsDuringTheBackward) {
+  const models::ModelGraph g = Chain(4);
+  HybridOptions o;
+  o.schedule = PipelineSchedule::kPipeDream;
+  o.pipeline = 2;
+  o.stage_replicas = {3, 1};
+  o.iterations = 2;
+  o.bucket_bytes = 4000;
+  o.chunks = ChunksFromCounts(LayerUnits(g), {3, 1});
+  const Plan plan = BuildHybridPlan(g, {1, 4}, o);
+  EXPECT_EQ(plan.collectives().size(), 3u * 2);  // 3 buckets x 2 rounds (2 iterations of 3)
+  const Collective& first = plan.collectives()[0];
+  EXPECT_DOUBLE_EQ(first.bytes, 4000);
+  const Task& segment = plan.task(plan.deps(first.tasks[0])[0]);
+  EXPECT_EQ(segment.kind, TaskKind::kBackward);
+  EXPECT_EQ(segment.op, 3);  // layer2.fc, the stage's last op (op 0 is the input view)
+  EXPECT_EQ(segment.op_count, 1);
+  // The update waits for all three.
+  for (TaskId t = 0; t < static_cast<TaskId>(plan.num_tasks()); ++t)
+    if (plan.task(t).kind == TaskKind::kOptimizer && plan.task(t).rank == 0) {
+      EXPECT_EQ(plan.deps(t).size(), 3u);
+      break;
+    }
+}
+
 // Every pipeline of `units` on `devices` (stages, cuts, replicas), for the
 // exhaustive check.
 double BruteForce(int units, int first, int devices, const std::function<double(int, int, int)>& stage_s,

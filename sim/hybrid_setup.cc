@@ -190,6 +190,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   if (!model && h.schedule == plan::PipelineSchedule::kPipeDream) {
     // config::CheckHybridShape has checked t = 1 and the replicas.
     o.micro_batch = h.micro_batch_size;
+    o.bucket_bytes = s.parallelism.bucket_bytes;
     x.shard = graph;
     SetUpPipeDream(s, graph, cost_model, &x);
     return x;

@@ -59,19 +59,17 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
   const double shard_bytes = param_bytes / o.servers;
   const auto server = [&](int s) { return static_cast<RankId>(n + s); };
   // The op holding each shard's first byte (graph order), whose weight
-  // gradient the backward computes last among the shard's.
+  // gradient the backward computes last among the shard's:
   const bool overlap = o.overlap && !o.push_parameters && !(o.aggregate_in_node && cluster.devices_per_node > 1);
-  std::vector<OpId> shard_first_op(static_cast<std::size_t>(o.servers), -1);
+  // shards_from[v]: the shards whose first byte op v holds.
+  std::vector<std::vector<int>> shards_from(static_cast<std::size_t>(graph.num_ops()));
   {
-    double offset = 0;
+    double end = 0;
     int sh = 0;
     for (OpId v = 0; v < graph.num_ops() && sh < o.servers; ++v) {
-      const double end = offset + graph.op(v).ParamBytes();
-      while (sh < o.servers && graph.op(v).ParamBytes() > 0 && sh * shard_bytes < end) {
-        shard_first_op[static_cast<std::size_t>(sh)] = v;
-        ++sh;
-      }
-      offset = end;
+      end += graph.op(v).ParamBytes();
+      while (sh < o.servers && graph.op(v).ParamBytes() > 0 && sh * shard_bytes < end)
+        shards_from[static_cast<std::size_t>(v)].push_back(sh++);
     }
   }
   const auto syncs = [&](int it) { return it % h == h - 1; };
@@ -143,8 +141,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
       auto& mine = shard_ready[static_cast<std::size_t>(w)];
       mine.assign(static_cast<std::size_t>(o.servers), -1);
       const auto on_weight_grad = [&](OpId v, TaskId t) {
-        for (int sh = 0; sh < o.servers; ++sh)
-          if (shard_first_op[static_cast<std::size_t>(sh)] == v) mine[static_cast<std::size_t>(sh)] = t;
+        for (int sh : shards_from[static_cast<std::size_t>(v)]) mine[static_cast<std::size_t>(sh)] = t;
       };
       TaskId last = AddStepTasks(&plan, graph, w, it, o.batch_per_rank, ready[static_cast<std::size_t>(w)],
                                  overlap ? std::function<void(OpId, TaskId)>(on_weight_grad)

@@ -3,28 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/chain_test_graph.h"
+
 namespace dtsim::plan {
 namespace {
-
-// An input view and `layers` dense layers of 1,000 fp32 parameters each.
-models::ModelGraph Chain(int layers) {
-  models::ModelGraph g("chain");
-  models::Op in;
-  in.name = "in";
-  in.kind = models::OpKind::kReshape;
-  in.output_shape = {64};
-  models::OpId prev = g.AddOp(in, {});
-  for (int i = 0; i < layers; ++i) {
-    models::Op fc;
-    fc.name = "fc" + std::to_string(i);
-    fc.kind = models::OpKind::kDense;
-    fc.output_shape = {64};
-    fc.fwd_flops = fc.bwd_input_flops = fc.bwd_weight_flops = 1e6;
-    fc.params = 1000;
-    prev = g.AddOp(fc, {prev});
-  }
-  return g;
-}
 
 // The op whose backward task a worker's push to `server` waits for.
 int PushWaitsForOp(const Plan& plan, RankId server) {
@@ -38,13 +20,13 @@ int PushWaitsForOp(const Plan& plan, RankId server) {
   return -2;
 }
 
-// 4 layers on 2 servers: shard 1 holds the bytes of fc2 and fc3 (ops 3, 4),
-// shard 0 those of fc0 and fc1 (ops 1, 2). Overlapped, shard 1's push
-// starts after fc2's weight gradient (the backward reaches it halfway),
-// shard 0's after fc0's, the step's last; without overlap both wait for
+// 4 layers on 2 servers: shard 1 holds the bytes of layers 2 and 3 (ops 3,
+// 4), shard 0 those of layers 0 and 1 (ops 1, 2). Overlapped, shard 1's push
+// starts after layer 2's weight gradient (the backward reaches it halfway),
+// shard 0's after layer 0's, the step's last; without overlap both wait for
 // the step's last task.
 TEST(ParameterServerPlan, OverlappedPushesWaitForTheirShardOnly) {
-  const models::ModelGraph g = Chain(4);
+  const models::ModelGraph g = ChainTestGraph(4);
   ParameterServerOptions o;
   o.servers = 2;
   o.overlap = true;

@@ -9,31 +9,12 @@
 #include <random>
 
 #include "common/error.h"
+#include "plan/chain_test_graph.h"
 #include "plan/layers.h"
 #include "plan/partition.h"
 
 namespace dtsim::plan {
 namespace {
-
-// `layers` dense units "layerN.fc" of 1,000 parameters each.
-models::ModelGraph Chain(int layers) {
-  models::ModelGraph g("chain");
-  models::Op in;
-  in.name = "layer0.in";
-  in.kind = models::OpKind::kReshape;
-  in.output_shape = {256};
-  models::OpId prev = g.AddOp(in, {});
-  for (int i = 0; i < layers; ++i) {
-    models::Op fc;
-    fc.name = "layer" + std::to_string(i) + ".fc";
-    fc.kind = models::OpKind::kDense;
-    fc.output_shape = {256};
-    fc.fwd_flops = fc.bwd_input_flops = fc.bwd_weight_flops = 1e6;
-    fc.params = 1000;
-    prev = g.AddOp(fc, {prev});
-  }
-  return g;
-}
 
 TEST(PipeDream, MinibatchesInFlightAreTheDownstreamWorkersOverTheReplicas) {
   // Straight pipeline: p - s (1F1B's warm-up plus one); the input stage's is
@@ -49,15 +30,21 @@ TEST(PipeDream, MinibatchesInFlightAreTheDownstreamWorkersOverTheReplicas) {
   EXPECT_EQ(PipeDreamRound({1, 1}), 1);
 }
 
-TEST(PipeDream, PlanRunsEachMinibatchRoundRobinWithAnUpdateAfterEach) {
-  const models::ModelGraph g = Chain(4);
+// PipeDream on `g` (4 layers): layers 0-2 on 3 replicas, layer 3 on one.
+HybridOptions ThreeOne(const models::ModelGraph& g, int iterations) {
   HybridOptions o;
   o.schedule = PipelineSchedule::kPipeDream;
   o.pipeline = 2;
   o.stage_replicas = {3, 1};
-  o.micro_batch = 8;
-  o.iterations = 4;
+  o.iterations = iterations;
   o.chunks = ChunksFromCounts(LayerUnits(g), {3, 1});
+  return o;
+}
+
+TEST(PipeDream, PlanRunsEachMinibatchRoundRobinWithAnUpdateAfterEach) {
+  const models::ModelGraph g = ChainTestGraph(4);
+  HybridOptions o = ThreeOne(g, 4);
+  o.micro_batch = 8;
   const Plan plan = BuildHybridPlan(g, {1, 4}, o);
   const int minibatches = 3 * 4;  // lcm(3, 1) per iteration
   EXPECT_EQ(plan.samples_per_iteration, 3 * 8);
@@ -96,14 +83,9 @@ TEST(PipeDream, PlanRunsEachMinibatchRoundRobinWithAnUpdateAfterEach) {
 // 3 all-reduces per round, the first after the segment of its last layer,
 // while the stage's backward goes on.
 TEST(PipeDream, ReplicatedStagesAllReduceBucketsDuringTheBackward) {
-  const models::ModelGraph g = Chain(4);
-  HybridOptions o;
-  o.schedule = PipelineSchedule::kPipeDream;
-  o.pipeline = 2;
-  o.stage_replicas = {3, 1};
-  o.iterations = 2;
+  const models::ModelGraph g = ChainTestGraph(4);
+  HybridOptions o = ThreeOne(g, 2);
   o.bucket_bytes = 4000;
-  o.chunks = ChunksFromCounts(LayerUnits(g), {3, 1});
   const Plan plan = BuildHybridPlan(g, {1, 4}, o);
   EXPECT_EQ(plan.collectives().size(), 3u * 2);  // 3 buckets x 2 rounds (2 iterations of 3)
   const Collective& first = plan.collectives()[0];

@@ -123,17 +123,9 @@ void SetUpPipeDream(const config::Scenario& s, const models::ModelGraph& graph,
     }
     plan::PipeDreamProblem pr;
     for (const auto& u : units) {
-      double c = 0, w = 0;
-      for (models::OpId v = u.begin; v < u.end; ++v) {
-        const models::Op& op = graph.op(v);
-        c += cost_model.ComputeSeconds(op, plan::TaskKind::kForward, o.micro_batch);
-        c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardInput, o.micro_batch);
-        if (op.HasParams()) {
-          c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, o.micro_batch);
-          w += op.ParamBytes();
-        }
-      }
-      pr.compute_s.push_back(c);
+      double w = 0;
+      for (models::OpId v = u.begin; v < u.end; ++v) w += graph.op(v).ParamBytes();
+      pr.compute_s.push_back(TrainingSeconds(cost_model, graph, u.begin, u.end, o.micro_batch));
       pr.param_bytes.push_back(w);
       pr.boundary_bytes.push_back(plan::OutputBytes(graph, u.end - 1, o.micro_batch));
     }
@@ -167,6 +159,18 @@ void SetUpPipeDream(const config::Scenario& s, const models::ModelGraph& graph,
 }
 
 }  // namespace
+
+double TrainingSeconds(const CostModel& cost_model, const models::ModelGraph& graph,
+                       models::OpId begin, models::OpId end, int batch) {
+  double c = 0;
+  for (models::OpId v = begin; v < end; ++v) {
+    const models::Op& op = graph.op(v);
+    c += cost_model.ComputeSeconds(op, plan::TaskKind::kForward, batch);
+    c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardInput, batch);
+    if (op.HasParams()) c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, batch);
+  }
+  return c;
+}
 
 HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph& graph,
                             const CostModel& cost_model) {
@@ -283,16 +287,9 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     in.recompute_selective = s.parallelism.recompute_selective;
     in.sequence_parallel = o.sequence_parallel;
     for (const auto& u : units) {
-      double c = 0;
       in.ops.clear();
-      for (models::OpId v = u.begin; v < u.end; ++v) {
-        const models::Op& op = x.shard.op(v);
-        c += cost_model.ComputeSeconds(op, plan::TaskKind::kForward, o.micro_batch);
-        c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardInput, o.micro_batch);
-        if (op.HasParams()) c += cost_model.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, o.micro_batch);
-        in.ops.push_back(v);
-      }
-      cost.push_back(c);
+      for (models::OpId v = u.begin; v < u.end; ++v) in.ops.push_back(v);
+      cost.push_back(TrainingSeconds(cost_model, x.shard, u.begin, u.end, o.micro_batch));
       const MemoryBreakdown mem = DeviceMemory(in);
       static_bytes.push_back(mem.StaticBytes());
       // What one micro-batch keeps, apart from the recomputation's working

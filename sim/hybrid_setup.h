@@ -24,6 +24,11 @@ struct HybridSetup {
 // the micro-batches, t and the heads, hidden size or MLP width (or a model
 // tensor parallelism does not split), the layer units and the chunks; and
 // UserError for stage_layers that do not describe the model.
+// Forward and backward (input and weight gradients) of ops [begin, end) of
+// `graph` for `batch` samples on one device: what partitions balance.
+double TrainingSeconds(const CostModel& cost_model, const models::ModelGraph& graph,
+                       models::OpId begin, models::OpId end, int batch);
+
 HybridSetup MakeHybridSetup(const config::Scenario& scenario, const models::ModelGraph& graph,
                             const CostModel& cost_model);
 

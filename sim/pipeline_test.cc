@@ -62,6 +62,20 @@ NetworkSpec FreeNetwork(int devices) {
   return n;
 }
 
+// Prices `plan` on the test device (dense layers at peak, no launch or
+// optimizer cost) with free communication over `devices` and runs it.
+EngineResult RunOnFreeNetwork(const plan::Plan& plan, const ModelGraph& g, int devices) {
+  CostModelOptions co;
+  co.kernel_launch_s = 0;
+  co.optimizer_bytes_per_param = 0;
+  co.compute_efficiency[OpKind::kDense] = 1.0;
+  const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
+  Network net(FreeNetwork(devices));
+  const TaskCosts costs =
+      PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(devices), 0), net);
+  return RunEngine(plan, costs);
+}
+
 // Runs a p-stage pipeline of m micro-batches; returns the step time and the
 // busy (compute) time of one stage.
 std::pair<double, double> RunPipeline(plan::PipelineSchedule schedule, int p, int m, int v) {
@@ -73,14 +87,7 @@ std::pair<double, double> RunPipeline(plan::PipelineSchedule schedule, int p, in
   o.virtual_stages = v;
   o.chunks = plan::ChunksFromCounts(plan::LayerUnits(g), std::vector<int>(static_cast<std::size_t>(p * v), 2));
   const plan::Plan plan = plan::BuildHybridPlan(g, {1, p}, o);
-  CostModelOptions co;
-  co.kernel_launch_s = 0;
-  co.optimizer_bytes_per_param = 0;
-  co.compute_efficiency[OpKind::kDense] = 1.0;
-  const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
-  Network net(FreeNetwork(p));
-  const TaskCosts costs = PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(p), 0), net);
-  const EngineResult r = RunEngine(plan, costs);
+  const EngineResult r = RunOnFreeNetwork(plan, g, p);
   const RunMetrics metrics = ComputeMetrics(plan, r, {0, 0});
   return {metrics.step_time_s, metrics.per_rank[0].compute_s};
 }
@@ -120,14 +127,7 @@ TEST(Pipeline, PipeDream2BWHasNoBubbleInTheSteadyState) {
     int updates = 0;
     for (const plan::Task& t : plan.tasks()) updates += t.kind == plan::TaskKind::kOptimizer;
     EXPECT_EQ(updates, p * o.iterations);
-    CostModelOptions co;
-    co.kernel_launch_s = 0;
-    co.optimizer_bytes_per_param = 0;
-    co.compute_efficiency[OpKind::kDense] = 1.0;
-    const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
-    Network net(FreeNetwork(p));
-    const TaskCosts costs = PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(p), 0), net);
-    const EngineResult r = RunEngine(plan, costs);
+    const EngineResult r = RunOnFreeNetwork(plan, g, p);
     // Clear of the fill and the drain, each ceil((p - 1) / m) iterations.
     const int edge = (p - 1 + m - 1) / m;
     const RunMetrics steady = ComputeMetrics(plan, r, {edge + 1, o.iterations - 2 - edge});
@@ -186,15 +186,7 @@ TEST(Pipeline, PipeDreamRunsAtItsSlowestStage) {
     o.iterations = 24;
     o.chunks = plan::ChunksFromCounts(plan::LayerUnits(g), c.units);
     const plan::Plan plan = plan::BuildHybridPlan(g, {1, devices}, o);
-    CostModelOptions co;
-    co.kernel_launch_s = 0;
-    co.optimizer_bytes_per_param = 0;
-    co.compute_efficiency[OpKind::kDense] = 1.0;
-    const std::vector<CostModel> cms{CostModel(Device(), hw::Precision::kFp32, co)};
-    Network net(FreeNetwork(devices));
-    const TaskCosts costs =
-        PriceTasks(plan, g, cms, std::vector<int>(static_cast<std::size_t>(devices), 0), net);
-    const EngineResult r = RunEngine(plan, costs);
+    const EngineResult r = RunOnFreeNetwork(plan, g, devices);
     const RunMetrics steady = ComputeMetrics(plan, r, {8, 15});
     // One unit's forward and backward for one sample: 3 x 1e6 FLOPs at 1e12/s.
     const double slot = 3 * 1e6 / 1e12;

@@ -15,6 +15,7 @@
 #include "plan/compute_tasks.h"
 #include "plan/plan_export.h"
 #include "sim/cost_model.h"
+#include "sim/hybrid_setup.h"
 #include "sim/op_kernels.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
@@ -125,14 +126,8 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
     }
     for (std::size_t c = 0; c < setup.options.chunks.size(); ++c) {
       const auto& [b, e] = setup.options.chunks[c];
-      double seconds = 0;
-      for (models::OpId v = b; v < e; ++v) {
-        const models::Op& op = setup.shard.op(v);
-        seconds += cost.ComputeSeconds(op, plan::TaskKind::kForward, setup.options.micro_batch) +
-                   cost.ComputeSeconds(op, plan::TaskKind::kBackwardInput, setup.options.micro_batch);
-        if (op.HasParams())
-          seconds += cost.ComputeSeconds(op, plan::TaskKind::kBackwardWeight, setup.options.micro_batch);
-      }
+      const double seconds =
+          sim::TrainingSeconds(cost, setup.shard, b, e, setup.options.micro_batch);
       out << "  chunk " << c << " on stage " << c % static_cast<std::size_t>(setup.options.pipeline)
           << ": " << graph.op(b).name << " .. " << graph.op(e - 1).name << " (" << (e - b)
           << " ops), forward + backward " << FormatSeconds(seconds) << " per micro-batch\n";

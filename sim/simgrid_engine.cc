@@ -1,6 +1,5 @@
 #include "sim/simgrid_engine.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -10,10 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "common/error.h"
+#include "common/module_loader.h"
 #include "sim/simgrid_child.h"
 #include "sim/stragglers.h"
 
@@ -54,32 +53,15 @@ void RequireSupported(const plan::Plan& plan, const NetworkSpec& spec,
 // build's tools/ folder (tests run from other folders). Null with `why` set
 // when none loads.
 SimgridChildMain LoadSimgridChild(std::string* why) {
-  std::vector<std::string> paths;
-  if (const char* env = std::getenv("DTSIM_SIMGRID_MODULE"); env != nullptr && *env != '\0') {
-    paths.push_back(env);
-  } else {
-    std::error_code ec;
-    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) paths.push_back((exe.parent_path() / "libdtsim-simgrid.so").string());
+  ModuleSpec spec;
+  spec.what = "SimGrid";
+  spec.file_name = "libdtsim-simgrid.so";
+  spec.env_var = "DTSIM_SIMGRID_MODULE";
+  spec.entry = kSimgridChildSymbol;
 #ifdef DTSIM_BUILD_TOOLS_DIR
-    paths.push_back(std::string(DTSIM_BUILD_TOOLS_DIR) + "/libdtsim-simgrid.so");
+  spec.build_dir = DTSIM_BUILD_TOOLS_DIR;
 #endif
-  }
-  for (const std::string& path : paths) {
-    if (!std::filesystem::exists(path)) continue;
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = ::dlerror();
-      *why = "cannot load the SimGrid module " + path + ": " + (e ? e : "unknown error");
-      return nullptr;
-    }
-    auto entry = reinterpret_cast<SimgridChildMain>(::dlsym(handle, kSimgridChildSymbol));
-    if (entry == nullptr) *why = path + " is not dtsim's SimGrid module";
-    return entry;
-  }
-  *why = "engine simgrid needs libdtsim-simgrid.so beside the dtsim executable (or "
-         "$DTSIM_SIMGRID_MODULE); none was found";
-  return nullptr;
+  return reinterpret_cast<SimgridChildMain>(LoadModuleEntry(spec, why));
 }
 
 std::string ReadAll(int fd) {

@@ -452,12 +452,26 @@ TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
 // Issue 14 item 6: commands that need no GPU start without the CUDA
 // runtime, cuBLAS and NCCL (0.4 s and 220 MB of start-up on a 2-core VM);
 // they live in the CUDA module, loaded for --backend cuda and `devices`.
-TEST_F(Cli, DtsimDoesNotLinkCuda) {
+// Likewise MPI (loaded by ranks an MPI launcher starts, exec/comm/mpi_world.h)
+// and SimGrid (by SimGrid runs' child processes).
+TEST_F(Cli, DtsimDoesNotLinkCudaMpiOrSimgrid) {
   const Result ldd = Dtsim("", "ldd ");  // the dynamic loader's list for the binary
   ASSERT_EQ(ldd.status, 0) << ldd.err;
   ASSERT_NE(ldd.out.find("libc.so"), std::string::npos) << ldd.out;
-  for (const char* lib : {"libcudart", "libcublas", "libnccl"})
+  for (const char* lib : {"libcudart", "libcublas", "libnccl", "libmpi", "libopen-pal", "libsimgrid"})
     EXPECT_EQ(ldd.out.find(lib), std::string::npos) << lib << " in\n" << ldd.out;
+}
+
+// Ranks load MPI from the module; one that cannot says so, and the job ends
+// with the exit status of a setup mistake.
+TEST_F(Cli, ExecRanksWithoutTheMpiModuleSayWhy) {
+  Result r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 1 --out " +
+                       (dir_ / "out").string(),
+                   "DTSIM_MPI_MODULE=/nonexistent/libdtsim-mpi.so ");
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot load the MPI module /nonexistent/libdtsim-mpi.so"),
+            std::string::npos)
+      << r.err;
 }
 
 // A profile measures one build of the CPU kernels (exec/kernels/cpu_isa.h);

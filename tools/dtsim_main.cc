@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "common/error.h"
-#include "exec/comm/mpi_communicator.h"
-#include "exec/comm/mpi_session.h"
+#include "exec/comm/mpi_world.h"
 #include "tools/commands.h"
 #include "tools/exec_command.h"
+#include "tools/heap_pages.h"
 #include "tools/interrupt_watcher.h"
 #include "tools/mpi_launch.h"
 
@@ -406,16 +406,16 @@ int main(int argc, char** argv) {
   };
 
   // MPI only for the commands that run ranks, and only when a launcher
-  // started us: a plain command never needs mpirun. The communicator is
-  // declared after the session: destroyed first. Declared out here so that
-  // a rank that fails can stop the others (MPI_Abort) instead of leaving
-  // them waiting for it in a collective.
-  std::optional<dtsim::exec::MpiSession> mpi;
-  std::unique_ptr<dtsim::exec::MpiCommunicator> world;
+  // started us: a plain command never needs mpirun, nor loads MPI
+  // (exec/comm/mpi_world.h). Declared out here so that a rank that fails can
+  // stop the others (MPI_Abort) instead of leaving them waiting for it in a
+  // collective.
+  std::unique_ptr<dtsim::exec::MpiWorld> mpi;
+  dtsim::exec::Communicator* world = nullptr;
   // A rank's error ends every rank, and mpirun exits with `status`
   // (RunUnderMpiLauncher passes it on, with the message).
   auto stop_ranks = [&mpi, &world](int status) {
-    if (!world || world->size() < 2) return status;
+    if (world == nullptr || world->size() < 2) return status;
     std::cerr.flush();
     // When every rank fails at once (an error they agreed on), one abort
     // ends the job: rank 0's; simultaneous ones garble OpenMPI's report.
@@ -423,6 +423,9 @@ int main(int argc, char** argv) {
     mpi->Abort(status);
     return status;
   };
+  // Commands that only simulate build their plans on huge pages
+  // (tools/heap_pages.h); 32 MiB covers a 1,024-GPU run's plan and engine.
+  if (*run_cmd || *sweep_cmd || *plan_cmd) dtsim::tools::BackHeapWithHugePages(std::size_t{32} << 20);
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
     if (*sweep_cmd) {
@@ -434,14 +437,14 @@ int main(int argc, char** argv) {
         validate_target != "kernels";
     if ((*exec_cmd || scenario_validation || (*calibrate_cmd && calibrate.ranks == 0)) &&
         dtsim::tools::LaunchedByMpiLauncher()) {
-      mpi.emplace(nullptr, nullptr);
-      world = std::make_unique<dtsim::exec::MpiCommunicator>();
+      mpi = dtsim::exec::StartMpiWorld();
+      world = &mpi->communicator();
     }
-    if (*exec_cmd) dtsim::tools::ExecCommand(exec, world.get(), std::cout, std::cerr);
+    if (*exec_cmd) dtsim::tools::ExecCommand(exec, world, std::cout, std::cerr);
     if (scenario_validation) {
       validate_exec.scenario_path = validate_target;
       validate_exec.quiet = validate.quiet;
-      dtsim::tools::ExecCommand(validate_exec, world.get(), std::cout, std::cerr);
+      dtsim::tools::ExecCommand(validate_exec, world, std::cout, std::cerr);
     } else if (*validate_cmd) {
       validate.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       validate.dataset = validate_target;
@@ -463,7 +466,7 @@ int main(int argc, char** argv) {
     else if (*model_cmd)
       dtsim::tools::ModelCommand(model_name, std::cout);
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
-    if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world.get(), std::cout, std::cerr);
+    if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world, std::cout, std::cerr);
   } catch (const dtsim::InfeasiblePlan& e) {
     if (const int status = interrupted()) return status;
     std::cerr << ("dtsim: " + std::string(e.what()) + "\n");  // one write: ranks share stderr

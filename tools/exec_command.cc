@@ -326,6 +326,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   j["first_iteration"] = r.first_iteration;
   if (o.resume) j["resumed_from_step"] = r.first_iteration;
   j["samples_per_iteration"] = r.samples_per_iteration;
+  j["comm_thread"] = r.overlapped_comm;  // collectives ran beside the backward
   j["measured"] = {{"step_time_s", m.step_s},
                    {"throughput_samples_per_s", m.throughput},
                    {"compute_s", m.compute_s},
@@ -390,24 +391,27 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   }
   OutputSet files(o.out_dir.empty() ? fs::path(s.outputs.dir) : fs::path(o.out_dir));
   if (o.validate) {
-    // The CPU backend runs a rank's compute and communication on one
-    // thread, one after the other: predict without overlap.
+    // Collectives overlapped the backward where they ran on the ranks' comm
+    // threads (CPU ranks of plans without transfers, ExecOptions::comm_thread)
+    // and the plan let them; elsewhere a rank ran compute and communication
+    // on one thread, one after the other: predict without overlap.
     config::Scenario ps = s;
-    ps.parallelism.overlap = false;
+    ps.parallelism.overlap = s.parallelism.overlap && r.overlapped_comm;
     if (link) UseEmulatedLink(*link, &ps);
     // The scenario's engine; under an emulated network both engines.
     auto predicted_trace = files.Open("predicted_trace.json");
     std::vector<EnginePrediction> preds = {Predict(ps, ps.engine, &predicted_trace)};
     CloseOutput(predicted_trace, "predicted_trace.json");
     if (net) preds.push_back(Predict(ps, ps.engine == "simgrid" ? "analytic" : "simgrid"));
-    auto predicted = [](const EnginePrediction& p) {
+    const bool overlap = ps.parallelism.overlap;
+    auto predicted = [overlap](const EnginePrediction& p) {
       return json{{"step_time_s", p.step_s},
                   {"throughput_samples_per_s", p.throughput},
                   {"compute_s", p.compute_s},
                   {"comm_s", p.comm_s},
                   {"device", p.device},
                   {"engine", p.engine},
-                  {"overlap", false}};
+                  {"overlap", overlap}};
     };
     auto errors = [&m](const EnginePrediction& p) {
       return json{{"step_time", ErrorPercent(p.step_s, m.step_s)},
@@ -476,7 +480,8 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
       setting += " TCP goodput, latency " + FormatSeconds(link->latency_s);
       setting += ")";
     }
-    out << "\nprediction (" << setting << ", no overlap) against measurement:\n" << table;
+    out << "\nprediction (" << setting << (overlap ? ", comm overlapped" : ", no overlap")
+        << ") against measurement:\n" << table;
     const unsigned cores = std::thread::hardware_concurrency();
     j["cores"] = cores;
     const double handoff = HandoffOf(s);

@@ -15,10 +15,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     throw MpiError(MPI_ERR_OTHER,
                    "MpiSession: MPI is already initialised (one session per process)");
   int provided = MPI_THREAD_SINGLE;
-  DTSIM_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  DTSIM_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   try {
-    if (provided < MPI_THREAD_FUNNELED)
-      throw MpiError(MPI_ERR_OTHER, "MpiSession: MPI does not provide MPI_THREAD_FUNNELED");
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw MpiError(MPI_ERR_OTHER, "MpiSession: MPI does not provide MPI_THREAD_SERIALIZED");
     DTSIM_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     DTSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
     DTSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));

@@ -6,11 +6,12 @@ namespace dtsim::exec {
 
 class MpiSession {
  public:
-  // Calls MPI_Init_thread asking for MPI_THREAD_FUNNELED (only the thread
-  // that created the session calls MPI) and sets MPI_ERRORS_RETURN on
-  // MPI_COMM_WORLD so that DTSIM_MPI_CHECK sees failures. argc/argv may be
+  // Calls MPI_Init_thread asking for MPI_THREAD_SERIALIZED (any thread may
+  // call MPI, one at a time: a rank's comm thread, exec/runtime/comm_thread.h)
+  // and sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so that DTSIM_MPI_CHECK sees
+  // failures. argc/argv may be
   // null. Throws MpiError if MPI fails or is already initialised, or if it
-  // cannot give FUNNELED.
+  // cannot give SERIALIZED.
   MpiSession(int* argc, char*** argv);
   // Calls MPI_Finalize. REQUIRES: every MpiCommunicator is destroyed first.
   ~MpiSession();

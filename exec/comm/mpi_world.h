@@ -24,7 +24,7 @@ class MpiWorld {
 };
 
 // Loads the module ($DTSIM_MPI_MODULE when set, else libdtsim-mpi.so beside
-// the running executable) and starts MPI: MpiSession (MPI_THREAD_FUNNELED)
+// the running executable) and starts MPI: MpiSession (MPI_THREAD_SERIALIZED)
 // and an MpiCommunicator. One per process. Throws UserError when the module
 // cannot be loaded (saying why), MpiError when MPI fails.
 std::unique_ptr<MpiWorld> StartMpiWorld();

@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <numeric>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "exec/data/batch_prefetcher.h"
+#include "exec/runtime/comm_thread.h"
 #include "exec/runtime/model_runtime.h"
 #include "exec/runtime/runtime_util.h"
 #include "exec/runtime/ps_runner.h"
@@ -94,7 +97,16 @@ class RankRunner {
     defer_ = options.slowdown.empty() &&
              (options.task_timing == TaskTiming::kMarks ||
               (options.task_timing == TaskTiming::kAuto && backend.Asynchronous()));
+    // Collectives on their own thread (comm_thread.h) where the rank's
+    // buffers are host memory and the plan has no point-to-point traffic:
+    // the executor then never calls the communicator while they run.
+    bool sends = false;
+    for (const Task& t : plan.tasks()) sends = sends || t.kind == TaskKind::kSend;
+    if (options.comm_thread && host_memory_ && !sends && !ps_ && comm.size() > 1)
+      comm_thread_ = std::make_unique<CommThread>();
   }
+
+  bool overlapped_comm() const { return comm_thread_ != nullptr; }
 
   ExecResult Run();
 
@@ -117,6 +129,7 @@ class RankRunner {
   double LoadSlot(int slot, int iteration);
   std::int64_t FirstSample(int slot, int iteration) const;
   void Collective(const Task& t, IterationTimes& times);
+  ParamRange BucketRange(std::int32_t bucket) const;
   void SharedWeightAllReduce(const plan::Collective& c, const std::vector<int>& group,
                              IterationTimes& times);
   void OptimizerStep(IterationTimes& times);
@@ -180,6 +193,22 @@ class RankRunner {
   bool ps_ = false;
   std::vector<float> echoed_version_;
   bool stepped_ = false;
+  // Collectives handed to the comm thread this iteration: by task id, the
+  // job's ticket; each job's interval, written by the job and read here
+  // once its ticket is waited for.
+  struct AsyncCollective {
+    TaskId id = 0;
+    int iteration = 0;
+    std::int64_t ticket = 0;
+    Clock::time_point start, end;
+  };
+  std::unordered_map<TaskId, std::int64_t> tickets_;
+  std::deque<AsyncCollective> async_;  // not yet accounted, in ticket order
+  void SubmitCollective(TaskId id, const Task& t, int iteration);
+  // Waits for the job with `ticket` and accounts the finished ones.
+  void WaitCollective(std::int64_t ticket, IterationTimes& times);
+  // Declared last: destroyed first, so its jobs never outlive what they use.
+  std::unique_ptr<CommThread> comm_thread_;
 };
 
 // This rank's op range, micro-batching, replica and tasks by iteration.
@@ -275,6 +304,17 @@ void RankRunner::ReceiveDeps(TaskId id, int iteration, IterationTimes& times) {
 void RankRunner::RunTask(TaskId id, int iteration, IterationTimes& times) {
   ReceiveDeps(id, iteration, times);
   const Task& t = plan_.task(id);
+  if (comm_thread_) {
+    for (TaskId d : plan_.deps(id)) {
+      const auto it = tickets_.find(d);
+      if (it != tickets_.end()) WaitCollective(it->second, times);
+    }
+    if (t.kind == TaskKind::kCollective && !averaging_now_ &&
+        plan_.collectives()[static_cast<std::size_t>(t.collective)].shared_op < 0) {
+      SubmitCollective(id, t, iteration);
+      return;
+    }
+  }
   if (defer_ && IsCompute(t.kind)) {
     times.input += LoadOnFirstForward(t, iteration);
     if (anchor_mark_ < 0) {
@@ -387,6 +427,54 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
     std::this_thread::sleep_for(std::chrono::duration<double>((factor - 1.0) * took));
 }
 
+// The parameters of a data-parallel bucket: a contiguous range, as its ops'
+// parameters are adjacent.
+ParamRange RankRunner::BucketRange(std::int32_t bucket) const {
+  std::int64_t lo = runtime_->num_params(), hi = 0;
+  for (std::int32_t op : buckets_[static_cast<std::size_t>(bucket)]) {
+    const ParamRange r = runtime_->OpParams(static_cast<models::OpId>(op));
+    if (r.count == 0) continue;
+    lo = std::min(lo, r.offset);
+    hi = std::max(hi, r.offset + r.count);
+  }
+  return lo < hi ? ParamRange{lo, hi - lo} : ParamRange{0, 0};
+}
+
+// Hands a gradient collective to the comm thread: the sum over the group,
+// then the mean, as Collective() does on host memory (the mean multiplies
+// each element once: the same bits as the backend's Scale).
+void RankRunner::SubmitCollective(TaskId id, const Task& t, int iteration) {
+  const plan::Collective& c = plan_.collectives()[static_cast<std::size_t>(t.collective)];
+  const auto& members = plan_.groups()[static_cast<std::size_t>(c.group)];
+  std::vector<int> group(members.begin(), members.end());
+  const ParamRange range =
+      buckets_.empty() ? ParamRange{0, runtime_->num_params()} : BucketRange(c.bucket);
+  float* data = runtime_->grads() + range.offset;
+  const AllReduceAlgorithm algorithm = AlgorithmFor(c.algorithm, options_.mpi_allreduce);
+  async_.push_back({id, iteration, 0, {}, {}});
+  AsyncCollective* record = &async_.back();  // deque: stable while others are added
+  const std::int64_t ticket = comm_thread_->Submit([this, record, data, range, algorithm,
+                                                    group = std::move(group)] {
+    record->start = Clock::now();
+    comm_.AllReduceSum(data, static_cast<std::size_t>(range.count), algorithm, group);
+    const float inv = 1.0f / static_cast<float>(group.size());
+    for (std::int64_t i = 0; i < range.count; ++i) data[i] *= inv;
+    record->end = Clock::now();
+  });
+  record->ticket = ticket;
+  tickets_[id] = ticket;
+}
+
+void RankRunner::WaitCollective(std::int64_t ticket, IterationTimes& times) {
+  comm_thread_->WaitFor(ticket);
+  while (!async_.empty() && async_.front().ticket <= ticket) {
+    const AsyncCollective& done = async_.front();
+    times.comm += Seconds(done.start, done.end);
+    Record(done.id, done.iteration, done.start, done.end, false);
+    async_.pop_front();
+  }
+}
+
 // All-reduces the collective's share of this rank's buffer: a data-parallel
 // bucket (a contiguous range: its ops' parameters are adjacent), or every
 // gradient of the stage (pipeline replicas).
@@ -401,16 +489,7 @@ void RankRunner::Collective(const Task& t, IterationTimes& times) {
     SharedWeightAllReduce(c, group, times);
     return;
   }
-  if (!buckets_.empty()) {
-    std::int64_t lo = runtime_->num_params(), hi = 0;
-    for (std::int32_t op : buckets_[static_cast<std::size_t>(c.bucket)]) {
-      const ParamRange r = runtime_->OpParams(static_cast<models::OpId>(op));
-      if (r.count == 0) continue;
-      lo = std::min(lo, r.offset);
-      hi = std::max(hi, r.offset + r.count);
-    }
-    range = lo < hi ? ParamRange{lo, hi - lo} : ParamRange{0, 0};
-  }
+  if (!buckets_.empty()) range = BucketRange(c.bucket);
   if (averaging_now_) {
     // Parameters, after the local update, over the collective's group.
     deferred_averages_.emplace_back(range, std::vector<int>(group.begin(), group.end()));
@@ -710,6 +789,10 @@ ExecResult RankRunner::Run() {
     averaging_now_ = options_.average_parameters && !synchronous_phase;
     for (TaskId id : tasks_[static_cast<std::size_t>(synchronous_phase ? h - 1 : i % h)])
       RunTask(id, i, times);
+    if (comm_thread_) {
+      WaitCollective(comm_thread_->submitted(), times);
+      tickets_.clear();
+    }
     FlushDeferred(times);
     const auto wait_start = Clock::now();
     for (auto& [payload, request] : pending_sends_) request.Wait();
@@ -755,7 +838,9 @@ ExecResult ExecutePlan(const plan::Plan& plan, const models::ModelGraph& graph,
   CheckRunnable(plan, comm, options);
   if (plan.IsServer(comm.rank())) return RunParameterServer(plan, graph, comm, backend, options);
   RankRunner runner(plan, graph, data, comm, backend, options);
-  return runner.Run();
+  ExecResult result = runner.Run();
+  result.overlapped_comm = runner.overlapped_comm();
+  return result;
 }
 
 }  // namespace dtsim::exec

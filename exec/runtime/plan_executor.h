@@ -76,6 +76,15 @@ struct ExecOptions {
   float outer_momentum = 0.9f;
   // Use MPI's own all-reduce instead of the plan's ring or tree.
   bool mpi_allreduce = false;
+  // Run gradient collectives on a second thread (exec/runtime/comm_thread.h)
+  // while the rank goes on with its backward, where the plan lets them
+  // (a collective waits for the backward tasks it depends on, and the tasks
+  // that depend on it wait for it: parallelism.overlap's plans overlap, the
+  // others do not). Only for host-memory backends (CPU) running plans
+  // without point-to-point transfers (data parallelism, local SGD) on 2+
+  // ranks; elsewhere the collectives run on the rank's one thread. The bits
+  // computed are the same either way.
+  bool comm_thread = true;
   // Device backends: sums `count` floats of a device buffer over `group`
   // (NCCL) and returns true, or returns false when it cannot (then the
   // executor stages through host memory and MPI). Empty = always MPI.
@@ -153,6 +162,8 @@ struct ExecResult {
   // (a pipeline stage's first parameter, a server's shard; else 0).
   std::int64_t params_offset = 0;
   std::uint64_t bytes_sent = 0;     // this rank, communication layer
+  // The collectives ran on the comm thread (ExecOptions::comm_thread).
+  bool overlapped_comm = false;
 
   // Parameter-server plans (0 otherwise), summed over the server ranks:
   std::int64_t server_updates = 0;  // optimizer steps (or averages) applied

@@ -109,6 +109,27 @@ TEST_F(PlanExecutor, RecomputedForwardsGiveBitIdenticalParameters) {
   EXPECT_EQ(ExecutePlan(re, Cnn(), Images(), solo, cpu_, Options()).final_params, plain);
 }
 
+// Issue 14 item 3: with 2+ ranks the gradient buckets all-reduce on a comm
+// thread while the backward goes on (the plan overlaps them); the bits are
+// those of running them on the rank's one thread.
+TEST_F(PlanExecutor, CommThreadGivesBitIdenticalResults) {
+  plan::DataParallelOptions o;
+  o.batch_per_rank = 4;
+  o.bucket_bytes = 1 << 18;  // several buckets, the first ready early in the backward
+  const plan::Plan p = plan::BuildDataParallelPlan(Cnn(), {1, world_.size()}, o);
+  ExecOptions eo = Options();
+  eo.bucket_bytes = o.bucket_bytes;
+  eo.record_timeline = true;
+  const ExecResult threaded = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+  eo.comm_thread = false;
+  const ExecResult inline_comm = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+  EXPECT_EQ(threaded.overlapped_comm, world_.size() > 1);
+  EXPECT_FALSE(inline_comm.overlapped_comm);
+  EXPECT_EQ(threaded.final_params, inline_comm.final_params);
+  EXPECT_EQ(threaded.losses, inline_comm.losses);
+  EXPECT_EQ(threaded.timeline.size(), inline_comm.timeline.size());
+}
+
 TEST_F(PlanExecutor, MpiAllReduceGivesTheSameParameters) {
   ExecOptions eo = Options();
   eo.mpi_allreduce = true;
@@ -397,7 +418,8 @@ TEST_F(PlanExecutor, ResumedRunIsBitIdentical) {
 TEST_F(PlanExecutor, TimelineHoldsEveryTaskOfEveryRank) {
   // Every rank runs each of its plan tasks once per iteration: rank 0's
   // gathered timeline has (its tasks) x iterations events per rank, each
-  // with a non-negative duration, in order on the rank's compute stream.
+  // with a non-negative duration, in order on each of the rank's streams
+  // (collectives run on a comm thread beside the compute, CommThread).
   const plan::Plan p = DataPlan(world_.size(), 4, 1);
   ExecOptions eo = Options();
   eo.iterations = 2;
@@ -411,13 +433,14 @@ TEST_F(PlanExecutor, TimelineHoldsEveryTaskOfEveryRank) {
     std::size_t tasks = 0;
     for (const plan::Task& t : p.tasks()) tasks += t.rank == rank;
     std::size_t events = 0;
-    double last_end = 0;
+    double last_end[2] = {0, 0};  // compute, comm
     for (const TimelineEvent& e : r.timeline) {
       if (e.rank != rank) continue;
       ++events;
       EXPECT_GE(e.end_us, e.start_us);
-      EXPECT_GE(e.start_us + 1.0, last_end);  // float rounding: 1 us
-      last_end = e.end_us;
+      double& last = last_end[p.task(e.task).stream == plan::StreamKind::kCompute ? 0 : 1];
+      EXPECT_GE(e.start_us + 1.0, last);  // float rounding: 1 us
+      last = e.end_us;
     }
     EXPECT_EQ(events, tasks * 2) << "rank " << rank;
   }

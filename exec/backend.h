@@ -83,6 +83,9 @@ class Backend {
   virtual void Copy(float* dst, const float* src, std::int64_t count) = 0;
   // Waits until every launched method has finished.
   virtual void Synchronize() = 0;
+  // True when the backend's buffers are host memory that the host (and MPI)
+  // may read and write directly (the CPU backend, whichever ISA build).
+  virtual bool HostMemory() const { return false; }
 
   // ---- device timestamps. An asynchronous backend (CUDA) returns from its
   // methods before the device has run them; the executor then times its

@@ -589,6 +589,22 @@ TEST_F(Cli, ValidateComparesPredictionAndMeasurement) {
   }
 }
 
+// `validate SCENARIO --out DIR` writes into DIR (the option was once read
+// for dataset validation only, and scenario runs wrote to outputs.dir). A
+// data-parallel run with overlap all-reduces on comm threads, and the
+// prediction it is compared with overlaps too.
+TEST_F(Cli, ValidateWritesIntoOutAndPredictsTheOverlapTheRunHad) {
+  const fs::path profile = dir_ / "profile.yaml";
+  ASSERT_EQ(Dtsim("calibrate --quick --out " + profile.string()).status, 0);
+  Result r = Dtsim("validate scenarios/local/cifar10-dp-2cpu.yaml --iterations 3 --profile " +
+                   profile.string() + " --out " + (dir_ / "v").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("comm overlapped) against measurement"), std::string::npos) << r.out;
+  const auto v = nlohmann::json::parse(Slurp(dir_ / "v" / "validation.json"));
+  EXPECT_TRUE(v.at("predicted").at("overlap").get<bool>());
+  EXPECT_TRUE(v.at("comm_thread").get<bool>());
+}
+
 TEST_F(Cli, ExecRefusesWhatItCannotRunWithStatus2) {
   // The plan's ranks must match the processes.
   fs::create_directories(dir_);

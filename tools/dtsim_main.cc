@@ -172,8 +172,8 @@ int main(int argc, char** argv) {
                            "../shared/validation/deepbench)")
       ->capture_default_str();
   validate_cmd->add_option("-o,--out", validate.out_dir,
-                           "vtrain and deepbench: output folder (deepbench: default "
-                           "results/deepbench)")
+                           "Output folder (a scenario: default its outputs.dir; deepbench: "
+                           "default results/deepbench)")
       ->capture_default_str();
   validate_cmd->add_option("-j,--jobs", validate.jobs,
                            "Rows simulated at once (default: one per core); results do not "
@@ -444,6 +444,8 @@ int main(int argc, char** argv) {
     if (scenario_validation) {
       validate_exec.scenario_path = validate_target;
       validate_exec.quiet = validate.quiet;
+      // --out is declared once for both kinds of validation.
+      if (validate_cmd->count("--out") > 0) validate_exec.out_dir = validate.out_dir;
       dtsim::tools::ExecCommand(validate_exec, world, std::cout, std::cerr);
     } else if (*validate_cmd) {
       validate.err_is_terminal = ::isatty(STDERR_FILENO) != 0;

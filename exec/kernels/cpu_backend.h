@@ -39,6 +39,7 @@ class CpuBackend final : public Backend {
 
   // "cpu" for the portable build, "cpu-<isa>" for the others.
   std::string Name() const override;
+  bool HostMemory() const override { return true; }
 
   // Buffers are 64-byte aligned (one cache line, an AVX-512 vector); count 0
   // gives a valid, freeable pointer. Throws std::bad_alloc on failure.

@@ -87,6 +87,15 @@ TEST_P(CpuIsaTest, NamesItsBuild) {
   EXPECT_EQ(fast_->Name(), GetParam() == CpuIsa::kAvx2Fma ? "cpu-avx2" : "cpu-avx512");
 }
 
+// The executor hands host-memory buffers to MPI directly and runs their
+// collectives on a comm thread (exec/runtime/plan_executor.h); it once
+// recognised the CPU backend by the portable build's name alone, so the
+// faster builds staged every all-reduce through copies.
+TEST_P(CpuIsaTest, EveryBuildHoldsHostMemory) {
+  EXPECT_TRUE(fast_->HostMemory());
+  EXPECT_TRUE(portable_->HostMemory());
+}
+
 // Sums of k products of values in [-1, 1]: float rounding of each partial
 // sum grows like sqrt(k) x 2^-24 x |terms|; 1e-5 covers k up to ~1,000.
 TEST_P(CpuIsaTest, GemmInEveryLayout) {

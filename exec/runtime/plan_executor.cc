@@ -74,7 +74,7 @@ class RankRunner {
              Communicator& comm, Backend& backend, const ExecOptions& options)
       : plan_(plan), graph_(graph), data_(data), comm_(comm), backend_(backend),
         options_(options), me_(comm.rank()),
-        host_memory_(backend.Name() == "cpu") {
+        host_memory_(backend.HostMemory()) {
     Layout();
     RuntimeOptions ro;
     ro.micro_batch = micro_batch_;
@@ -106,7 +106,9 @@ class RankRunner {
       comm_thread_ = std::make_unique<CommThread>();
   }
 
-  bool overlapped_comm() const { return comm_thread_ != nullptr; }
+  // Some collective ran on the comm thread (local SGD's parameter averages
+  // follow the update and run on the rank's thread).
+  bool overlapped_comm() const { return comm_thread_ && comm_thread_->submitted() > 0; }
 
   ExecResult Run();
 

@@ -3,10 +3,18 @@
 // counts of 8 GPUs, 1 to 128 nodes) x 6 averaging periods = 204 points, run
 // by RunSweep on `jobs` threads (0 = all cores). Files are not written.
 // Target (issue 3): >= 1,000 points/s on 2 cores.
+//
+// BM_Search: `dtsim search` of GPT-3 175B on 1,024 A100s (128 nodes of 8,
+// HDR InfiniBand fat tree), global batch 1,536, every default plan
+// (sim/search.h): plans enumerated, dropped by the memory bound, simulated
+// per second. Issue 15's target: the whole search in under a minute on 2
+// cores.
 #include <benchmark/benchmark.h>
 
 #include <string>
 
+#include "config/scenario.h"
+#include "sim/search.h"
 #include "sim/sweep.h"
 
 namespace dtsim::sim {
@@ -56,6 +64,37 @@ void BM_SweepExpand(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SweepExpand)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Search(benchmark::State& state) {
+  const config::Scenario s = config::ParseScenario(
+      "name: search-bench\n"
+      "cluster:\n"
+      "  nodes: 128\n"
+      "  devices_per_node: 8\n"
+      "  device: A100-SXM4-80GB\n"
+      "  intra_node_link: nvswitch-a100\n"
+      "  network: {link: ib-hdr, nics_per_node: 8, topology: fat_tree, nodes_per_leaf: 16}\n"
+      "workload: {model: gpt3-175b, precision: fp16, iterations: 1}\n"
+      "parallelism: {strategy: hybrid, tensor_parallel: 8, pipeline_parallel: 16,\n"
+      "              global_batch: 1536, optimizer: adam}\n",
+      "search-bench.yaml");
+  const models::ModelGraph graph = config::BuildWorkloadModel(s);
+  SearchSpace space;
+  space.devices = {1024};
+  std::size_t simulated = 0;
+  for (auto _ : state) {
+    const Search search = BuildSearch(s, graph, space);
+    const std::vector<PointResult> results = RunSweep(search.sweep);
+    simulated = results.size();
+    state.counters["enumerated"] = static_cast<double>(search.counts.candidates);
+    benchmark::DoNotOptimize(results.back().throughput_samples_per_s);
+  }
+  state.counters["simulated"] = static_cast<double>(simulated);
+  state.counters["plans_per_s"] = benchmark::Counter(
+      static_cast<double>(simulated) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Search)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
 }  // namespace dtsim::sim

@@ -434,5 +434,61 @@ TEST(Pipeline, LastStageMemoryCountsTheTiedTableCopy) {
   EXPECT_DOUBLE_EQ(p.stage_memory[1].StaticBytes(), 16 * (own + 50257.0 * 768));
 }
 
+// The pipelines' fast path (SimulateOptions::fast): simulated with 2p and
+// 3p micro-batches and extrapolated to M, it gives the full simulation's
+// figures, for each schedule, with tensor parallelism and a data-parallel
+// all-reduce after the last backward, and memory for M (GPipe holds every
+// micro-batch). GPT-2 on 2 nodes of 8 V100s over 25 GbE.
+TEST(Pipeline, FastPathMatchesTheFullSimulation) {
+  struct Case {
+    int t, p, micro_batches;
+    config::PipelineSchedule schedule;
+  };
+  for (const Case c : {Case{1, 4, 16, config::PipelineSchedule::kOneFOneB},
+                       Case{1, 4, 24, config::PipelineSchedule::kGpipe},
+                       Case{2, 4, 20, config::PipelineSchedule::kInterleaved},
+                       Case{2, 2, 32, config::PipelineSchedule::kOneFOneB}}) {
+    config::Scenario s;
+    s.cluster.nodes = 2;
+    s.cluster.devices_per_node = 8;
+    s.cluster.network.link = "25GbE";
+    s.workload.model.zoo_name = "gpt2";
+    s.workload.precision = hw::Precision::kFp16;
+    s.workload.iterations = 1;
+    s.parallelism.strategy = config::Strategy::kHybrid;
+    auto& h = s.parallelism.hybrid;
+    h.tensor_parallel = c.t;
+    h.pipeline_parallel = c.p;
+    h.schedule = c.schedule;
+    h.virtual_stages = c.schedule == config::PipelineSchedule::kInterleaved ? 2 : 1;
+    h.micro_batch_size = 2;
+    const int d = 16 / (c.t * c.p);
+    h.global_batch = d * 2 * c.micro_batches;
+    const Prediction full = Simulate(s);
+    const Prediction fast = Simulate(s, {.fast = true});
+    const std::string what = std::string(config::PipelineScheduleName(c.schedule)) +
+                             " t=" + std::to_string(c.t) + " p=" + std::to_string(c.p);
+    ASSERT_EQ(fast.extrapolated_from, std::make_pair(2 * c.p, 3 * c.p)) << what;
+    EXPECT_EQ(full.extrapolated_from, std::make_pair(0, 0)) << what;
+    const double step = full.metrics.step_time_s;
+    EXPECT_NEAR(fast.metrics.step_time_s, step, 1e-6 * step) << what;
+    EXPECT_NEAR(fast.metrics.throughput_samples_per_s, full.metrics.throughput_samples_per_s,
+                1e-6 * full.metrics.throughput_samples_per_s)
+        << what;
+    EXPECT_NEAR(fast.metrics.breakdown.compute_s, full.metrics.breakdown.compute_s, 1e-6 * step)
+        << what;
+    EXPECT_NEAR(fast.metrics.breakdown.exposed_comm_s, full.metrics.breakdown.exposed_comm_s,
+                1e-6 * step)
+        << what;
+    EXPECT_NEAR(fast.network_bytes_per_sample, full.network_bytes_per_sample,
+                1e-6 * full.network_bytes_per_sample)
+        << what;
+    EXPECT_NEAR(fast.scaling_efficiency, full.scaling_efficiency, 1e-6) << what;
+    ASSERT_EQ(fast.stage_memory.size(), full.stage_memory.size()) << what;
+    for (std::size_t st = 0; st < full.stage_memory.size(); ++st)
+      EXPECT_DOUBLE_EQ(fast.stage_memory[st].Total(), full.stage_memory[st].Total()) << what;
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::sim

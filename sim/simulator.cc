@@ -389,7 +389,198 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
       DataParallelOptionsFor(s, graph, IterationsToSimulate(s), AveragingPeriod(s), materialize));
 }
 
+namespace {
+
+// Memory per device: each pipeline stage (or the one data-parallel worker),
+// its capacity and the first stage that does not fit (Prediction fields).
+// `hybrid`: the pipelined plan's options (unused otherwise).
+void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
+                    const hw::DeviceSpec& dev, bool pipelined, bool servers, int workers,
+                    const plan::HybridOptions& hybrid, Prediction* out) {
+  Prediction& p = *out;
+  const hw::DeviceSpec* device = &dev;
+  const auto& par = s.parallelism;
+  MemoryInputs in;
+  in.graph = &full;
+  in.optimizer = par.optimizer;
+  in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
+                       s.workload.precision == hw::Precision::kBf16;
+  in.recompute = par.recompute;
+  in.recompute_selective = par.recompute_selective;
+  p.memory_capacity_bytes = device->memory_bytes;
+  p.recompute = par.recompute;
+  p.recompute_selective = par.recompute_selective;
+  if (pipelined) {
+    const plan::HybridOptions& o = hybrid;
+    p.pipeline_stages = o.pipeline;
+    p.tensor_parallel = o.tensor;
+    in.tensor_parallel = o.tensor;
+    in.sequence_parallel = o.sequence_parallel;
+    if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
+    const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
+    if (pipedream) p.stage_replicas = o.stage_replicas;
+    in.data_parallel = workers / (o.tensor * o.pipeline);
+    in.zero_stage = par.zero_stage;
+    in.micro_batch_size = o.micro_batch;
+    // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
+    in.recompute_per_stage = par.recompute && o.schedule == plan::PipelineSchedule::kGpipe;
+    p.recompute_per_stage = in.recompute_per_stage;
+    // Copies of shared weights (tied embeddings): the stages of each
+    // shared-weight all-reduce that do not hold the op itself.
+    std::vector<std::vector<models::OpId>> copies(static_cast<std::size_t>(o.pipeline));
+    for (const plan::Collective& c : p.plan.collectives()) {
+      if (c.shared_op < 0 || c.iteration != 0) continue;
+      for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
+        auto& list = copies[static_cast<std::size_t>((r / o.tensor) % o.pipeline)];
+        const auto op = static_cast<models::OpId>(c.shared_op);
+        if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
+      }
+    }
+    for (int st = 0; st < o.pipeline; ++st) {
+      in.ops.clear();
+      for (int j = 0; j < o.virtual_stages; ++j) {
+        const auto& [b, e] = o.chunks[static_cast<std::size_t>(st + j * o.pipeline)];
+        for (models::OpId v = b; v < e; ++v) in.ops.push_back(v);
+      }
+      in.weight_copies.clear();
+      for (models::OpId op : copies[static_cast<std::size_t>(st)])
+        if (std::find(in.ops.begin(), in.ops.end(), op) == in.ops.end())
+          in.weight_copies.push_back(op);
+      in.micro_batches_in_flight =
+          MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
+      plan::RankId rank = st * o.tensor;
+      if (pipedream) {
+        // Weight stashing: a version per minibatch in flight (plan/pipedream.h).
+        in.micro_batches_in_flight = plan::PipeDreamInFlight(o.stage_replicas, st);
+        in.weight_versions = in.micro_batches_in_flight;
+        in.data_parallel = o.stage_replicas[static_cast<std::size_t>(st)];
+        rank = 0;
+        for (int k = 0; k < st; ++k) rank += o.stage_replicas[static_cast<std::size_t>(k)];
+      }
+      p.stage_memory.push_back(DeviceMemory(in));
+      p.stage_rank.push_back(rank);
+    }
+  } else {
+    in.ops = AllOps(full);
+    if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.outer_optimizer.enabled)
+      in.extra_state_bytes_per_param = 8;  // previous parameters and momentum, fp32
+    in.data_parallel = servers ? 1 : workers;
+    in.zero_stage = servers ? 0 : par.zero_stage;
+    in.micro_batch_size = s.workload.batch_per_device;
+    in.micro_batches_in_flight = 1;
+    p.stage_memory.push_back(DeviceMemory(in));
+    p.stage_rank.push_back(0);
+  }
+  for (std::size_t st = 0; st < p.stage_memory.size() && p.does_not_fit.empty(); ++st)
+    p.does_not_fit = DoesNotFit(p.stage_rank[st], p.stage_memory[st], p.memory_capacity_bytes);
+}
+
+
+// The pipelines' fast path (SimulateOptions::fast): a replica running M
+// identical micro-batches repeats the same pattern once its pipeline is
+// full, so a step's time, breakdown and traffic grow linearly with M:
+// GPipe's by one micro-batch's work on the slowest stage per micro-batch,
+// 1F1B's and the interleaved schedule's once M >= p (every p micro-batches
+// for the interleaved one). The plan is simulated with M1 = 2p and M2 = 3p
+// micro-batches and the figures of M extrapolated from the two; memory is
+// computed for M, and a plan that does not fit stops after the first
+// simulation (its timing figures are then those of 2p micro-batches, and
+// not reported: sim/report.h). Nothing (std::nullopt) when M < 4p, where
+// the full simulation costs little, or when the plan is not of that kind.
+std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
+                                           const SimulateOptions& options) {
+  const auto& h = s.parallelism.hybrid;
+  if (!IsPipelined(s) || s.parallelism.strategy != Strategy::kHybrid || s.engine != "analytic" ||
+      !s.stragglers.Empty() || s.failures.Enabled() || s.workload.framework.HasHostCosts() ||
+      s.workload.framework.sync_each_step || s.workload.input.Costs() ||
+      (h.schedule != config::PipelineSchedule::kGpipe && h.schedule != config::PipelineSchedule::kOneFOneB &&
+       h.schedule != config::PipelineSchedule::kInterleaved))
+    return std::nullopt;
+  const int n = s.cluster.num_devices();
+  const int tp = h.tensor_parallel * h.pipeline_parallel;
+  if (tp < 1 || n % tp != 0 || h.micro_batch_size < 1) return std::nullopt;
+  const std::int64_t per_step = std::int64_t{n / tp} * h.micro_batch_size;
+  const std::int64_t global = h.global_batch > 0 ? h.global_batch : per_step * h.pipeline_parallel;
+  if (global % per_step != 0) return std::nullopt;  // the full simulation says why
+  const std::int64_t m = global / per_step;
+  const int p = h.pipeline_parallel;
+  const std::int64_t m1 = 2 * p, m2 = 3 * p;
+  if (m < 4 * p) return std::nullopt;
+  std::optional<models::ModelGraph> built;
+  if (options.graph == nullptr) built = config::BuildWorkloadModel(s);
+  SimulateOptions sub;
+  sub.graph = options.graph != nullptr ? options.graph : &*built;
+  auto with = [&](std::int64_t micro_batches) {
+    config::Scenario x = s;
+    x.parallelism.hybrid.global_batch = static_cast<int>(per_step * micro_batches);
+    return Simulate(x, sub);
+  };
+  Prediction a = with(m1);
+  // Memory for M; a plan that does not fit needs no second simulation (its
+  // timing is not reported).
+  plan::HybridOptions options_m = a.hybrid;
+  options_m.micro_batches = static_cast<int>(m);
+  a.stage_memory.clear();
+  a.stage_rank.clear();
+  a.does_not_fit.clear();
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+  SetStageMemory(s, *sub.graph, *catalog.FindDevice(s.cluster.device), true, false, n, options_m,
+                 &a);
+  a.extrapolated_from = {static_cast<int>(m1), static_cast<int>(m2)};
+  if (!a.does_not_fit.empty()) return a;
+  const Prediction b = with(m2);
+  const double f = static_cast<double>(m - m1) / static_cast<double>(m2 - m1);
+  auto lin = [f](double x1, double x2) { return x1 + f * (x2 - x1); };
+  auto lin_breakdown = [&](Breakdown& x, const Breakdown& y) {
+    x.compute_s = lin(x.compute_s, y.compute_s);
+    x.exposed_comm_s = lin(x.exposed_comm_s, y.exposed_comm_s);
+    x.idle_s = lin(x.idle_s, y.idle_s);
+    x.comm_s = lin(x.comm_s, y.comm_s);
+    x.host_wait_s = lin(x.host_wait_s, y.host_wait_s);
+    x.input_wait_s = lin(x.input_wait_s, y.input_wait_s);
+  };
+  RunMetrics& r = a.metrics;
+  const RunMetrics& rb = b.metrics;
+  r.step_time_s = lin(r.step_time_s, rb.step_time_s);
+  r.throughput_samples_per_s = static_cast<double>(global) / r.step_time_s;
+  lin_breakdown(r.breakdown, rb.breakdown);
+  for (std::size_t i = 0; i < r.per_rank.size() && i < rb.per_rank.size(); ++i) {
+    lin_breakdown(r.per_rank[i], rb.per_rank[i]);
+    r.compute_utilization[i] = r.per_rank[i].compute_s / r.step_time_s;
+  }
+  for (std::size_t i = 0; i < r.iteration_end_s.size() && i < rb.iteration_end_s.size(); ++i)
+    r.iteration_end_s[i] = lin(r.iteration_end_s[i], rb.iteration_end_s[i]);
+  const std::vector<double> steps(static_cast<std::size_t>(std::max(1, r.measured_iterations)),
+                                  r.step_time_s);
+  r.step_times = Summarize(steps);
+  a.network_bytes_per_sample =
+      lin(a.network_bytes_per_sample * static_cast<double>(per_step * m1),
+          b.network_bytes_per_sample * static_cast<double>(per_step * m2)) /
+      static_cast<double>(global);
+  a.averaging_round_s = r.step_time_s * a.averaging_period;
+  // The single-device reference runs the replica's micro-batches too.
+  if (a.single_device_throughput_samples_per_s > 0 && b.single_device_throughput_samples_per_s > 0) {
+    const double one = lin(static_cast<double>(h.micro_batch_size * m1) /
+                               a.single_device_throughput_samples_per_s,
+                           static_cast<double>(h.micro_batch_size * m2) /
+                               b.single_device_throughput_samples_per_s);
+    a.single_device_throughput_samples_per_s = static_cast<double>(h.micro_batch_size * m) / one;
+    a.scaling_efficiency =
+        r.throughput_samples_per_s / (n * a.single_device_throughput_samples_per_s);
+    a.scaling_reference = "one device, whole model, " + std::to_string(m) +
+                          " micro-batch(es) of " + std::to_string(h.micro_batch_size) +
+                          " per step";
+  }
+  a.wall_seconds += b.wall_seconds;
+  return a;
+}
+
+}  // namespace
+
 Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
+  if (options.fast) {
+    if (std::optional<Prediction> x = PipelineFastPath(s, options)) return std::move(*x);
+  }
   const auto wall_start = std::chrono::steady_clock::now();
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
   const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
@@ -626,83 +817,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.scaling_efficiency = p.metrics.throughput_samples_per_s /
                            (workers * p.single_device_throughput_samples_per_s);
 
-  // Memory per device: each pipeline stage (or the one data-parallel worker).
-  {
-    const auto& par = s.parallelism;
-    MemoryInputs in;
-    in.graph = &full;
-    in.optimizer = par.optimizer;
-    in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
-                         s.workload.precision == hw::Precision::kBf16;
-    in.recompute = par.recompute;
-    in.recompute_selective = par.recompute_selective;
-    p.memory_capacity_bytes = device->memory_bytes;
-    p.recompute = par.recompute;
-    p.recompute_selective = par.recompute_selective;
-    if (pipelined) {
-      const plan::HybridOptions& o = hybrid;
-      p.pipeline_stages = o.pipeline;
-      p.tensor_parallel = o.tensor;
-      in.tensor_parallel = o.tensor;
-      in.sequence_parallel = o.sequence_parallel;
-      if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
-      const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
-      if (pipedream) p.stage_replicas = o.stage_replicas;
-      in.data_parallel = workers / (o.tensor * o.pipeline);
-      in.zero_stage = par.zero_stage;
-      in.micro_batch_size = o.micro_batch;
-      // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
-      in.recompute_per_stage = par.recompute && o.schedule == plan::PipelineSchedule::kGpipe;
-      p.recompute_per_stage = in.recompute_per_stage;
-      // Copies of shared weights (tied embeddings): the stages of each
-      // shared-weight all-reduce that do not hold the op itself.
-      std::vector<std::vector<models::OpId>> copies(static_cast<std::size_t>(o.pipeline));
-      for (const plan::Collective& c : p.plan.collectives()) {
-        if (c.shared_op < 0 || c.iteration != 0) continue;
-        for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
-          auto& list = copies[static_cast<std::size_t>((r / o.tensor) % o.pipeline)];
-          const auto op = static_cast<models::OpId>(c.shared_op);
-          if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
-        }
-      }
-      for (int st = 0; st < o.pipeline; ++st) {
-        in.ops.clear();
-        for (int j = 0; j < o.virtual_stages; ++j) {
-          const auto& [b, e] = o.chunks[static_cast<std::size_t>(st + j * o.pipeline)];
-          for (models::OpId v = b; v < e; ++v) in.ops.push_back(v);
-        }
-        in.weight_copies.clear();
-        for (models::OpId op : copies[static_cast<std::size_t>(st)])
-          if (std::find(in.ops.begin(), in.ops.end(), op) == in.ops.end())
-            in.weight_copies.push_back(op);
-        in.micro_batches_in_flight =
-            MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
-        plan::RankId rank = st * o.tensor;
-        if (pipedream) {
-          // Weight stashing: a version per minibatch in flight (plan/pipedream.h).
-          in.micro_batches_in_flight = plan::PipeDreamInFlight(o.stage_replicas, st);
-          in.weight_versions = in.micro_batches_in_flight;
-          in.data_parallel = o.stage_replicas[static_cast<std::size_t>(st)];
-          rank = 0;
-          for (int k = 0; k < st; ++k) rank += o.stage_replicas[static_cast<std::size_t>(k)];
-        }
-        p.stage_memory.push_back(DeviceMemory(in));
-        p.stage_rank.push_back(rank);
-      }
-    } else {
-      in.ops = AllOps(full);
-      if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.outer_optimizer.enabled)
-        in.extra_state_bytes_per_param = 8;  // previous parameters and momentum, fp32
-      in.data_parallel = servers ? 1 : workers;
-      in.zero_stage = servers ? 0 : par.zero_stage;
-      in.micro_batch_size = s.workload.batch_per_device;
-      in.micro_batches_in_flight = 1;
-      p.stage_memory.push_back(DeviceMemory(in));
-      p.stage_rank.push_back(0);
-    }
-    for (std::size_t st = 0; st < p.stage_memory.size() && p.does_not_fit.empty(); ++st)
-      p.does_not_fit = DoesNotFit(p.stage_rank[st], p.stage_memory[st], p.memory_capacity_bytes);
-  }
+  SetStageMemory(s, full, *device, pipelined, servers, workers, hybrid, &p);
+  if (pipelined) p.hybrid = hybrid;
 
   if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.post_local_steps > 0) {
     config::Scenario sync = s;

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/scenario.h"
@@ -80,6 +81,13 @@ struct Prediction {
   // staleness follow, plan::PipeDreamInFlight), and how the stages were chosen.
   std::vector<int> stage_replicas;
   std::string partition_note;
+  // Pipelined plans: the options the plan was built with (partition,
+  // schedule, micro-batches).
+  plan::HybridOptions hybrid;
+  // The pipelines' fast path (SimulateOptions::fast): the two numbers of
+  // micro-batches simulated, from which the figures were extrapolated (the
+  // plan, engine and timeline are those of the first); {0, 0} otherwise.
+  std::pair<int, int> extrapolated_from{0, 0};
   std::string does_not_fit;
   // local_sgd with parallelism.post_local_steps: the synchronous phase
   // (data parallelism over the same cluster: gradients all-reduced every
@@ -106,7 +114,10 @@ struct SimulateOptions {
   // of each kind (with and without averaging) and compose them. Gives the
   // same step time and breakdown as the full simulation (sim_test checks),
   // at a fraction of the cost; the timeline then holds one worker and two
-  // iterations. Sweeps use it.
+  // iterations. Sweeps use it. Pipelines of GPipe, 1F1B or interleaved
+  // 1F1B with M >= 4p micro-batches: simulated with 2p and 3p micro-batches
+  // and extrapolated linearly to M (the step repeats one pattern per
+  // micro-batch once the pipeline is full; Prediction::extrapolated_from).
   bool fast = false;
 };
 

@@ -271,6 +271,7 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   r.compute_s = p.metrics.breakdown.compute_s;
   r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
   r.idle_s = p.metrics.breakdown.idle_s;
+  r.mfu = ComputeModelFigures(point.scenario, p).mfu;
   return r;
 }
 

@@ -102,6 +102,7 @@ struct PointResult {
   double compute_s = 0;       // per step, mean over devices
   double exposed_comm_s = 0;  // per step, mean over devices
   double idle_s = 0;          // per step, mean over devices
+  double mfu = 0;             // model FLOPs utilization (sim/report.h ModelFigures)
 };
 
 struct SweepRunOptions {

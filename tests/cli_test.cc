@@ -605,6 +605,30 @@ TEST_F(Cli, ValidateWritesIntoOutAndPredictsTheOverlapTheRunHad) {
   EXPECT_TRUE(v.at("comm_thread").get<bool>());
 }
 
+// Issue 15 item 2: `dtsim search` ranks the plans of a scenario's model on
+// its cluster and writes its files; what it cannot vary is a mistake with a
+// location.
+TEST_F(Cli, SearchRanksPlansAndWritesItsFiles) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "s.yaml")
+      << "name: s\ncluster: {nodes: 2, devices_per_node: 4, device: A100-SXM4-80GB}\n"
+         "workload: {model: gpt2, batch_per_device: 4, precision: fp16, iterations: 1}\n";
+  Result r = Dtsim("search " + (dir_ / "s.yaml").string() + " --top 3 -o " +
+                   (dir_ / "out").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 1 | 8 |"), std::string::npos) << r.out;  // the fastest uses all 8
+  for (const char* f : {"search.csv", "pareto.csv", "throughput.svg", "index.html"})
+    EXPECT_TRUE(fs::exists(dir_ / "out" / f)) << f;
+  EXPECT_NE(Slurp(dir_ / "out" / "index.html").find("<svg"), std::string::npos);
+  std::ofstream(dir_ / "bad.yaml")
+      << "cluster: {devices_per_node: 4}\nworkload: {model: gpt2}\n"
+         "parallelism:\n  strategy: local_sgd\n";
+  r = Dtsim("search " + (dir_ / "bad.yaml").string() + " -o " + (dir_ / "bad").string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:4:"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, ExecRefusesWhatItCannotRunWithStatus2) {
   // The plan's ranks must match the processes.
   fs::create_directories(dir_);

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace dtsim::exec {
 class Communicator;
@@ -38,6 +39,25 @@ struct SweepOptions {
 // index.html into the output folder, all or nothing. Progress goes to `err`,
 // the list of files written to `out`.
 void SweepCommand(const SweepOptions& options, std::ostream& out, std::ostream& err);
+
+struct SearchOptions {
+  std::string scenario_path;
+  std::string out_dir;  // default: <the scenario's outputs.dir>/search
+  // The search space (sim::SearchSpace); empty lists keep its defaults.
+  std::vector<int> devices;
+  std::vector<int> micro_batch_sizes;
+  std::vector<int> zero_stages;
+  std::vector<int> tensor_parallel;
+  int top = 10;                  // plans printed (index.html lists 100)
+  int jobs = 0;                  // plans simulated at once; 0 = one per core
+  bool quiet = false;            // no progress bar, no tables
+  bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
+};
+// Searches the plans of a scenario's model on its cluster at its global
+// batch (sim/search.h) and writes search.csv, pareto.csv, throughput.svg and
+// index.html, all or nothing. Prints the Pareto front and the `top` fastest
+// plans to `out`; progress to `err`.
+void SearchCommand(const SearchOptions& options, std::ostream& out, std::ostream& err);
 
 struct ValidateOptions {
   std::string dataset = "vtrain";                    // "vtrain" or "deepbench"

@@ -93,6 +93,42 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
 
   dtsim::tools::SweepOptions sweep;
+  dtsim::tools::SearchOptions search;
+  auto* search_cmd = app.add_subcommand(
+      "search", "Find the fastest plans for a scenario's model on its cluster at its global "
+                "batch: data/tensor/pipeline degrees, micro-batch size, schedule, ZeRO stage and "
+                "recomputation; prints the Pareto front of throughput against devices and the "
+                "ranked plans, writes search.csv, pareto.csv, throughput.svg and index.html");
+  search_cmd->add_option("scenario", search.scenario_path,
+                         "Scenario YAML file: model, cluster and global batch "
+                         "(parallelism.global_batch, else batch_per_device x devices)")
+      ->required();
+  search_cmd->add_option("-o,--out", search.out_dir,
+                         "Output folder (default: <the scenario's outputs.dir>/search)");
+  search_cmd->add_option("--devices", search.devices,
+                         "Device counts to try (default: the cluster's, halved down to one node)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  search_cmd->add_option("--micro-batch-sizes", search.micro_batch_sizes,
+                         "Micro-batch sizes to try (default: the powers of two dividing a replica's batch, and that batch)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  search_cmd->add_option("--zero-stages", search.zero_stages, "ZeRO stages to try (default 0,1)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 3));
+  search_cmd->add_option("--tensor-parallel", search.tensor_parallel,
+                         "Tensor-parallel degrees to try (default 1,2,4,8; those dividing a "
+                         "node's devices)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  search_cmd->add_option("--top", search.top, "Plans printed (default 10)")
+      ->check(CLI::PositiveNumber);
+  search_cmd->add_option("-j,--jobs", search.jobs,
+                         "Plans simulated at once (default: one per core); results do not "
+                         "depend on it")
+      ->check(CLI::PositiveNumber);
+  search_cmd->add_flag("-q,--quiet", search.quiet, "No progress bar and no tables");
+
   auto* sweep_cmd = app.add_subcommand(
       "sweep", "Simulate every combination of the values a scenario lists (a sweep): writes "
                "sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and index.html "
@@ -425,9 +461,14 @@ int main(int argc, char** argv) {
   };
   // Commands that only simulate build their plans on huge pages
   // (tools/heap_pages.h); 32 MiB covers a 1,024-GPU run's plan and engine.
-  if (*run_cmd || *sweep_cmd || *plan_cmd) dtsim::tools::BackHeapWithHugePages(std::size_t{32} << 20);
+  if (*run_cmd || *sweep_cmd || *search_cmd || *plan_cmd)
+    dtsim::tools::BackHeapWithHugePages(std::size_t{32} << 20);
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
+    if (*search_cmd) {
+      search.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+      dtsim::tools::SearchCommand(search, std::cout, std::cerr);
+    }
     if (*sweep_cmd) {
       sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
       dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);

@@ -1,0 +1,26 @@
+// The page of a plan search (`dtsim search`, sim/search.h): the Pareto
+// front of throughput against devices as a chart and a table, then the
+// ranked plans. One self-contained file: no script, no external resource.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "sim/search.h"
+
+namespace dtsim::report {
+
+// throughput.svg: every feasible plan (devices on a log2 axis, samples/s),
+// and the Pareto front. REQUIRES: one result per point of search.sweep.
+std::string PlotSearch(const sim::Search& search, const std::vector<sim::PointResult>& results);
+
+// index.html: the counts, the chart, the front and the first `top` ranked
+// plans (sim::RankSearch).
+std::string SearchPageHtml(const sim::Search& search, const std::vector<sim::PointResult>& results,
+                           const std::string& chart, std::size_t top);
+
+// One plan as text: "d=8 t=4 p=2 m=1 1f1b zero=1 recompute=selective".
+std::string PlanLabel(const sim::Search& search, std::size_t point);
+
+}  // namespace dtsim::report

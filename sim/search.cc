@@ -1,0 +1,250 @@
+#include "sim/search.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "common/error.h"
+#include "plan/layers.h"
+#include "sim/memory.h"
+
+namespace dtsim::sim {
+namespace {
+
+using config::PipelineSchedule;
+using config::Strategy;
+
+enum class Recompute { kNone, kSelective, kFull };
+const char* RecomputeName(Recompute r) {
+  return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
+}
+
+// The axes of the search's sweep, in SearchSweep's order.
+enum Axis { kDevices, kData, kTensor, kPipeline, kMicroBatch, kSchedule, kZero, kRecompute };
+
+struct Candidate {
+  int devices, data, tensor, pipeline, micro_batch;
+  PipelineSchedule schedule;
+  int zero_stage;
+  Recompute recompute;
+};
+
+std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
+  std::vector<int> out;
+  for (int nodes = c.nodes; nodes >= 1; nodes /= 2) {
+    out.push_back(nodes * c.devices_per_node);
+    if (nodes % 2 != 0) break;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// A lower bound on the largest device's memory: its share of the
+// parameters, gradients and optimizer state. The stages' static bytes add
+// up to the whole model's (tied copies only add), so the largest stage
+// holds at least 1/p of them.
+double StaticLowerBound(const config::Scenario& s, const models::ModelGraph& graph,
+                        const Candidate& c) {
+  MemoryInputs in;
+  in.graph = &graph;
+  for (models::OpId v = 0; v < static_cast<models::OpId>(graph.num_ops()); ++v) in.ops.push_back(v);
+  in.tensor_parallel = c.tensor;
+  in.data_parallel = c.data;
+  in.zero_stage = c.zero_stage;
+  in.optimizer = s.parallelism.optimizer;
+  in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
+                       s.workload.precision == hw::Precision::kBf16;
+  in.micro_batch_size = c.micro_batch;
+  in.micro_batches_in_flight = 0;
+  return DeviceMemory(in).StaticBytes() / c.pipeline;
+}
+
+config::Scenario CandidateScenario(const config::Scenario& base, std::int64_t global_batch,
+                                   const Candidate& c) {
+  config::Scenario s = base;
+  if (c.devices % base.cluster.devices_per_node == 0) {
+    s.cluster.nodes = c.devices / base.cluster.devices_per_node;
+  } else {
+    s.cluster.nodes = 1;
+    s.cluster.devices_per_node = c.devices;
+  }
+  s.engine = "analytic";
+  s.outputs.trace = false;
+  auto& par = s.parallelism;
+  par.zero_stage = c.zero_stage;
+  par.recompute = c.recompute == Recompute::kFull;
+  par.recompute_selective = c.recompute == Recompute::kSelective;
+  if (c.tensor == 1 && c.pipeline == 1 &&
+      static_cast<std::int64_t>(c.data) * c.micro_batch == global_batch) {
+    // Plain data parallelism: the simulator's fast path.
+    par.strategy = Strategy::kData;
+    s.workload.batch_per_device = c.micro_batch;
+    par.hybrid = config::HybridConfig{};
+    return s;
+  }
+  par.strategy = Strategy::kHybrid;
+  auto& h = par.hybrid;
+  h = config::HybridConfig{};
+  h.tensor_parallel = c.tensor;
+  h.pipeline_parallel = c.pipeline;
+  h.micro_batch_size = c.micro_batch;
+  h.global_batch = static_cast<int>(global_batch);
+  h.schedule = c.schedule;
+  h.virtual_stages = c.schedule == PipelineSchedule::kInterleaved ? 2 : 1;
+  return s;
+}
+
+SweepAxis MakeAxis(const char* path, bool numeric) {
+  SweepAxis a;
+  a.path = path;
+  a.numeric = numeric;
+  return a;
+}
+
+// The index of `value` in the axis's values, added when new.
+std::size_t ValueIndex(SweepAxis& axis, const std::string& value) {
+  const auto it = std::find(axis.values.begin(), axis.values.end(), value);
+  if (it != axis.values.end()) return static_cast<std::size_t>(it - axis.values.begin());
+  axis.values.push_back(value);
+  return axis.values.size() - 1;
+}
+
+}  // namespace
+
+Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph,
+                   const SearchSpace& space) {
+  const auto& par = base.parallelism;
+  if (par.strategy == Strategy::kParameterServer || par.strategy == Strategy::kLocalSgd)
+    throw UserError(base.Where("parallelism.strategy"),
+                    "dtsim search varies data, tensor and pipeline parallelism; parameter "
+                    "servers and local SGD are not searched",
+                    "sweep their settings with dtsim sweep instead");
+  if (!base.stragglers.Empty())
+    throw UserError(base.Where("stragglers"),
+                    "dtsim search assumes identical devices; the scenario has stragglers",
+                    "remove the stragglers section to search");
+  Search out;
+  out.global_batch = par.strategy == Strategy::kHybrid && par.hybrid.global_batch > 0
+                         ? par.hybrid.global_batch
+                         : static_cast<std::int64_t>(base.workload.batch_per_device) *
+                               base.cluster.num_devices();
+  const std::vector<int> counts =
+      space.devices.empty() ? DefaultDeviceCounts(base.cluster) : space.devices;
+  const int units = static_cast<int>(plan::LayerUnits(graph).size());
+  const bool attention = !plan::AttentionCores(graph).empty();
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(base);
+  const hw::DeviceSpec* device = catalog.FindDevice(base.cluster.device);
+  if (device == nullptr) throw UserError("unknown device '" + base.cluster.device + "'");
+
+  Sweep& sweep = out.sweep;
+  sweep.name = base.name;
+  sweep.out_dir =
+      (base.outputs.dir.empty() ? "results/" + base.name : base.outputs.dir) + "/search";
+  sweep.axes = {MakeAxis("devices", true),          MakeAxis("data_parallel", true),
+                MakeAxis("tensor_parallel", true),  MakeAxis("pipeline_parallel", true),
+                MakeAxis("micro_batch_size", true), MakeAxis("schedule", false),
+                MakeAxis("zero_stage", true),       MakeAxis("recompute", false)};
+  for (const int n : counts) {
+    if (n < 1 || (n > base.cluster.devices_per_node && n % base.cluster.devices_per_node != 0))
+      throw UserError("dtsim search: " + std::to_string(n) +
+                          " devices are neither part of one node nor whole nodes of " +
+                          std::to_string(base.cluster.devices_per_node));
+    for (const int t : space.tensor_parallel) {
+      if (t < 1 || n % t != 0 || std::min(n, base.cluster.devices_per_node) % t != 0) continue;
+      for (int p = 1; p <= n / t && p <= units; ++p) {
+        if ((n / t) % p != 0) continue;
+        const int d = n / (t * p);
+        std::vector<int> sizes = space.micro_batch_sizes;
+        if (sizes.empty()) {
+          const std::int64_t replica = out.global_batch / d;
+          for (std::int64_t m = 1; m <= replica && m <= INT32_MAX; m *= 2)
+            if (replica % m == 0) sizes.push_back(static_cast<int>(m));
+          if (replica <= INT32_MAX && (sizes.empty() || sizes.back() != replica))
+            sizes.push_back(static_cast<int>(replica));
+        }
+        for (const int m : sizes) {
+          if (m < 1 || out.global_batch % (static_cast<std::int64_t>(d) * m) != 0) continue;
+          const std::int64_t micro_batches = out.global_batch / (static_cast<std::int64_t>(d) * m);
+          std::vector<PipelineSchedule> schedules = {PipelineSchedule::kOneFOneB};
+          if (p > 1) {
+            schedules.push_back(PipelineSchedule::kGpipe);
+            if (micro_batches % p == 0 && 2 * p <= units)
+              schedules.push_back(PipelineSchedule::kInterleaved);
+          }
+          for (const PipelineSchedule schedule : schedules) {
+            for (const int z : space.zero_stages) {
+              if (z < 0 || z > 3 || (z > 0 && d == 1)) continue;  // ZeRO shards over replicas
+              for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                if (r == Recompute::kSelective && !attention) continue;
+                const Candidate c{n, d, t, p, m, schedule, z, r};
+                ++out.counts.candidates;
+                if (StaticLowerBound(base, graph, c) > device->memory_bytes) {
+                  ++out.counts.pruned_by_memory;
+                  continue;
+                }
+                SweepPoint point;
+                point.scenario = CandidateScenario(base, out.global_batch, c);
+                const std::string values[] = {std::to_string(n),
+                                              std::to_string(d),
+                                              std::to_string(t),
+                                              std::to_string(p),
+                                              std::to_string(m),
+                                              p > 1 ? config::PipelineScheduleName(schedule) : "none",
+                                              std::to_string(z),
+                                              RecomputeName(r)};
+                point.name = base.name + "/";
+                for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+                  point.choice.push_back(ValueIndex(sweep.axes[a], values[a]));
+                  point.name += (a > 0 ? "," : "") + sweep.axes[a].path + "=" + values[a];
+                }
+                sweep.points.push_back(std::move(point));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (out.counts.candidates == 0)
+    throw UserError("dtsim search: no plan divides the global batch of " +
+                        std::to_string(out.global_batch) + " over these device counts",
+                    "give a global batch (parallelism.global_batch) with more divisors");
+  return out;
+}
+
+std::vector<std::size_t> RankSearch(const std::vector<PointResult>& results) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (results[i].feasible && results[i].throughput_samples_per_s > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const PointResult &x = results[a], &y = results[b];
+    if (x.throughput_samples_per_s != y.throughput_samples_per_s)
+      return x.throughput_samples_per_s > y.throughput_samples_per_s;
+    if (x.devices != y.devices) return x.devices < y.devices;
+    return x.memory_per_device_bytes < y.memory_per_device_bytes;
+  });
+  return order;
+}
+
+std::vector<std::size_t> ParetoFront(const std::vector<PointResult>& results) {
+  std::vector<std::size_t> best;  // fastest per device count, by device count
+  for (const std::size_t i : RankSearch(results)) {
+    const auto same = std::find_if(best.begin(), best.end(), [&](std::size_t j) {
+      return results[j].devices == results[i].devices;
+    });
+    if (same == best.end()) best.push_back(i);  // ranked: the first is the fastest
+  }
+  std::sort(best.begin(), best.end(), [&](std::size_t a, std::size_t b) {
+    return results[a].devices < results[b].devices;
+  });
+  std::vector<std::size_t> front;
+  double fastest = 0;
+  for (const std::size_t i : best) {
+    if (results[i].throughput_samples_per_s <= fastest) continue;
+    fastest = results[i].throughput_samples_per_s;
+    front.push_back(i);
+  }
+  return front;
+}
+
+}  // namespace dtsim::sim

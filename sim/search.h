@@ -1,0 +1,76 @@
+// `dtsim search`: the fastest plans for a model on a cluster at a given
+// global batch. The search enumerates, for each device count,
+//   data x tensor x pipeline degrees (d t p = devices; t divides a node's
+//   devices and, for transformers, their heads and widths; p at most the
+//   model's layer units),
+//   micro-batch sizes (d m divides the global batch),
+//   pipeline schedules (1F1B, GPipe, interleaved with 2 chunks per device),
+//   ZeRO stages and activation recomputation (none, selective where the
+//   model has attention, full),
+// drops the candidates that cannot fit by a lower bound on their memory
+// (the device's share of the parameters, gradients and optimizer state:
+// the largest stage holds at least the mean), and simulates the rest as
+// sweep points (sim/sweep.h): the same loader-free scenarios, the fast path
+// for plain data parallelism, infeasible rows with their reason. Ranked by
+// throughput; the Pareto front is the best throughput per device count that
+// beats every smaller count's.
+//
+// Not searched: parameter servers and local SGD (their trade-off is
+// statistical, issue 16), sequence parallelism, PipeDream, stragglers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "config/scenario.h"
+#include "models/graph.h"
+#include "sim/sweep.h"
+
+namespace dtsim::sim {
+
+struct SearchSpace {
+  // Device counts; empty = the cluster's, halved while it stays whole
+  // nodes (128 nodes: 128, 64, ..., 1 node).
+  std::vector<int> devices;
+  // Micro-batch sizes; empty = the powers of two dividing the replica's
+  // batch (global / d), and that batch itself (one micro-batch: no
+  // accumulation).
+  std::vector<int> micro_batch_sizes;
+  std::vector<int> zero_stages = {0, 1};
+  std::vector<int> tensor_parallel = {1, 2, 4, 8};  // those dividing a node's devices
+};
+
+struct SearchCounts {
+  std::int64_t candidates = 0;        // enumerated
+  std::int64_t pruned_by_memory = 0;  // whose static memory alone exceeds the device
+};
+
+struct Search {
+  // One point per candidate kept; axes (in this order): devices,
+  // data_parallel, tensor_parallel, pipeline_parallel, micro_batch_size,
+  // schedule, zero_stage, recompute. Each point's scenario is the base one
+  // with strategy hybrid (data when t = p = 1 with one micro-batch), the
+  // analytic engine and no trace.
+  Sweep sweep;
+  std::int64_t global_batch = 0;
+  SearchCounts counts;
+};
+
+// The search space of `base` (its model built as `graph`). The global
+// batch is parallelism.global_batch, else batch_per_device x the cluster's
+// devices. Throws UserError at the scenario for what the search cannot
+// vary (stragglers, parameter servers, local SGD) or an empty space.
+Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph,
+                   const SearchSpace& space);
+
+// The feasible points, fastest first (ties: fewer devices, then less
+// memory per device, then point order).
+std::vector<std::size_t> RankSearch(const std::vector<PointResult>& results);
+
+// The Pareto front of throughput against devices: for each device count in
+// increasing order, its fastest feasible point when faster than every point
+// with fewer devices. In increasing device count.
+std::vector<std::size_t> ParetoFront(const std::vector<PointResult>& results);
+
+}  // namespace dtsim::sim

@@ -1,0 +1,104 @@
+// `dtsim search`: the fastest plans of a scenario's model on its cluster.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+#include "config/scenario.h"
+#include "report/search_page.h"
+#include "sim/search.h"
+#include "tools/commands.h"
+#include "tools/output_set.h"
+#include "tools/progress_bar.h"
+
+namespace dtsim::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+void PrintPlans(const sim::Search& search, const std::vector<sim::PointResult>& results,
+                const std::vector<std::size_t>& rows, const std::vector<std::size_t>& ranked,
+                std::ostream& out) {
+  out << "| rank | devices | plan | samples/s | step (s) | memory/device (GiB) | MFU |\n"
+         "|---:|---:|---|---:|---:|---:|---:|\n";
+  for (const std::size_t i : rows) {
+    const sim::PointResult& r = results[i];
+    const auto rank = std::find(ranked.begin(), ranked.end(), i) - ranked.begin() + 1;
+    char line[320];
+    std::snprintf(line, sizeof line, "| %td | %d | %s | %.1f | %.4f | %.2f | %.1f%% |\n", rank,
+                  r.devices, report::PlanLabel(search, i).c_str(), r.throughput_samples_per_s,
+                  r.step_time_s, r.memory_per_device_bytes / (1024.0 * 1024 * 1024),
+                  100 * r.mfu);
+    out << line;
+  }
+}
+
+}  // namespace
+
+void SearchCommand(const SearchOptions& o, std::ostream& out, std::ostream& err) {
+  const int jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const config::Scenario base = config::LoadScenario(o.scenario_path);
+  const models::ModelGraph graph = config::BuildWorkloadModel(base);
+  sim::SearchSpace space;
+  space.devices = o.devices;
+  if (!o.micro_batch_sizes.empty()) space.micro_batch_sizes = o.micro_batch_sizes;
+  if (!o.zero_stages.empty()) space.zero_stages = o.zero_stages;
+  if (!o.tensor_parallel.empty()) space.tensor_parallel = o.tensor_parallel;
+  const sim::Search search = sim::BuildSearch(base, graph, space);
+
+  ProgressBar bar(err, o.err_is_terminal, "plans");
+  sim::SweepRunOptions run;
+  run.jobs = jobs;
+  if (!o.quiet) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
+  std::vector<sim::PointResult> results;
+  try {
+    results = sim::RunSweep(search.sweep, run);
+  } catch (...) {
+    bar.Finish();
+    throw;
+  }
+  bar.Finish();
+  const double seconds = bar.Elapsed();
+
+  const std::vector<std::size_t> ranked = sim::RankSearch(results);
+  const std::vector<std::size_t> front = sim::ParetoFront(results);
+  std::string pareto = sim::SweepCsvHeader(search.sweep) + "\n";
+  for (const std::size_t i : front) pareto += results[i].csv_row + "\n";
+  const std::string chart = report::PlotSearch(search, results);
+  const fs::path dir = o.out_dir.empty() ? fs::path(search.sweep.out_dir) : fs::path(o.out_dir);
+  OutputSet files(dir);
+  WriteOutput(files, "search.csv", sim::SweepCsv(search.sweep, results));
+  WriteOutput(files, "pareto.csv", pareto);
+  WriteOutput(files, "throughput.svg", chart);
+  WriteOutput(files, "index.html", report::SearchPageHtml(search, results, chart, 100));
+  const auto written = files.Commit();
+  if (o.quiet) return;
+
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "%s: global batch %lld; %lld plans enumerated, %lld dropped by memory, %zu "
+                "simulated in %.1f s (%.0f plans/s, %d jobs), %zu fit\n",
+                search.sweep.name.c_str(), static_cast<long long>(search.global_batch),
+                static_cast<long long>(search.counts.candidates),
+                static_cast<long long>(search.counts.pruned_by_memory), results.size(), seconds,
+                seconds > 0 ? static_cast<double>(results.size()) / seconds : 0.0, jobs,
+                ranked.size());
+  err << line;
+  if (ranked.empty()) {
+    out << "no plan fits: every plan simulated runs out of device memory or cannot be built "
+           "(search.csv gives each reason)\n";
+  } else {
+    out << "\nPareto front (the fastest plan per device count, when faster than with fewer "
+           "devices):\n";
+    PrintPlans(search, results, front, ranked, out);
+    out << "\nfastest plans:\n";
+    const std::vector<std::size_t> top(
+        ranked.begin(), ranked.begin() + std::min<std::ptrdiff_t>(o.top, ranked.size()));
+    PrintPlans(search, results, top, ranked, out);
+  }
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+}  // namespace dtsim::tools

@@ -140,10 +140,11 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
   sweep.name = base.name;
   sweep.out_dir =
       (base.outputs.dir.empty() ? "results/" + base.name : base.outputs.dir) + "/search";
-  sweep.axes = {MakeAxis("devices", true),          MakeAxis("data_parallel", true),
-                MakeAxis("tensor_parallel", true),  MakeAxis("pipeline_parallel", true),
-                MakeAxis("micro_batch_size", true), MakeAxis("schedule", false),
-                MakeAxis("zero_stage", true),       MakeAxis("recompute", false)};
+  // "search." keeps them apart from sweep.csv's own columns (devices).
+  sweep.axes = {MakeAxis("search.devices", true),          MakeAxis("search.data_parallel", true),
+                MakeAxis("search.tensor_parallel", true),  MakeAxis("search.pipeline_parallel", true),
+                MakeAxis("search.micro_batch_size", true), MakeAxis("search.schedule", false),
+                MakeAxis("search.zero_stage", true),       MakeAxis("search.recompute", false)};
   for (const int n : counts) {
     if (n < 1 || (n > base.cluster.devices_per_node && n % base.cluster.devices_per_node != 0))
       throw UserError("dtsim search: " + std::to_string(n) +

@@ -47,9 +47,10 @@ struct SearchCounts {
 };
 
 struct Search {
-  // One point per candidate kept; axes (in this order): devices,
-  // data_parallel, tensor_parallel, pipeline_parallel, micro_batch_size,
-  // schedule, zero_stage, recompute. Each point's scenario is the base one
+  // One point per candidate kept; axes (in this order): search.devices,
+  // search.data_parallel, search.tensor_parallel, search.pipeline_parallel,
+  // search.micro_batch_size, search.schedule ("none" without a pipeline),
+  // search.zero_stage, search.recompute. Each point's scenario is the base one
   // with strategy hybrid (data when t = p = 1 with one micro-batch), the
   // analytic engine and no trace.
   Sweep sweep;

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libboost-graph-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsimgrid-dev libopenmpi-dev openmpi-bin
+  libsimgrid-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler
 )
 
 missing=()

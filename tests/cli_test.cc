@@ -196,7 +196,7 @@ TEST_F(Cli, RunWritesFullReportAndIsDeterministic) {
   ASSERT_EQ(a.status, 0) << a.err;
   Result b = Dtsim("run scenarios/default.yaml --out " + (dir_ / "b").string());
   ASSERT_EQ(b.status, 0) << b.err;
-  for (const char* f : {"report.json", "summary.csv", "trace.json"}) {
+  for (const char* f : {"report.json", "summary.csv", "trace.json", "events.out.tfevents.dtsim"}) {
     ASSERT_TRUE(fs::exists(dir_ / "a" / f)) << f;
     EXPECT_EQ(Slurp(dir_ / "a" / f), Slurp(dir_ / "b" / f)) << f << " differs between runs";
   }
@@ -208,6 +208,32 @@ TEST_F(Cli, RunWritesFullReportAndIsDeterministic) {
   // The trace parses and has complete events.
   const auto trace = nlohmann::json::parse(Slurp(dir_ / "a" / "trace.json"));
   EXPECT_GT(trace.at("traceEvents").size(), 100u);
+}
+
+// The records of a TensorBoard event file (report/tensorboard.h): the
+// number of whole records, or -1 when the framing does not add up. CRCs are
+// checked in report/tensorboard_test.cc.
+int EventRecords(const std::string& bytes) {
+  std::size_t at = 0;
+  int n = 0;
+  while (at + 12 <= bytes.size()) {
+    std::uint64_t length = 0;
+    for (int i = 0; i < 8; ++i)
+      length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+    at += 12 + length + 4;
+    ++n;
+  }
+  return at == bytes.size() ? n : -1;
+}
+
+// Issue 15 item 4: exec writes TensorBoard's event file: the version
+// record, then per step the loss, examples/s, seconds per batch, learning
+// rate and each rank's seconds per batch (4 + 2 scalars for 2 ranks).
+TEST_F(Cli, ExecWritesATensorBoardEventFile) {
+  Result r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 3 --out " +
+                   (dir_ / "x").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(EventRecords(Slurp(dir_ / "x" / "events.out.tfevents.dtsim")), 1 + 3 * (4 + 2));
 }
 
 TEST_F(Cli, JsonToStdout) {

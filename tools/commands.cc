@@ -1,5 +1,6 @@
 #include "tools/commands.h"
 
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "models/zoo.h"
 #include "plan/compute_tasks.h"
 #include "plan/plan_export.h"
+#include "report/tensorboard.h"
 #include "sim/cost_model.h"
 #include "sim/hybrid_setup.h"
 #include "sim/op_kernels.h"
@@ -67,6 +69,21 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     auto f = files.Open("trace.json");
     sim::WriteChromeTrace(f, p, scenario.outputs.trace_max_ranks);
     CloseOutput(f, "trace.json");
+  }
+  if (fits) {
+    // TensorBoard: the predicted step log, per iteration, wall times in
+    // simulated seconds (report/tensorboard.h).
+    report::EventFile events;
+    const std::vector<double>& ends = p.metrics.iteration_end_s;
+    for (std::size_t i = 0; i < ends.size(); ++i) {
+      const double step_s = ends[i] - (i > 0 ? ends[i - 1] : 0.0);
+      if (step_s <= 0) continue;
+      const auto step = static_cast<std::int64_t>(i) + 1;
+      events.AddScalar("predicted/sec_per_batch", step, ends[i], static_cast<float>(step_s));
+      events.AddScalar("predicted/examples_per_sec", step, ends[i],
+                       static_cast<float>(static_cast<double>(p.plan.samples_per_iteration) / step_s));
+    }
+    WriteOutput(files, report::kEventFileName, events.bytes());
   }
   const auto written = files.Commit();
   if (!o.json_path.empty() && !json_to_stdout) {

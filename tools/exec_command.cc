@@ -1,5 +1,6 @@
 #include "tools/exec_command.h"
 
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include "exec/local_devices.h"
 #include "exec/runtime/timeline_trace.h"
 #include "report/svg_plot.h"
+#include "report/tensorboard.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "tools/commands.h"
@@ -306,9 +308,35 @@ std::string StepTimeChart(const config::Scenario& s, const exec::ExecResult& r,
   return report::RenderLineChart(chart);
 }
 
+// TensorBoard's view of the run (report/tensorboard.h): the step log's
+// loss, examples/s and seconds per batch (of the slowest rank), the
+// learning rate, and each rank's seconds per batch, per step; wall times in
+// seconds since the first step started.
+std::string ExecEvents(const exec::ExecResult& r, const exec::LrScheduleOptions& lr) {
+  report::EventFile events;
+  const exec::LrSchedule schedule(lr);
+  double wall = 0;
+  for (std::size_t i = 0; i < r.losses.size(); ++i) {
+    double step_s = 0;
+    for (const auto& rank : r.times) step_s = std::max(step_s, rank[i].seconds);
+    wall += step_s;
+    const std::int64_t step = r.first_iteration + static_cast<std::int64_t>(i) + 1;
+    events.AddScalar("loss", step, wall, static_cast<float>(r.losses[i]));
+    events.AddScalar("examples_per_sec", step, wall,
+                     static_cast<float>(static_cast<double>(r.samples_per_iteration) / step_s));
+    events.AddScalar("sec_per_batch", step, wall, static_cast<float>(step_s));
+    events.AddScalar("learning_rate", step, wall, static_cast<float>(schedule.At(step - 1)));
+    for (std::size_t k = 0; k < r.times.size(); ++k)
+      events.AddScalar("rank_" + std::to_string(k) + "/sec_per_batch", step, wall,
+                       static_cast<float>(r.times[k][i].seconds));
+  }
+  return events.bytes();
+}
+
 void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::Plan& plan,
             const models::ModelGraph& graph, const exec::ExecResult& r,
-            const std::optional<NetworkSetting>& net, std::ostream& out) {
+            const std::optional<NetworkSetting>& net, std::ostream& out,
+            const exec::LrScheduleOptions& lr) {
   const Summary m = Summarize(
       r, s.parallelism.strategy == config::Strategy::kLocalSgd ? s.parallelism.averaging_period : 1);
   json j;
@@ -509,6 +537,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     exec::WriteTimelineTrace(trace, plan, graph, r.timeline);
     CloseOutput(trace, "exec_trace.json");
   }
+  WriteOutput(files, report::kEventFileName, ExecEvents(r, lr));
   auto f = files.Open(o.validate ? "validation.json" : "exec.json");
   f << j.dump(2) << "\n";
   CloseOutput(f, "exec.json");
@@ -905,7 +934,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
         << " samples per iteration, " << eo.iterations << " iterations\n"
         << std::flush;
   const exec::ExecResult result = ExecutePlan(plan, graph, *data, world, backend, eo);
-  if (root) Report(o, s, plan, graph, result, net, out);
+  if (root) Report(o, s, plan, graph, result, net, out, eo.optimizer.lr);
 }
 
 }  // namespace dtsim::tools

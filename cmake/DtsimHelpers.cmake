@@ -78,3 +78,20 @@ function(dtsim_mpi_test name)
                          TIMEOUT 300)
   endforeach()
 endfunction()
+
+# dtsim_module(NAME OUTPUT_NAME SOURCES ... DEPS ...): a module of dtsim
+# (common/module_loader.h), lib<OUTPUT_NAME>.so in the build's tools/ folder
+# beside the executable, exporting only what it marks visible; it holds its
+# own copies of the static libraries in DEPS, which must be
+# position-independent.
+function(dtsim_module name output_name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} MODULE ${ARG_SOURCES})
+  set_target_properties(${name} PROPERTIES
+    OUTPUT_NAME ${output_name}
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tools
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  dtsim_warnings(${name})
+endfunction()

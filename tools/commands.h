@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/sweep.h"
+
 namespace dtsim::exec {
 class Communicator;
 }
@@ -39,6 +41,13 @@ struct SweepOptions {
 // index.html into the output folder, all or nothing. Progress goes to `err`,
 // the list of files written to `out`.
 void SweepCommand(const SweepOptions& options, std::ostream& out, std::ostream& err);
+
+// Runs the sweep's points on `jobs` threads (sim::RunSweep) with a progress
+// bar of `unit` on `err` (none when `quiet`); `*seconds` receives the time
+// taken.
+std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
+                                                   bool err_is_terminal, const char* unit,
+                                                   std::ostream& err, double* seconds);
 
 struct SearchOptions {
   std::string scenario_path;

@@ -10,7 +10,6 @@
 #include "sim/search.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
-#include "tools/progress_bar.h"
 
 namespace dtsim::tools {
 namespace {
@@ -48,19 +47,9 @@ void SearchCommand(const SearchOptions& o, std::ostream& out, std::ostream& err)
   if (!o.tensor_parallel.empty()) space.tensor_parallel = o.tensor_parallel;
   const sim::Search search = sim::BuildSearch(base, graph, space);
 
-  ProgressBar bar(err, o.err_is_terminal, "plans");
-  sim::SweepRunOptions run;
-  run.jobs = jobs;
-  if (!o.quiet) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
-  std::vector<sim::PointResult> results;
-  try {
-    results = sim::RunSweep(search.sweep, run);
-  } catch (...) {
-    bar.Finish();
-    throw;
-  }
-  bar.Finish();
-  const double seconds = bar.Elapsed();
+  double seconds = 0;
+  const std::vector<sim::PointResult> results =
+      RunSweepWithProgress(search.sweep, jobs, o.quiet, o.err_is_terminal, "plans", err, &seconds);
 
   const std::vector<std::size_t> ranked = sim::RankSearch(results);
   const std::vector<std::size_t> front = sim::ParetoFront(results);

@@ -18,15 +18,13 @@ namespace fs = std::filesystem;
 
 }  // namespace
 
-void SweepCommand(const SweepOptions& o, std::ostream& out, std::ostream& err) {
-  const int jobs =
-      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, jobs);
-
-  ProgressBar bar(err, o.err_is_terminal, "points");
+std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
+                                                   bool err_is_terminal, const char* unit,
+                                                   std::ostream& err, double* seconds) {
+  ProgressBar bar(err, err_is_terminal, unit);
   sim::SweepRunOptions run;
   run.jobs = jobs;
-  if (!o.quiet) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
+  if (!quiet) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
   std::vector<sim::PointResult> results;
   try {
     results = sim::RunSweep(sweep, run);
@@ -35,7 +33,18 @@ void SweepCommand(const SweepOptions& o, std::ostream& out, std::ostream& err) {
     throw;
   }
   bar.Finish();
-  const double seconds = bar.Elapsed();
+  *seconds = bar.Elapsed();
+  return results;
+}
+
+void SweepCommand(const SweepOptions& o, std::ostream& out, std::ostream& err) {
+  const int jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, jobs);
+
+  double seconds = 0;
+  const std::vector<sim::PointResult> results =
+      RunSweepWithProgress(sweep, jobs, o.quiet, o.err_is_terminal, "points", err, &seconds);
 
   const std::string csv = sim::SweepCsv(sweep, results);
   const report::SweepPlots plots = report::PlotSweep(sweep, results);

@@ -445,8 +445,12 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
   // addresses stable.
   std::map<std::string, models::ModelGraph> graphs;
   std::vector<const models::ModelGraph*> graph_of(sweep.points.size());
+  DTSIM_CHECK(options.shards >= 1 && options.shard >= 0 && options.shard < options.shards,
+              "RunSweep: shard out of range");
+  const auto shards = static_cast<std::size_t>(options.shards);
+  const auto shard = static_cast<std::size_t>(options.shard);
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
-    if (!sweep.points[i].infeasible.empty()) continue;
+    if (i % shards != shard || !sweep.points[i].infeasible.empty()) continue;
     const config::Scenario& s = sweep.points[i].scenario;
     const std::string key = GraphKey(s);
     auto it = graphs.find(key);
@@ -463,6 +467,7 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
   const auto failure = ParallelFor(
       sweep.points.size(), options.jobs, options.progress, options.progress_interval_s,
       [&](std::size_t i) {
+        if (i % shards != shard) return;  // another process's point
         const SweepPoint& point = sweep.points[i];
         if (!point.infeasible.empty()) {
           results[i] = InfeasibleResult(point, sweep.axes, point.infeasible);

@@ -114,6 +114,11 @@ struct SweepRunOptions {
   // Empty: no calls.
   std::function<void(int done, int total)> progress;
   double progress_interval_s = 0.1;
+  // Sweeps over several processes (MPI ranks): this process simulates the
+  // points i with i % shards == shard; the others' results are left
+  // default-constructed, to be filled in from their processes.
+  int shard = 0;
+  int shards = 1;
 };
 
 // Simulates every point, `jobs` at a time. Each distinct (model, precision)

@@ -647,12 +647,46 @@ TEST_F(Cli, SearchRanksPlansAndWritesItsFiles) {
   for (const char* f : {"search.csv", "pareto.csv", "throughput.svg", "index.html"})
     EXPECT_TRUE(fs::exists(dir_ / "out" / f)) << f;
   EXPECT_NE(Slurp(dir_ / "out" / "index.html").find("<svg"), std::string::npos);
+  // Nothing fits: GPT-3 175B on 4 GPUs; said, with exit status 3.
+  std::ofstream(dir_ / "big.yaml")
+      << "cluster: {devices_per_node: 4, device: A100-SXM4-80GB}\n"
+         "workload: {model: gpt3-175b, batch_per_device: 1}\n";
+  r = Dtsim("search " + (dir_ / "big.yaml").string() + " -o " + (dir_ / "big").string());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("no plan fits"), std::string::npos) << r.err;
   std::ofstream(dir_ / "bad.yaml")
       << "cluster: {devices_per_node: 4}\nworkload: {model: gpt2}\n"
          "parallelism:\n  strategy: local_sgd\n";
   r = Dtsim("search " + (dir_ / "bad.yaml").string() + " -o " + (dir_ / "bad").string());
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("bad.yaml:4:"), std::string::npos) << r.err;
+}
+
+// Issue 15 item 3: started by an MPI launcher, sweep and search split their
+// points over the ranks and write the bytes one process writes.
+TEST_F(Cli, SweepAndSearchOverMpiRanksWriteWhatOneProcessWrites) {
+  const std::string sweep = "sweep scenarios/sweep-local-sgd-periods.yaml -q --out ";
+  ASSERT_EQ(Dtsim(sweep + (dir_ / "one").string()).status, 0);
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "s.yaml")
+      << "name: s\ncluster: {nodes: 2, devices_per_node: 4, device: A100-SXM4-80GB}\n"
+         "workload: {model: gpt2, batch_per_device: 4, precision: fp16, iterations: 1}\n";
+  const std::string search = "search " + (dir_ / "s.yaml").string() + " -q --out ";
+  ASSERT_EQ(Dtsim(search + (dir_ / "search-one").string()).status, 0);
+  const std::string launcher = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ") +
+                               DTSIM_TEST_MPIEXEC + " --oversubscribe -np ";
+  for (const int ranks : {1, 2, 3}) {
+    const std::string n = std::to_string(ranks);
+    Result r = Dtsim(sweep + (dir_ / ("ranks" + n)).string(), launcher + n + " ");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* f : {"sweep.csv", "index.html", "throughput.svg", "breakdown.svg"})
+      EXPECT_EQ(Slurp(dir_ / ("ranks" + n) / f), Slurp(dir_ / "one" / f)) << f << ", " << n;
+    r = Dtsim(search + (dir_ / ("search-ranks" + n)).string(), launcher + n + " ");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* f : {"search.csv", "pareto.csv", "index.html"})
+      EXPECT_EQ(Slurp(dir_ / ("search-ranks" + n) / f), Slurp(dir_ / "search-one" / f))
+          << f << ", " << n;
+  }
 }
 
 TEST_F(Cli, ExecRefusesWhatItCannotRunWithStatus2) {
@@ -1036,8 +1070,11 @@ TEST_F(Cli, KilledExecInEmulatedNetworkLeavesNoRanksAndItsNetworkGoesNext) {
                                      " --network 100Mbps --iterations 1 -q --out " +
                                      (dir_ / "next").string());
   EXPECT_EQ(next.status, 0) << next.err;
-  EXPECT_NE(next.err.find("removed " + prefix + "0"), std::string::npos) << next.err;
-  EXPECT_EQ(Leftovers(prefix), "");
+  // Whichever run comes next removes it: this one, or one that a test
+  // running beside this one (ctest -j) started first, which then says so
+  // instead. (Requiring this run's message made the test fail now and then
+  // under ctest -j2.) Either way nothing of the killed run is left.
+  EXPECT_EQ(Leftovers(prefix), "") << next.err;
 }
 
 TEST_F(Cli, KilledSimgridRunLeavesNoChild) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/comm/mpi_world.h"
 #include "sim/sweep.h"
 
 namespace dtsim::exec {
@@ -40,14 +41,20 @@ struct SweepOptions {
 // sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and
 // index.html into the output folder, all or nothing. Progress goes to `err`,
 // the list of files written to `out`.
-void SweepCommand(const SweepOptions& options, std::ostream& out, std::ostream& err);
+// With `mpi` (started by an MPI launcher): the points are split over the
+// ranks, and rank 0 writes the same files as one process would.
+void SweepCommand(const SweepOptions& options, exec::MpiWorld* mpi, std::ostream& out,
+                  std::ostream& err);
 
 // Runs the sweep's points on `jobs` threads (sim::RunSweep) with a progress
 // bar of `unit` on `err` (none when `quiet`); `*seconds` receives the time
-// taken.
+// taken. With `mpi` (a process an MPI launcher started, of 2 or more ranks):
+// each rank runs every size-th point, and rank 0 gathers them all; the
+// other ranks get an empty vector and must write nothing.
 std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
                                                    bool err_is_terminal, const char* unit,
-                                                   std::ostream& err, double* seconds);
+                                                   exec::MpiWorld* mpi, std::ostream& err,
+                                                   double* seconds);
 
 struct SearchOptions {
   std::string scenario_path;
@@ -65,8 +72,11 @@ struct SearchOptions {
 // Searches the plans of a scenario's model on its cluster at its global
 // batch (sim/search.h) and writes search.csv, pareto.csv, throughput.svg and
 // index.html, all or nothing. Prints the Pareto front and the `top` fastest
-// plans to `out`; progress to `err`.
-void SearchCommand(const SearchOptions& options, std::ostream& out, std::ostream& err);
+// plans to `out`; progress to `err`. Throws InfeasiblePlan (after writing
+// the files) when no plan fits.
+// With `mpi`: as SweepCommand.
+void SearchCommand(const SearchOptions& options, exec::MpiWorld* mpi, std::ostream& out,
+                   std::ostream& err);
 
 struct ValidateOptions {
   std::string dataset = "vtrain";                    // "vtrain" or "deepbench"

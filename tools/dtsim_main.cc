@@ -465,13 +465,19 @@ int main(int argc, char** argv) {
     dtsim::tools::BackHeapWithHugePages(std::size_t{32} << 20);
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);
+    // Sweeps and searches started by an MPI launcher split their points
+    // over the ranks (any host list or scheduler that launches MPI).
+    if ((*search_cmd || *sweep_cmd) && dtsim::tools::LaunchedByMpiLauncher()) {
+      mpi = dtsim::exec::StartMpiWorld();
+      world = &mpi->communicator();
+    }
     if (*search_cmd) {
       search.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
-      dtsim::tools::SearchCommand(search, std::cout, std::cerr);
+      dtsim::tools::SearchCommand(search, mpi.get(), std::cout, std::cerr);
     }
     if (*sweep_cmd) {
       sweep.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
-      dtsim::tools::SweepCommand(sweep, std::cout, std::cerr);
+      dtsim::tools::SweepCommand(sweep, mpi.get(), std::cout, std::cerr);
     }
     const bool scenario_validation =
         *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench" &&

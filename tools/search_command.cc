@@ -5,6 +5,7 @@
 #include <ostream>
 #include <thread>
 
+#include "common/error.h"
 #include "config/scenario.h"
 #include "report/search_page.h"
 #include "sim/search.h"
@@ -35,7 +36,8 @@ void PrintPlans(const sim::Search& search, const std::vector<sim::PointResult>& 
 
 }  // namespace
 
-void SearchCommand(const SearchOptions& o, std::ostream& out, std::ostream& err) {
+void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& out,
+                   std::ostream& err) {
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const config::Scenario base = config::LoadScenario(o.scenario_path);
@@ -48,8 +50,9 @@ void SearchCommand(const SearchOptions& o, std::ostream& out, std::ostream& err)
   const sim::Search search = sim::BuildSearch(base, graph, space);
 
   double seconds = 0;
-  const std::vector<sim::PointResult> results =
-      RunSweepWithProgress(search.sweep, jobs, o.quiet, o.err_is_terminal, "plans", err, &seconds);
+  const std::vector<sim::PointResult> results = RunSweepWithProgress(
+      search.sweep, jobs, o.quiet, o.err_is_terminal, "plans", mpi, err, &seconds);
+  if (mpi != nullptr && mpi->communicator().rank() != 0) return;  // rank 0 writes
 
   const std::vector<std::size_t> ranked = sim::RankSearch(results);
   const std::vector<std::size_t> front = sim::ParetoFront(results);
@@ -63,6 +66,13 @@ void SearchCommand(const SearchOptions& o, std::ostream& out, std::ostream& err)
   WriteOutput(files, "throughput.svg", chart);
   WriteOutput(files, "index.html", report::SearchPageHtml(search, results, chart, 100));
   const auto written = files.Commit();
+  // Nothing to recommend: valid input, infeasible plans (exit status 3),
+  // after the files that say why for each plan.
+  if (ranked.empty())
+    throw InfeasiblePlan("dtsim search: no plan fits: each one simulated runs out of device memory "
+                         "or cannot be built (search.csv in " + dir.string() + " gives each reason)",
+                         "give more devices (--devices), a smaller global batch, or a device with "
+                         "more memory");
   if (o.quiet) return;
 
   char line[320];
@@ -75,18 +85,13 @@ void SearchCommand(const SearchOptions& o, std::ostream& out, std::ostream& err)
                 seconds > 0 ? static_cast<double>(results.size()) / seconds : 0.0, jobs,
                 ranked.size());
   err << line;
-  if (ranked.empty()) {
-    out << "no plan fits: every plan simulated runs out of device memory or cannot be built "
-           "(search.csv gives each reason)\n";
-  } else {
-    out << "\nPareto front (the fastest plan per device count, when faster than with fewer "
-           "devices):\n";
-    PrintPlans(search, results, front, ranked, out);
-    out << "\nfastest plans:\n";
-    const std::vector<std::size_t> top(
-        ranked.begin(), ranked.begin() + std::min<std::ptrdiff_t>(o.top, ranked.size()));
-    PrintPlans(search, results, top, ranked, out);
-  }
+  out << "\nPareto front (the fastest plan per device count, when faster than with fewer "
+         "devices):\n";
+  PrintPlans(search, results, front, ranked, out);
+  out << "\nfastest plans:\n";
+  const std::vector<std::size_t> top(
+      ranked.begin(), ranked.begin() + std::min<std::ptrdiff_t>(o.top, ranked.size()));
+  PrintPlans(search, results, top, ranked, out);
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <thread>
 
@@ -20,11 +21,16 @@ namespace fs = std::filesystem;
 
 std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
                                                    bool err_is_terminal, const char* unit,
-                                                   std::ostream& err, double* seconds) {
+                                                   exec::MpiWorld* mpi, std::ostream& err,
+                                                   double* seconds) {
+  const int rank = mpi != nullptr ? mpi->communicator().rank() : 0;
+  const int ranks = mpi != nullptr ? mpi->communicator().size() : 1;
   ProgressBar bar(err, err_is_terminal, unit);
   sim::SweepRunOptions run;
   run.jobs = jobs;
-  if (!quiet) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
+  run.shard = rank;
+  run.shards = ranks;
+  if (!quiet && rank == 0) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
   std::vector<sim::PointResult> results;
   try {
     results = sim::RunSweep(sweep, run);
@@ -32,19 +38,55 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
     bar.Finish();
     throw;
   }
+  if (ranks > 1) {
+    // Every rank's points to rank 0, as JSON (doubles round-trip exactly).
+    nlohmann::json mine = nlohmann::json::array();
+    for (std::size_t i = static_cast<std::size_t>(rank); i < results.size();
+         i += static_cast<std::size_t>(ranks)) {
+      const sim::PointResult& r = results[i];
+      mine.push_back({r.csv_row, r.feasible, r.infeasible, r.memory_per_device_bytes, r.devices,
+                      r.throughput_samples_per_s, r.step_time_s, r.scaling_efficiency,
+                      r.compute_s, r.exposed_comm_s, r.idle_s, r.mfu});
+    }
+    const std::vector<std::string> all = mpi->GatherToRoot(mine.dump());
+    for (std::size_t from = 1; from < all.size(); ++from) {
+      std::size_t i = from;
+      for (const nlohmann::json& p : nlohmann::json::parse(all[from])) {
+        sim::PointResult& r = results.at(i);
+        p[0].get_to(r.csv_row);
+        p[1].get_to(r.feasible);
+        p[2].get_to(r.infeasible);
+        p[3].get_to(r.memory_per_device_bytes);
+        p[4].get_to(r.devices);
+        p[5].get_to(r.throughput_samples_per_s);
+        p[6].get_to(r.step_time_s);
+        p[7].get_to(r.scaling_efficiency);
+        p[8].get_to(r.compute_s);
+        p[9].get_to(r.exposed_comm_s);
+        p[10].get_to(r.idle_s);
+        p[11].get_to(r.mfu);
+        i += static_cast<std::size_t>(ranks);
+      }
+    }
+    if (rank != 0) results.clear();
+  }
+  if (!quiet && rank == 0)
+    bar.Update(static_cast<int>(results.size()), static_cast<int>(results.size()));
   bar.Finish();
   *seconds = bar.Elapsed();
   return results;
 }
 
-void SweepCommand(const SweepOptions& o, std::ostream& out, std::ostream& err) {
+void SweepCommand(const SweepOptions& o, exec::MpiWorld* mpi, std::ostream& out,
+                  std::ostream& err) {
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, jobs);
 
   double seconds = 0;
   const std::vector<sim::PointResult> results =
-      RunSweepWithProgress(sweep, jobs, o.quiet, o.err_is_terminal, "points", err, &seconds);
+      RunSweepWithProgress(sweep, jobs, o.quiet, o.err_is_terminal, "points", mpi, err, &seconds);
+  if (mpi != nullptr && mpi->communicator().rank() != 0) return;  // rank 0 writes
 
   const std::string csv = sim::SweepCsv(sweep, results);
   const report::SweepPlots plots = report::PlotSweep(sweep, results);

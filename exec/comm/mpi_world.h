@@ -6,6 +6,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "exec/comm/communicator.h"
 
@@ -21,6 +23,11 @@ class MpiWorld {
 
   // Ends every process of the world (MPI_Abort; see MpiSession::Abort).
   virtual void Abort(int status) = 0;
+
+  // Every rank's `mine`, in rank order, on rank 0 (MPI_Gatherv of bytes);
+  // empty on the other ranks. Collective: every rank calls it. Throws
+  // MpiError when MPI fails, UserError for more than 2 GiB in all.
+  virtual std::vector<std::string> GatherToRoot(const std::string& mine) = 0;
 };
 
 // Loads the module ($DTSIM_MPI_MODULE when set, else libdtsim-mpi.so beside
@@ -30,6 +37,6 @@ class MpiWorld {
 std::unique_ptr<MpiWorld> StartMpiWorld();
 
 // The symbol the module exports: a new MpiWorld, which the caller deletes.
-inline constexpr const char* kMpiModuleEntry = "dtsim_mpi_module_start_v1";
+inline constexpr const char* kMpiModuleEntry = "dtsim_mpi_module_start_v2";
 
 }  // namespace dtsim::exec

@@ -461,7 +461,9 @@ int main(int argc, char** argv) {
   };
   // Commands that only simulate build their plans on huge pages
   // (tools/heap_pages.h); 32 MiB covers a 1,024-GPU run's plan and engine.
-  if (*run_cmd || *sweep_cmd || *search_cmd || *plan_cmd)
+  // Not in MPI ranks (a sweep's), whose libraries watch the heap.
+  if ((*run_cmd || *sweep_cmd || *search_cmd || *plan_cmd) &&
+      !dtsim::tools::LaunchedByMpiLauncher())
     dtsim::tools::BackHeapWithHugePages(std::size_t{32} << 20);
   try {
     if (*run_cmd) dtsim::tools::RunCommand(run, std::cout, std::cerr);

@@ -18,6 +18,17 @@ namespace {
 namespace fs = std::filesystem;
 
 }  // namespace
+}  // namespace dtsim::tools
+
+namespace dtsim::sim {
+// A point's result as JSON, for the ranks of a sweep to send to rank 0.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PointResult, csv_row, feasible, infeasible,
+                                   memory_per_device_bytes, devices, throughput_samples_per_s,
+                                   step_time_s, scaling_efficiency, compute_s, exposed_comm_s,
+                                   idle_s, mfu)
+}  // namespace dtsim::sim
+
+namespace dtsim::tools {
 
 std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
                                                    bool err_is_terminal, const char* unit,
@@ -42,29 +53,13 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
     // Every rank's points to rank 0, as JSON (doubles round-trip exactly).
     nlohmann::json mine = nlohmann::json::array();
     for (std::size_t i = static_cast<std::size_t>(rank); i < results.size();
-         i += static_cast<std::size_t>(ranks)) {
-      const sim::PointResult& r = results[i];
-      mine.push_back({r.csv_row, r.feasible, r.infeasible, r.memory_per_device_bytes, r.devices,
-                      r.throughput_samples_per_s, r.step_time_s, r.scaling_efficiency,
-                      r.compute_s, r.exposed_comm_s, r.idle_s, r.mfu});
-    }
+         i += static_cast<std::size_t>(ranks))
+      mine.push_back(results[i]);
     const std::vector<std::string> all = mpi->GatherToRoot(mine.dump());
     for (std::size_t from = 1; from < all.size(); ++from) {
       std::size_t i = from;
       for (const nlohmann::json& p : nlohmann::json::parse(all[from])) {
-        sim::PointResult& r = results.at(i);
-        p[0].get_to(r.csv_row);
-        p[1].get_to(r.feasible);
-        p[2].get_to(r.infeasible);
-        p[3].get_to(r.memory_per_device_bytes);
-        p[4].get_to(r.devices);
-        p[5].get_to(r.throughput_samples_per_s);
-        p[6].get_to(r.step_time_s);
-        p[7].get_to(r.scaling_efficiency);
-        p[8].get_to(r.compute_s);
-        p[9].get_to(r.exposed_comm_s);
-        p[10].get_to(r.idle_s);
-        p[11].get_to(r.mfu);
+        p.get_to(results.at(i));
         i += static_cast<std::size_t>(ranks);
       }
     }

@@ -42,18 +42,13 @@ std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
 // A lower bound on the largest device's memory: its share of the
 // parameters, gradients and optimizer state. The stages' static bytes add
 // up to the whole model's (tied copies only add), so the largest stage
-// holds at least 1/p of them.
-double StaticLowerBound(const config::Scenario& s, const models::ModelGraph& graph,
-                        const Candidate& c) {
-  MemoryInputs in;
-  in.graph = &graph;
-  for (models::OpId v = 0; v < static_cast<models::OpId>(graph.num_ops()); ++v) in.ops.push_back(v);
+// holds at least 1/p of them. `in`: the scenario's inputs over every op
+// (MemoryInputs of the whole model); the candidate's fields are set in it
+// (no copy of its op list per candidate).
+double StaticLowerBound(MemoryInputs& in, const Candidate& c) {
   in.tensor_parallel = c.tensor;
   in.data_parallel = c.data;
   in.zero_stage = c.zero_stage;
-  in.optimizer = s.parallelism.optimizer;
-  in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
-                       s.workload.precision == hw::Precision::kBf16;
   in.micro_batch_size = c.micro_batch;
   in.micro_batches_in_flight = 0;
   return DeviceMemory(in).StaticBytes() / c.pipeline;
@@ -135,6 +130,13 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(base);
   const hw::DeviceSpec* device = catalog.FindDevice(base.cluster.device);
   if (device == nullptr) throw UserError("unknown device '" + base.cluster.device + "'");
+  MemoryInputs whole;  // the model's state, for StaticLowerBound
+  whole.graph = &graph;
+  for (models::OpId v = 0; v < static_cast<models::OpId>(graph.num_ops()); ++v)
+    whole.ops.push_back(v);
+  whole.optimizer = base.parallelism.optimizer;
+  whole.mixed_precision = base.workload.precision == hw::Precision::kFp16 ||
+                          base.workload.precision == hw::Precision::kBf16;
 
   Sweep& sweep = out.sweep;
   sweep.name = base.name;
@@ -179,7 +181,7 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                 if (r == Recompute::kSelective && !attention) continue;
                 const Candidate c{n, d, t, p, m, schedule, z, r};
                 ++out.counts.candidates;
-                if (StaticLowerBound(base, graph, c) > device->memory_bytes) {
+                if (StaticLowerBound(whole, c) > device->memory_bytes) {
                   ++out.counts.pruned_by_memory;
                   continue;
                 }

@@ -395,10 +395,9 @@ namespace {
 // its capacity and the first stage that does not fit (Prediction fields).
 // `hybrid`: the pipelined plan's options (unused otherwise).
 void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
-                    const hw::DeviceSpec& dev, bool pipelined, bool servers, int workers,
+                    double capacity_bytes, bool pipelined, bool servers, int workers,
                     const plan::HybridOptions& hybrid, Prediction* out) {
   Prediction& p = *out;
-  const hw::DeviceSpec* device = &dev;
   const auto& par = s.parallelism;
   MemoryInputs in;
   in.graph = &full;
@@ -407,7 +406,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
                        s.workload.precision == hw::Precision::kBf16;
   in.recompute = par.recompute;
   in.recompute_selective = par.recompute_selective;
-  p.memory_capacity_bytes = device->memory_bytes;
+  p.memory_capacity_bytes = capacity_bytes;
   p.recompute = par.recompute;
   p.recompute_selective = par.recompute_selective;
   if (pipelined) {
@@ -475,7 +474,6 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     p.does_not_fit = DoesNotFit(p.stage_rank[st], p.stage_memory[st], p.memory_capacity_bytes);
 }
 
-
 // The pipelines' fast path (SimulateOptions::fast): a replica running M
 // identical micro-batches repeats the same pattern once its pipeline is
 // full, so a step's time, breakdown and traffic grow linearly with M:
@@ -523,9 +521,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
   a.stage_memory.clear();
   a.stage_rank.clear();
   a.does_not_fit.clear();
-  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
-  SetStageMemory(s, *sub.graph, *catalog.FindDevice(s.cluster.device), true, false, n, options_m,
-                 &a);
+  SetStageMemory(s, *sub.graph, a.memory_capacity_bytes, true, false, n, options_m, &a);
   a.extrapolated_from = {static_cast<int>(m1), static_cast<int>(m2)};
   if (!a.does_not_fit.empty()) return a;
   const Prediction b = with(m2);
@@ -817,7 +813,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.scaling_efficiency = p.metrics.throughput_samples_per_s /
                            (workers * p.single_device_throughput_samples_per_s);
 
-  SetStageMemory(s, full, *device, pipelined, servers, workers, hybrid, &p);
+  SetStageMemory(s, full, device->memory_bytes, pipelined, servers, workers, hybrid, &p);
   if (pipelined) p.hybrid = hybrid;
 
   if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.post_local_steps > 0) {

@@ -164,6 +164,13 @@ struct Summary {
   exec::MeasuredWindow window;  // the measured iterations (exec/runtime/measured_window.h)
 };
 
+// Iteration i's step time: its slowest rank's (the others wait for it).
+double SlowestRankSeconds(const exec::ExecResult& r, std::size_t i) {
+  double slowest = 0;
+  for (const auto& rank : r.times) slowest = std::max(slowest, rank[i].seconds);
+  return slowest;
+}
+
 // Mean over the measured iterations (MeasuredIterations; `h`: the
 // averaging period, 1 without local SGD) of the slowest rank's time, and
 // the mean over ranks of compute and communication time.
@@ -173,15 +180,13 @@ Summary Summarize(const exec::ExecResult& r, int h) {
                                       static_cast<int>(r.first_iteration), h);
   const auto ranks = static_cast<double>(r.times.size());
   for (int i = s.window.from; i < s.window.to; ++i) {
-    double slowest = 0;
     for (const auto& rank : r.times) {
       const auto& t = rank[static_cast<std::size_t>(i)];
-      slowest = std::max(slowest, t.seconds);
       s.compute_s += t.compute / ranks;
       s.comm_s += t.comm / ranks;
       s.input_s += t.input / ranks;
     }
-    s.step_s += slowest;
+    s.step_s += SlowestRankSeconds(r, static_cast<std::size_t>(i));
     ++s.measured;
   }
   if (s.measured > 0 && s.step_s > 0) {
@@ -292,12 +297,11 @@ std::string StepTimeChart(const config::Scenario& s, const exec::ExecResult& r,
   report::Series compute{"measured compute (mean over ranks)", {}};
   const int n = static_cast<int>(r.losses.size());  // iterations run, from first_iteration
   for (int i = 0; i < n; ++i) {
-    double slowest = 0, busy = 0;
-    for (const auto& rank : r.times) {
-      slowest = std::max(slowest, rank[static_cast<std::size_t>(i)].seconds);
+    double busy = 0;
+    for (const auto& rank : r.times)
       busy += rank[static_cast<std::size_t>(i)].compute / static_cast<double>(r.times.size());
-    }
-    step.points.push_back({static_cast<double>(r.first_iteration + i + 1), slowest});
+    step.points.push_back({static_cast<double>(r.first_iteration + i + 1),
+                           SlowestRankSeconds(r, static_cast<std::size_t>(i))});
     compute.points.push_back({static_cast<double>(r.first_iteration + i + 1), busy});
   }
   chart.series = {step, compute};
@@ -317,8 +321,7 @@ std::string ExecEvents(const exec::ExecResult& r, const exec::LrScheduleOptions&
   const exec::LrSchedule schedule(lr);
   double wall = 0;
   for (std::size_t i = 0; i < r.losses.size(); ++i) {
-    double step_s = 0;
-    for (const auto& rank : r.times) step_s = std::max(step_s, rank[i].seconds);
+    const double step_s = SlowestRankSeconds(r, i);
     wall += step_s;
     const std::int64_t step = r.first_iteration + static_cast<std::int64_t>(i) + 1;
     events.AddScalar("loss", step, wall, static_cast<float>(r.losses[i]));

@@ -72,7 +72,8 @@ ResolvedAxis ResolveLinear(const AxisSpec& spec, const std::vector<double>& data
     if (!spec.max) hi += d;
     if (hi <= lo) hi = lo + 1;
   }
-  const double step = NiceStep(hi - lo, kTargetTicks);
+  double step = NiceStep(hi - lo, kTargetTicks);
+  if (spec.integer) step = std::max(1.0, step);  // 1-2-5 steps are whole from 1 up
   if (!spec.min) lo = std::floor(lo / step + 1e-9) * step;
   if (!spec.max) hi = std::ceil(hi / step - 1e-9) * step;
   ResolvedAxis r{{lo, hi}, {}};
@@ -112,8 +113,36 @@ ResolvedAxis ResolveLog2(const AxisSpec& spec, const std::vector<double>& data) 
   return r;
 }
 
+// A categorical axis: one slot per category, centred on 0, 1, ...; a tick
+// on every category (LayOutLineChart thins them where labels would overlap).
+ResolvedAxis ResolveCategorical(const AxisSpec& spec) {
+  ResolvedAxis r{{-0.5, static_cast<double>(spec.categories.size()) - 0.5}, {}};
+  for (std::size_t k = 0; k < spec.categories.size(); ++k) {
+    r.ticks.push_back(static_cast<double>(k));
+  }
+  return r;
+}
+
 ResolvedAxis Resolve(const AxisSpec& spec, const std::vector<double>& data) {
+  if (!spec.categories.empty()) return ResolveCategorical(spec);
   return spec.scale == Scale::kLog2 ? ResolveLog2(spec, data) : ResolveLinear(spec, data);
+}
+
+// The scale values are mapped with: a categorical axis is linear in the
+// category's index.
+Scale ScaleOf(const AxisSpec& spec) {
+  return spec.categories.empty() ? spec.scale : Scale::kLinear;
+}
+
+// How a value of `spec` reads in a tooltip: its category, or the number.
+std::string ValueText(const AxisSpec& spec, double v) {
+  if (!spec.categories.empty()) {
+    const double k = std::round(v);
+    if (k >= 0 && k < static_cast<double>(spec.categories.size()) && k == v) {
+      return spec.categories[static_cast<std::size_t>(k)];
+    }
+  }
+  return FormatTick(v);
 }
 
 // The points of `s` that can be drawn on `x`/`y`, in x order.
@@ -152,7 +181,11 @@ double LegendWidth(const std::vector<std::string>& entries, int font_size) {
 }
 
 std::size_t LegendChars(double legend_width, int font_size) {
-  return static_cast<std::size_t>((legend_width - kLegendSwatch - 8) / (kCharWidth * font_size));
+  // + 1e-9: LegendWidth's product of the same numbers may round below a
+  // whole count (3 x 0.6 x 12 = 21.599...), which truncated 3-character
+  // names to "...".
+  return static_cast<std::size_t>((legend_width - kLegendSwatch - 8) / (kCharWidth * font_size) +
+                                  1e-9);
 }
 
 std::vector<std::string> SeriesNames(const LineChart& chart) {
@@ -164,7 +197,13 @@ std::vector<std::string> SeriesNames(const LineChart& chart) {
 // Labels of an axis's ticks, formatted alike: on a linear axis that reaches
 // 10,000, all in k/M/G (50k, 100k rather than 50000, 100k); powers of two
 // on a log2 axis as whole numbers up to 1,000,000.
-std::vector<std::string> TickLabels(const std::vector<double>& ticks, Scale scale) {
+std::vector<std::string> TickLabels(const std::vector<double>& ticks, const AxisSpec& spec) {
+  if (!spec.categories.empty()) {
+    std::vector<std::string> labels;
+    for (double t : ticks) labels.push_back(ValueText(spec, t));
+    return labels;
+  }
+  const Scale scale = spec.scale;
   double max = 0;
   for (double t : ticks) max = std::max(max, std::abs(t));
   std::vector<std::string> labels;
@@ -206,10 +245,10 @@ class SvgWriter {
   std::ostringstream& out() { return o_; }
 
   // Horizontal grid lines and labels at `ticks`, and the y axis label.
-  void YAxis(const Box& plot, const AxisTransform& y, Scale scale,
+  void YAxis(const Box& plot, const AxisTransform& y, const AxisSpec& spec,
              const std::vector<double>& ticks, const std::string& label) {
     o_ << "<g class=\"y-axis\">\n";
-    const std::vector<std::string> labels = TickLabels(ticks, scale);
+    const std::vector<std::string> labels = TickLabels(ticks, spec);
     for (std::size_t i = 0; i < ticks.size(); ++i) {
       const std::string py = Px(y(ticks[i]));
       o_ << "<line x1=\"" << Px(plot.left) << "\" y1=\"" << py << "\" x2=\"" << Px(plot.right)
@@ -226,10 +265,10 @@ class SvgWriter {
 
   // Vertical grid lines and labels at `ticks`, and the x axis label at the
   // bottom of an image `height` pixels high.
-  void XAxis(const Box& plot, const AxisTransform& x, Scale scale,
+  void XAxis(const Box& plot, const AxisTransform& x, const AxisSpec& spec,
              const std::vector<double>& ticks, const std::string& label, int height) {
     o_ << "<g class=\"x-axis\">\n";
-    const std::vector<std::string> labels = TickLabels(ticks, scale);
+    const std::vector<std::string> labels = TickLabels(ticks, spec);
     for (std::size_t i = 0; i < ticks.size(); ++i) {
       const std::string px = Px(x(ticks[i]));
       o_ << "<line x1=\"" << px << "\" y1=\"" << Px(plot.top) << "\" x2=\"" << px << "\" y2=\""
@@ -277,12 +316,6 @@ class SvgWriter {
   std::ostringstream o_;
 };
 
-// Dash pattern of series i: solid for the first palette round, then dashed.
-const char* Dash(std::size_t i) {
-  static constexpr std::array<const char*, 3> kDashes = {"", "6 3", "2 2"};
-  return kDashes[(i / 10) % kDashes.size()];
-}
-
 }  // namespace
 
 const char* Colour(std::size_t i) {
@@ -290,6 +323,32 @@ const char* Colour(std::size_t i) {
       "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
       "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
   return kPalette[i % kPalette.size()];
+}
+
+std::string SeriesColour(std::size_t i, std::size_t n) {
+  if (n <= 10) return Colour(i);
+  // HSL to RGB (CSS Color Module Level 3, section 4.2.4): hue i/n of the
+  // circle, saturation 65%, lightness 42% or 62% by turns.
+  const double h = static_cast<double>(i % n) / static_cast<double>(n);
+  const double sat = 0.65, light = i % 2 == 0 ? 0.42 : 0.62;
+  const double m2 = light <= 0.5 ? light * (1 + sat) : light + sat - light * sat;
+  const double m1 = 2 * light - m2;
+  auto channel = [&](double hh) {
+    hh -= std::floor(hh);
+    double v = m1;
+    if (hh * 6 < 1) {
+      v = m1 + (m2 - m1) * hh * 6;
+    } else if (hh * 2 < 1) {
+      v = m2;
+    } else if (hh * 3 < 2) {
+      v = m1 + (m2 - m1) * (2.0 / 3 - hh) * 6;
+    }
+    return static_cast<int>(std::lround(v * 255));
+  };
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", channel(h + 1.0 / 3), channel(h),
+                channel(h - 1.0 / 3));
+  return buf;
 }
 
 std::string FormatTick(double v) {
@@ -342,7 +401,7 @@ double AxisTransform::operator()(double value) const {
 LineChartLayout LayOutLineChart(const LineChart& chart, const ChartStyle& style) {
   std::vector<double> xs, ys;
   for (const Series& s : chart.series) {
-    for (const Series::Point& p : Drawable(s, chart.x.scale, chart.y.scale)) {
+    for (const Series::Point& p : Drawable(s, ScaleOf(chart.x), ScaleOf(chart.y))) {
       xs.push_back(p.x);
       ys.push_back(p.y);
     }
@@ -366,45 +425,57 @@ LineChartLayout LayOutLineChart(const LineChart& chart, const ChartStyle& style)
   l.y = y.range;
   l.x_ticks = x.ticks;
   l.y_ticks = y.ticks;
+  if (!chart.x.categories.empty()) {
+    // Every k-th category's label, so that labels (centred, one line) keep
+    // a gap of two characters.
+    std::size_t chars = 0;
+    for (const std::string& c : chart.x.categories) chars = std::max(chars, c.size());
+    const double slot = (l.plot.right - l.plot.left) / static_cast<double>(x.ticks.size());
+    const auto stride = static_cast<std::size_t>(
+        std::ceil(TextWidth(chars + 2, style.font_size) / std::max(slot, 1.0)));
+    l.x_ticks.clear();
+    for (std::size_t k = 0; k < x.ticks.size(); k += std::max<std::size_t>(1, stride)) {
+      l.x_ticks.push_back(x.ticks[k]);
+    }
+  }
   return l;
 }
 
 // A point's circle with a tooltip naming its series and coordinates.
-void WriteMarker(std::ostream& o, const std::string& series, const std::string& x_label,
-                 const std::string& y_label, const Series::Point& p, double cx, double cy,
+void WriteMarker(std::ostream& o, const std::string& series, const AxisSpec& x,
+                 const AxisSpec& y, const Series::Point& p, double cx, double cy,
                  double radius) {
   o << "<circle cx=\"" << Px(cx) << "\" cy=\"" << Px(cy) << "\" r=\"" << radius << "\"><title>"
-    << EscapeXml((series.empty() ? "" : series + ": ") + x_label + " " + FormatTick(p.x) + ", " +
-                 y_label + " " + FormatTick(p.y))
+    << EscapeXml((series.empty() ? "" : series + ": ") + x.label + " " + ValueText(x, p.x) +
+                 ", " + y.label + " " + ValueText(y, p.y))
     << "</title></circle>\n";
 }
 
 std::string RenderLineChart(const LineChart& chart, const ChartStyle& style) {
   const LineChartLayout l = LayOutLineChart(chart, style);
-  const AxisTransform tx(chart.x.scale, l.x, l.plot.left, l.plot.right);
-  const AxisTransform ty(chart.y.scale, l.y, l.plot.bottom, l.plot.top);
+  const AxisTransform tx(ScaleOf(chart.x), l.x, l.plot.left, l.plot.right);
+  const AxisTransform ty(ScaleOf(chart.y), l.y, l.plot.bottom, l.plot.top);
   SvgWriter svg(l.width, l.height, style, chart.title);
   std::ostringstream& o = svg.out();
 
-  svg.YAxis(l.plot, ty, chart.y.scale, l.y_ticks, chart.y.label);
-  svg.XAxis(l.plot, tx, chart.x.scale, l.x_ticks, chart.x.label, l.height);
+  svg.YAxis(l.plot, ty, chart.y, l.y_ticks, chart.y.label);
+  svg.XAxis(l.plot, tx, chart.x, l.x_ticks, chart.x.label, l.height);
   svg.Frame(l.plot);
 
   for (std::size_t i = 0; i < chart.series.size(); ++i) {
     const Series& s = chart.series[i];
-    const std::vector<Series::Point> points = Drawable(s, chart.x.scale, chart.y.scale);
-    o << "<g class=\"series\" fill=\"" << Colour(i) << "\">\n";
+    const std::vector<Series::Point> points = Drawable(s, ScaleOf(chart.x), ScaleOf(chart.y));
+    const std::string colour = SeriesColour(i, chart.series.size());
+    o << "<g class=\"series\" fill=\"" << colour << "\">\n";
     if (points.size() > 1) {
-      o << "<polyline fill=\"none\" stroke=\"" << Colour(i) << "\" stroke-width=\"2\"";
-      if (*Dash(i) != '\0') o << " stroke-dasharray=\"" << Dash(i) << "\"";
-      o << " points=\"";
+      o << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\" points=\"";
       for (std::size_t k = 0; k < points.size(); ++k) {
         o << (k ? " " : "") << Px(tx(points[k].x)) << ',' << Px(ty(points[k].y));
       }
       o << "\"/>\n";
     }
     for (const Series::Point& p : points) {
-      WriteMarker(o, s.name, chart.x.label, chart.y.label, p, tx(p.x), ty(p.y), 3.5);
+      WriteMarker(o, s.name, chart.x, chart.y, p, tx(p.x), ty(p.y), 3.5);
     }
     o << "</g>\n";
   }
@@ -419,10 +490,9 @@ std::string RenderLineChart(const LineChart& chart, const ChartStyle& style) {
     if (e + 1 == entries.size() && entries.size() < named.size()) return;  // "... more"
     const std::size_t i = named[e];
     o << "<line x1=\"" << Px(x) << "\" y1=\"" << Px(y) << "\" x2=\"" << Px(x + kLegendSwatch)
-      << "\" y2=\"" << Px(y) << "\" stroke=\"" << Colour(i) << "\" stroke-width=\"2\"";
-    if (*Dash(i) != '\0') o << " stroke-dasharray=\"" << Dash(i) << "\"";
-    o << "/>\n<circle cx=\"" << Px(x + kLegendSwatch / 2) << "\" cy=\"" << Px(y)
-      << "\" r=\"3.5\" fill=\"" << Colour(i) << "\"/>\n";
+      << "\" y2=\"" << Px(y) << "\" stroke=\"" << SeriesColour(i, chart.series.size())
+      << "\" stroke-width=\"2\"/>\n<circle cx=\"" << Px(x + kLegendSwatch / 2) << "\" cy=\""
+      << Px(y) << "\" r=\"3.5\" fill=\"" << SeriesColour(i, chart.series.size()) << "\"/>\n";
   });
   return svg.Finish();
 }
@@ -450,12 +520,12 @@ std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& styl
               "the diagonal of a scatter chart needs x and y on the same scale");
   const LineChart line = ScatterAsLineChart(chart);
   const LineChartLayout l = LayOutLineChart(line, style);
-  const AxisTransform tx(chart.x.scale, l.x, l.plot.left, l.plot.right);
-  const AxisTransform ty(chart.y.scale, l.y, l.plot.bottom, l.plot.top);
+  const AxisTransform tx(ScaleOf(chart.x), l.x, l.plot.left, l.plot.right);
+  const AxisTransform ty(ScaleOf(chart.y), l.y, l.plot.bottom, l.plot.top);
   SvgWriter svg(l.width, l.height, style, chart.title);
   std::ostringstream& o = svg.out();
-  svg.YAxis(l.plot, ty, chart.y.scale, l.y_ticks, chart.y.label);
-  svg.XAxis(l.plot, tx, chart.x.scale, l.x_ticks, chart.x.label, l.height);
+  svg.YAxis(l.plot, ty, chart.y, l.y_ticks, chart.y.label);
+  svg.XAxis(l.plot, tx, chart.x, l.x_ticks, chart.x.label, l.height);
   svg.Frame(l.plot);
 
   if (chart.diagonal) {
@@ -470,9 +540,10 @@ std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& styl
   }
   for (std::size_t i = 0; i < chart.series.size(); ++i) {
     const Series& s = chart.series[i];
-    o << "<g class=\"series\" fill=\"" << Colour(i) << "\" fill-opacity=\"0.7\">\n";
-    for (const Series::Point& p : Drawable(s, chart.x.scale, chart.y.scale)) {
-      WriteMarker(o, s.name, chart.x.label, chart.y.label, p, tx(p.x), ty(p.y), 3);
+    o << "<g class=\"series\" fill=\"" << SeriesColour(i, chart.series.size())
+      << "\" fill-opacity=\"0.7\">\n";
+    for (const Series::Point& p : Drawable(s, ScaleOf(chart.x), ScaleOf(chart.y))) {
+      WriteMarker(o, s.name, chart.x, chart.y, p, tx(p.x), ty(p.y), 3);
     }
     o << "</g>\n";
   }
@@ -493,12 +564,21 @@ std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& styl
       return;
     }
     o << "<circle cx=\"" << Px(x + kLegendSwatch / 2) << "\" cy=\"" << Px(y)
-      << "\" r=\"3.5\" fill=\"" << Colour(i) << "\"/>\n";
+      << "\" r=\"3.5\" fill=\"" << SeriesColour(i, chart.series.size()) << "\"/>\n";
   });
   return svg.Finish();
 }
 
-std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle& style) {
+namespace {
+
+// An SVG document and its size in pixels.
+struct SizedSvg {
+  std::string text;
+  int width = 0;
+  int height = 0;
+};
+
+SizedSvg StackedBarChartSvg(const StackedBarChart& chart, const ChartStyle& style) {
   const std::size_t n = chart.bars.size();
   std::vector<double> totals;
   std::size_t label_chars = 0;
@@ -510,6 +590,7 @@ std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle
   }
   AxisSpec y_spec;
   y_spec.label = chart.y_label;
+  y_spec.max = chart.y_max;
   const ResolvedAxis y = ResolveLinear(y_spec, totals);
 
   const std::vector<std::string> entries = LegendEntries(chart.segments);
@@ -532,7 +613,7 @@ std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle
 
   SvgWriter svg(width, height, style, chart.title);
   std::ostringstream& o = svg.out();
-  svg.YAxis(plot, ty, Scale::kLinear, y.ticks, chart.y_label);
+  svg.YAxis(plot, ty, y_spec, y.ticks, chart.y_label);
 
   const double slot = n == 0 ? 0 : (plot.right - plot.left) / static_cast<double>(n);
   const double bar_width = std::max(1.0, slot * 0.7);
@@ -574,7 +655,92 @@ std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle
     o << "<rect x=\"" << Px(x + 4) << "\" y=\"" << Px(yy - 6) << "\" width=\"14\" height=\"12\" "
       << "fill=\"" << colour(s) << "\"/>\n";
   });
+  return {svg.Finish(), width, height};
+}
+
+// One SVG of `panels` in a grid of `columns` under `title`: each panel a
+// nested <svg> at its cell's top-left corner; a column as wide as its
+// widest panel, a row as high as its highest.
+std::string ComposeGrid(const std::string& title, const std::vector<SizedSvg>& panels,
+                        int columns, const ChartStyle& style) {
+  const std::size_t cols = static_cast<std::size_t>(std::max(1, columns));
+  const std::size_t rows = (panels.size() + cols - 1) / cols;
+  std::vector<int> col_width(std::min(cols, std::max<std::size_t>(1, panels.size())), 0);
+  std::vector<int> row_height(rows, 0);
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    col_width[i % cols] = std::max(col_width[i % cols], panels[i].width);
+    row_height[i / cols] = std::max(row_height[i / cols], panels[i].height);
+  }
+  int width = 0, height = style.margin_top;
+  for (int w : col_width) width += w;
+  for (int h : row_height) height += h;
+  SvgWriter svg(std::max(width, 1), std::max(height, style.margin_top), style, title);
+  std::ostringstream& o = svg.out();
+  int y = style.margin_top;
+  for (std::size_t r = 0; r < rows; ++r) {
+    int x = 0;
+    for (std::size_t c = 0; c < cols && r * cols + c < panels.size(); ++c) {
+      const std::string& text = panels[r * cols + c].text;
+      // "<svg " -> "<svg x=.. y=.. ": the nested panel's position.
+      o << "<svg x=\"" << x << "\" y=\"" << y << "\" " << text.substr(5);
+      x += col_width[c];
+    }
+    y += row_height[r];
+  }
   return svg.Finish();
+}
+
+}  // namespace
+
+std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle& style) {
+  return StackedBarChartSvg(chart, style).text;
+}
+
+std::string RenderWrappedStackedBarChart(const StackedBarChart& chart, std::size_t bars_per_row,
+                                         const ChartStyle& style) {
+  DTSIM_CHECK(bars_per_row >= 1, "a row holds at least one bar");
+  if (chart.bars.size() <= bars_per_row) return RenderStackedBarChart(chart, style);
+  // All rows on the range the whole chart would have.
+  std::vector<double> totals;
+  for (const StackedBarChart::Bar& b : chart.bars) {
+    double total = 0;
+    for (double v : b.values) total += std::max(0.0, v);
+    totals.push_back(total);
+  }
+  AxisSpec y_spec;
+  y_spec.max = chart.y_max;
+  const double y_max = ResolveLinear(y_spec, totals).range.max;
+  std::vector<SizedSvg> rows;
+  for (std::size_t first = 0; first < chart.bars.size(); first += bars_per_row) {
+    const std::size_t last = std::min(chart.bars.size(), first + bars_per_row);
+    StackedBarChart row = chart;
+    row.title = "bars " + std::to_string(first + 1) + " to " + std::to_string(last) + " of " +
+                std::to_string(chart.bars.size());
+    row.bars.assign(chart.bars.begin() + static_cast<std::ptrdiff_t>(first),
+                    chart.bars.begin() + static_cast<std::ptrdiff_t>(last));
+    row.y_max = y_max;
+    rows.push_back(StackedBarChartSvg(row, style));
+  }
+  return ComposeGrid(chart.title, rows, 1, style);
+}
+
+std::string RenderLineChartGrid(const std::string& title, const std::vector<LineChart>& panels,
+                                int columns, const ChartStyle& style) {
+  // The union of the panels' automatic y ranges, given to every panel
+  // that does not fix its own.
+  std::optional<Range> y;
+  for (const LineChart& panel : panels) {
+    const Range r = LayOutLineChart(panel, style).y;
+    y = y ? Range{std::min(y->min, r.min), std::max(y->max, r.max)} : r;
+  }
+  std::vector<SizedSvg> svgs;
+  for (LineChart panel : panels) {
+    if (y && !panel.y.min) panel.y.min = y->min;
+    if (y && !panel.y.max) panel.y.max = y->max;
+    const LineChartLayout l = LayOutLineChart(panel, style);
+    svgs.push_back({RenderLineChart(panel, style), l.width, l.height});
+  }
+  return ComposeGrid(title, svgs, columns, style);
 }
 
 }  // namespace dtsim::report

@@ -12,6 +12,7 @@
 // with T(v) = v on a linear axis and T(v) = log2(v) on a log2 axis.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ struct AxisSpec {
   std::optional<double> min;
   std::optional<double> max;
   bool include_zero = true;  // linear axes with an automatic range only
+  // Ticks only at whole numbers (a count of devices, an averaging period):
+  // a linear axis steps by 1, 2, 5, 10... and never by 0.5.
+  bool integer = false;
+  // A categorical axis when not empty: the value k (0, 1, ...) stands for
+  // categories[k], which labels its tick; the range is [-0.5, size - 0.5]
+  // and `scale`, `min`, `max` and `integer` are ignored. For axes whose
+  // values are names ("ring", "tree") rather than numbers.
+  std::vector<std::string> categories;
 };
 
 struct Series {
@@ -43,7 +52,7 @@ struct LineChart {
   std::string title;
   AxisSpec x;
   AxisSpec y;
-  std::vector<Series> series;  // colours in this order (Colour(i))
+  std::vector<Series> series;  // colours in this order (SeriesColour(i, series.size()))
 };
 
 struct StackedBarChart {
@@ -57,6 +66,9 @@ struct StackedBarChart {
     std::vector<double> values;  // one per segment, >= 0
   };
   std::vector<Bar> bars;  // left to right
+  // The top of the y axis; unset: from the tallest bar. Panels of one
+  // chart wrapped over several rows share it (RenderWrappedStackedBarChart).
+  std::optional<double> y_max;
 };
 
 // Points without connecting lines, e.g. predicted against measured values.
@@ -131,8 +143,27 @@ LineChartLayout LayOutScatterChart(const ScatterChart& chart, const ChartStyle& 
 std::string RenderScatterChart(const ScatterChart& chart, const ChartStyle& style = {});
 std::string RenderStackedBarChart(const StackedBarChart& chart, const ChartStyle& style = {});
 
+// Small multiples: one SVG holding `panels` (line charts) in a grid of
+// `columns`, under `title`. Panels keep their own titles and legends; their
+// y axes share one range (the union of theirs, unless a panel fixes its own)
+// so that heights compare across panels.
+std::string RenderLineChartGrid(const std::string& title, const std::vector<LineChart>& panels,
+                                int columns, const ChartStyle& style = {});
+
+// A stacked bar chart of many bars wrapped into rows of at most
+// `bars_per_row` bars, one under the other in one SVG, all on the same y
+// range: the image stays about `style.width` wide however many bars there
+// are. With no more bars than `bars_per_row`, the same as
+// RenderStackedBarChart. REQUIRES: bars_per_row >= 1.
+std::string RenderWrappedStackedBarChart(const StackedBarChart& chart, std::size_t bars_per_row,
+                                         const ChartStyle& style = {});
+
 // The i-th colour of the palette (Tableau 10, repeating), e.g. "#4e79a7".
 const char* Colour(std::size_t i);
+// The colour of series i of n: Colour(i) for up to 10 series; beyond, n
+// distinct colours, hues spaced evenly around the HSL circle with the
+// lightness alternating between two levels (neighbours differ in both).
+std::string SeriesColour(std::size_t i, std::size_t n);
 // A tick label: "0", "12", "1024", "2.5", "150k", "1.2M".
 std::string FormatTick(double value);
 // `text` with XML's special characters escaped (&, <, >, ", ').

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -43,8 +44,8 @@ TEST(AxisTransform, ClosedForms) {
 
 TEST(LineChart, PointsLandWhereTheClosedFormSays) {
   LineChart chart;
-  chart.x = {"devices", Scale::kLog2, 1, 1024, false};
-  chart.y = {"samples/s", Scale::kLinear, 0, 100, true};
+  chart.x = {"devices", Scale::kLog2, 1, 1024, false, false, {}};
+  chart.y = {"samples/s", Scale::kLinear, 0, 100, true, false, {}};
   chart.series.push_back({"", {{32, 25}, {1024, 100}, {4, 50}}});
   const ChartStyle style;  // 760 x 440, margins left 80, right 16, top 40, bottom 56
   const LineChartLayout l = LayOutLineChart(chart, style);
@@ -112,8 +113,8 @@ TEST(LineChart, OnePointAndNoPointStillDraw) {
 TEST(ScatterChart, PointsWithoutLinesAndTheDiagonalCornerToCorner) {
   ScatterChart chart;
   chart.title = "predicted vs measured";
-  chart.x = {"measured ms", Scale::kLog2, 1, 1024, false};
-  chart.y = {"predicted ms", Scale::kLog2, 1, 1024, false};
+  chart.x = {"measured ms", Scale::kLog2, 1, 1024, false, false, {}};
+  chart.y = {"predicted ms", Scale::kLog2, 1, 1024, false, false, {}};
   chart.series.push_back({"single node", {{32, 32}, {4, 8}}});
   chart.series.push_back({"multi-node", {{512, 256}, {0, 5}}});  // 0: not on a log axis
   chart.diagonal = "y = x";
@@ -192,6 +193,122 @@ TEST(CheckXml, CatchesBrokenDocuments) {
   EXPECT_NE(CheckXml("<svg>a & b</svg>"), "");
   EXPECT_NE(CheckXml("<svg x=\"1></svg>"), "");
   EXPECT_NE(CheckXml("<svg></svg><svg></svg>"), "");
+}
+
+// Issue 15 item 5: an integer axis has no half ticks. Data 1..3: the
+// 1-2-5 rule steps by NiceStep(2, 6) = 0.5 (ticks 1, 1.5, ..., 3); an
+// integer axis takes the next step that is whole, 1.
+TEST(LineChart, IntegerAxisTicksAreWhole) {
+  LineChart chart;
+  chart.x.include_zero = false;
+  chart.series = {{"s", {{1, 10}, {2, 20}, {3, 30}}}};
+  EXPECT_EQ(LayOutLineChart(chart).x_ticks, (std::vector<double>{1, 1.5, 2, 2.5, 3}));
+  chart.x.integer = true;
+  EXPECT_EQ(LayOutLineChart(chart).x_ticks, (std::vector<double>{1, 2, 3}));
+  // Wide ranges keep their 1-2-5 steps: 0..100 by 20.
+  chart.series[0].points.push_back({100, 5});
+  chart.x.include_zero = true;
+  EXPECT_EQ(LayOutLineChart(chart).x_ticks, (std::vector<double>{0, 20, 40, 60, 80, 100}));
+}
+
+// Issue 15 item 5: names on x. Category k sits at k, the range is
+// [-0.5, n - 0.5], and each tick is labelled with its category.
+TEST(LineChart, CategoricalAxis) {
+  LineChart chart;
+  chart.x.label = "algorithm";
+  chart.x.categories = {"ring", "tree", "halving_doubling"};
+  chart.series = {{"s", {{0, 10}, {1, 20}, {2, 15}}}};
+  const LineChartLayout l = LayOutLineChart(chart);
+  EXPECT_EQ(l.x.min, -0.5);
+  EXPECT_EQ(l.x.max, 2.5);
+  EXPECT_EQ(l.x_ticks, (std::vector<double>{0, 1, 2}));
+  const std::string svg = RenderLineChart(chart);
+  EXPECT_EQ(CheckXml(svg), "");
+  for (const char* name : {">ring</text>", ">tree</text>", ">halving_doubling</text>"}) {
+    EXPECT_EQ(Count(svg, name), 1) << name;
+  }
+  EXPECT_NE(svg.find("algorithm tree, "), std::string::npos);  // the tooltip names it
+  // Ticks thin out when labels would overlap: 200 categories of 10
+  // characters on a 480 px plot get every k-th label (k >= 2).
+  chart.x.categories.clear();
+  chart.series[0].points.clear();
+  for (int k = 0; k < 200; ++k) {
+    chart.x.categories.push_back("category" + std::to_string(k % 10) + "x");
+    chart.series[0].points.push_back({static_cast<double>(k), 1});
+  }
+  const LineChartLayout many = LayOutLineChart(chart);
+  ASSERT_GE(many.x_ticks.size(), 2u);
+  EXPECT_LT(many.x_ticks.size(), 200u);
+  const double gap_px = (many.x_ticks[1] - many.x_ticks[0]) * (many.plot.right - many.plot.left) /
+                        (many.x.max - many.x.min);
+  EXPECT_GE(gap_px, 10 * 0.6 * 12);  // 10 characters at the width estimate
+}
+
+// Issue 15 item 5: more than 10 series get distinct colours.
+TEST(SeriesColour, TableauUpToTenDistinctBeyond) {
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(SeriesColour(i, 10), Colour(i));
+  std::vector<std::string> colours;
+  for (std::size_t i = 0; i < 30; ++i) colours.push_back(SeriesColour(i, 30));
+  std::sort(colours.begin(), colours.end());
+  EXPECT_EQ(std::unique(colours.begin(), colours.end()), colours.end());
+  // Series 0 of 11: hsl(0, 65%, 42%). CSS Color 3's chroma form:
+  // C = (1 - |2 x 0.42 - 1|) x 0.65 = 0.546, m = 0.42 - C / 2 = 0.147;
+  // (R, G, B) = (C + m, m, m) x 255 = (176.7, 37.5, 37.5) -> (177, 37, 37).
+  EXPECT_EQ(SeriesColour(0, 11), "#b12525");
+}
+
+// Issue 15 item 5: 100 bars wrap into rows of 40 on one y range instead of
+// one image 1,200+ pixels wide.
+TEST(StackedBarChart, WrapsIntoRows) {
+  StackedBarChart chart;
+  chart.title = "t";
+  chart.segments = {"a", "b"};
+  for (int i = 0; i < 100; ++i) {
+    chart.bars.push_back({"bar" + std::to_string(i), {1.0 + i % 7, 1}});
+  }
+  const std::string one = RenderStackedBarChart(chart);
+  const std::string wrapped = RenderWrappedStackedBarChart(chart, 40);
+  EXPECT_EQ(CheckXml(wrapped), "");
+  auto width = [](const std::string& svg) {
+    const std::size_t at = svg.find("width=\"") + 7;
+    return std::stoi(svg.substr(at));
+  };
+  EXPECT_GT(width(one), 1200);   // 80 + 100 x 12 px per bar + legend
+  EXPECT_LE(width(wrapped), 800);
+  EXPECT_EQ(Count(wrapped, "<svg "), 4);  // the frame and 3 rows: 40, 40, 20 bars
+  EXPECT_NE(wrapped.find(">bars 81 to 100 of 100</text>"), std::string::npos);
+  EXPECT_EQ(Count(wrapped, "<g class=\"bar\">"), 100);
+  // One y range: the tallest bar, 7 + 1 = 8, gives every row ticks up to 8.
+  EXPECT_EQ(Count(wrapped, ">8</text>"), 3);
+  // Few bars: the plain chart.
+  chart.bars.resize(30);
+  EXPECT_EQ(RenderWrappedStackedBarChart(chart, 40), RenderStackedBarChart(chart));
+}
+
+// A defect found with the facets: a legend of one 3-character name ("b=5")
+// printed "..." because the legend's width, 22 + 8 + 3 x 0.6 x 12 px, gave
+// back 2.9999 characters.
+TEST(LineChart, ShortLegendNamesAreNotTruncated) {
+  LineChart chart;
+  chart.series = {{"b=5", {{1, 1}, {2, 2}}}};
+  EXPECT_NE(RenderLineChart(chart).find(">b=5</text>"), std::string::npos);
+}
+
+// Small multiples share their y range.
+TEST(LineChartGrid, PanelsShareTheYRange) {
+  LineChart low, high;
+  low.title = "low";
+  low.series = {{"s", {{1, 1}, {2, 10}}}};
+  high.title = "high";
+  high.series = {{"s", {{1, 1}, {2, 100}}}};
+  const std::string svg = RenderLineChartGrid("grid", {low, high, low}, 2);
+  EXPECT_EQ(CheckXml(svg), "");
+  EXPECT_EQ(Count(svg, "<svg "), 4);
+  // 0..100 by 20 on every panel: the label "100" three times.
+  EXPECT_EQ(Count(svg, ">100</text>"), 3);
+  // Two columns: the third panel starts a second row, under the first.
+  EXPECT_NE(svg.find("<svg x=\"0\" y=\"40\" "), std::string::npos);
+  EXPECT_NE(svg.find("<svg x=\"0\" y=\"480\" "), std::string::npos);
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ std::string PredictedVsMeasuredSvg(const std::string& title, const std::string& 
     }
   }
   // Both axes over the same powers of two, so that y = x is the diagonal.
-  chart.x = {x_label, report::Scale::kLog2, std::nullopt, std::nullopt, false};
-  chart.y = {y_label, report::Scale::kLog2, std::nullopt, std::nullopt, false};
+  chart.x = {x_label, report::Scale::kLog2, std::nullopt, std::nullopt, false, false, {}};
+  chart.y = {y_label, report::Scale::kLog2, std::nullopt, std::nullopt, false, false, {}};
   if (hi > 0) {
     const double min = std::exp2(std::floor(std::log2(lo)));
     double max = std::exp2(std::ceil(std::log2(hi)));

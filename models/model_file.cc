@@ -15,6 +15,7 @@
 #include "models/graph_builder.h"
 #include "models/model_file.h"
 #include "models/model_file_layers.h"
+#include "models/onnx_import.h"
 #include "models/zoo.h"
 
 namespace dtsim::models {
@@ -166,6 +167,7 @@ ModelGraph ParseModelYaml(const std::string& text, const std::string& filename) 
 }
 
 ModelGraph LoadModelFile(const std::string& path) {
+  if (IsOnnxPath(path)) return LoadOnnxModel(path);
   std::ifstream in(path);
   if (!in) {
     throw UserError(SourceLocation{path, 0, 0}, "cannot open model file '" + path + "'",

@@ -39,7 +39,8 @@ struct TransformerConfig {
 // divisible by heads, non-positive sizes).
 ModelGraph BuildTransformer(const TransformerConfig& config, std::string name = "transformer");
 
-// Loads a model described in a YAML file (format in docs/model_file.md).
+// Loads a model described in a YAML file (format in docs/model_file.md), or
+// an ONNX file when the path ends in ".onnx" (models/onnx_import.h).
 // Throws UserError with file:line:column on bad input.
 ModelGraph LoadModelFile(const std::string& path);
 // Same, from text; `filename` is only used in messages.

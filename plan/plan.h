@@ -70,6 +70,10 @@ struct Task {
   std::int64_t params = 0;       // parameters updated (kOptimizer)
   RankId peer = -1;              // kSend: the receiving rank
   double bytes = 0;              // kSend payload
+  // >= 0: the task takes exactly this many seconds instead of its op's
+  // priced time: a compute task (kForward, op -1) of an imported trace, its
+  // kernel's measured duration (plan/chakra_import.h).
+  double seconds = -1;
   // Start once this many of the task's dependencies have finished (k of n,
   // e.g. a server aggregating the first k workers' gradients); 0 = all.
   std::int32_t min_deps = 0;

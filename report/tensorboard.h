@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtsim::report {
 
@@ -35,6 +36,30 @@ class EventFile {
   // at `step`, written at `wall_time` seconds (since the epoch, or any
   // origin the writer states).
   void AddScalar(const std::string& tag, std::int64_t step, double wall_time, float value);
+
+  // TensorBoard's HParams plugin (tensorboard/plugins/hparams): these
+  // records, each a summary of an empty float tensor whose metadata names
+  // the plugin and holds an HParamsPluginData message, make the HParams
+  // dashboard list each run (folder) of an experiment as a session with its
+  // hyper-parameter values and metrics.
+  //
+  // The experiment, in the top folder's file: its hyper-parameters (name
+  // and the values it takes: numbers or strings) and its metrics (scalar
+  // tags the sessions write).
+  struct HParam {
+    std::string name;
+    std::vector<std::string> values;  // as written in the sweep
+    bool numeric = false;             // every value a number: a float64 hparam
+  };
+  void AddHParamsExperiment(const std::vector<HParam>& hparams,
+                            const std::vector<std::string>& metric_tags, double wall_time);
+  // A session's start, in its own folder's file: its value of each
+  // hyper-parameter, values[choice[a]] (numbers where `numeric`, else
+  // strings); a choice past the values leaves that hyper-parameter out.
+  void AddHParamsSessionStart(const std::vector<HParam>& hparams,
+                              const std::vector<std::size_t>& choice, double wall_time);
+  // Its end: success, or failure (an infeasible plan).
+  void AddHParamsSessionEnd(bool success, double wall_time);
 
   // The file's bytes so far.
   const std::string& bytes() const { return bytes_; }

@@ -101,5 +101,78 @@ TEST(TensorBoard, EventsUseTensorFlowsFieldNumbers) {
   EXPECT_EQ(records[1], expected);
 }
 
+// Issue 15 item 4: sweep axes as TensorBoard HParams. The session-end
+// record, encoded by hand from the wire format (protobuf encoding guide)
+// with the field numbers of TensorFlow's summary.proto / tensor.proto and
+// TensorBoard's plugin_data.proto, as tensorboard.plugins.hparams.summary
+// writes it.
+TEST(TensorBoard, HParamsSessionEndBytes) {
+  EventFile file;
+  file.AddHParamsSessionEnd(true, 0);
+  const std::vector<std::string> records = ReadRecords(file.bytes());
+  ASSERT_EQ(records.size(), 2u);
+  // HParamsPluginData: version 0 (not written), session_end_info = 4
+  // {status = 1: STATUS_SUCCESS}.
+  const std::string content("\x22\x02\x08\x01", 4);
+  // PluginData {plugin_name = 1 "hparams", content = 2}: 15 bytes.
+  const std::string plugin = std::string("\x0a\x07hparams\x12\x04", 11) + content;
+  // SummaryMetadata {plugin_data = 1}: 17 bytes.
+  const std::string metadata = std::string("\x0a\x0f", 2) + plugin;
+  // TensorProto {dtype = 1: DT_FLOAT, tensor_shape = 2 {dim = 2 {size 0}}}:
+  // TensorBoard's NULL_TENSOR, "6 bytes".
+  const std::string tensor("\x08\x01\x12\x02\x12\x00", 6);
+  // Summary.Value {tag = 1, tensor = 8, metadata = 9}, in field order: 55 bytes.
+  const std::string value = std::string("\x0a\x1a_hparams_/session_end_info\x42\x06", 30) +
+                            tensor + std::string("\x4a\x11", 2) + metadata;
+  ASSERT_EQ(value.size(), 55u);
+  // Event {summary = 5 {value = 1}}: wall time and step 0 are not written.
+  const std::string event = std::string("\x2a\x39\x0a\x37", 4) + value;
+  EXPECT_EQ(records[1], event);
+}
+
+// An experiment and a session parse back: names, kinds, domains, values;
+// a session leaves out an axis it does not use. Map entries come out in key
+// order, so the bytes do not depend on the process.
+TEST(TensorBoard, HParamsExperimentAndSessionParseBack) {
+  const std::vector<EventFile::HParam> hparams = {
+      {"cluster.nodes", {"1", "2", "4"}, true},
+      {"parallelism.strategy", {"data", "local_sgd"}, false},
+      {"parallelism.averaging_period", {"10", "20"}, true}};
+  EventFile experiment;
+  experiment.AddHParamsExperiment(hparams, {"throughput_samples_per_s"}, 0);
+  std::vector<std::string> records = ReadRecords(experiment.bytes());
+  ASSERT_EQ(records.size(), 2u);
+  tensorboard::Event e;
+  ASSERT_TRUE(e.ParseFromString(records[1]));
+  ASSERT_EQ(e.summary().value_size(), 1);
+  EXPECT_EQ(e.summary().value(0).tag(), "_hparams_/experiment");
+  EXPECT_EQ(e.summary().value(0).metadata().plugin_data().plugin_name(), "hparams");
+  tensorboard::HParamsPluginData data;
+  ASSERT_TRUE(data.ParseFromString(e.summary().value(0).metadata().plugin_data().content()));
+  ASSERT_TRUE(data.has_experiment());
+  ASSERT_EQ(data.experiment().hparam_infos_size(), 3);
+  EXPECT_EQ(data.experiment().hparam_infos(0).type(), 3);  // DATA_TYPE_FLOAT64
+  EXPECT_EQ(data.experiment().hparam_infos(1).type(), 1);  // DATA_TYPE_STRING
+  EXPECT_EQ(data.experiment().hparam_infos(0).domain_discrete().values(2).number_value(), 4);
+  EXPECT_EQ(data.experiment().hparam_infos(1).domain_discrete().values(1).string_value(),
+            "local_sgd");
+  EXPECT_EQ(data.experiment().metric_infos(0).name().tag(), "throughput_samples_per_s");
+
+  EventFile session;
+  session.AddHParamsSessionStart(hparams, {2, 0, 2}, 0);  // data: no averaging period
+  records = ReadRecords(session.bytes());
+  ASSERT_TRUE(e.ParseFromString(records[1]));
+  EXPECT_EQ(e.summary().value(0).tag(), "_hparams_/session_start_info");
+  ASSERT_TRUE(data.ParseFromString(e.summary().value(0).metadata().plugin_data().content()));
+  const auto& values = data.session_start_info().hparams();
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values.at("cluster.nodes").number_value(), 4);
+  EXPECT_EQ(values.at("parallelism.strategy").string_value(), "data");
+  EXPECT_EQ(values.count("parallelism.averaging_period"), 0u);
+  // Deterministic: entries in key order ("cluster.nodes" < "parallelism...").
+  const std::string content = e.summary().value(0).metadata().plugin_data().content();
+  EXPECT_LT(content.find("cluster.nodes"), content.find("parallelism.strategy"));
+}
+
 }  // namespace
 }  // namespace dtsim::report

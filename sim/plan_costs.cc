@@ -52,6 +52,10 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     const int model = cost_of_rank[static_cast<std::size_t>(t.rank)];
     const CostModel& cm = cost_models[static_cast<std::size_t>(model)];
     double seconds = 0;
+    if (t.seconds >= 0 && t.kind != plan::TaskKind::kCollective) {  // a trace's duration
+      costs.task_ns[i] = SecondsToNs(t.seconds);
+      continue;
+    }
     switch (t.kind) {
       case plan::TaskKind::kForward:
       case plan::TaskKind::kBackwardInput:

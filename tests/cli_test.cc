@@ -20,6 +20,9 @@
 #include <thread>
 
 #include "config/device_profile.h"
+#include "models/onnx_model.pb.h"
+#include "models/onnx_test_models.h"
+#include "plan/chakra_test_traces.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -1150,6 +1153,122 @@ TEST_F(Cli, NextRunCleansWhatAKilledRunLeft) {
   EXPECT_FALSE(fs::exists(o / "trace.json.tmp"));
   EXPECT_EQ(Slurp(o / "exec.json"), "another command's");
   EXPECT_NO_THROW(nlohmann::json::parse(Slurp(o / "trace.json")));
+}
+
+// Issue 15 item 1: an ONNX export of ResNet-50 is the zoo's ResNet-50: the
+// same scenario predicts the same figures with either; a file that is not
+// ONNX is refused at its path (exit 2).
+TEST_F(Cli, OnnxModelRunsAsTheZooModel) {
+  fs::create_directories(dir_);
+  dtsim::onnx_format::ModelProto model;
+  dtsim::models::onnx_test::WriteResNet50(&model);
+  {
+    std::ofstream f(dir_ / "r50.onnx", std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&f));
+  }
+  const std::string scenario =
+      "cluster: {nodes: 2, devices_per_node: 4, device: V100-SXM2-32GB, intra_node_link: nvlink2,"
+      " network: {link: 25GbE, topology: single_switch}}\n"
+      "workload: {batch_per_device: 64, precision: fp16, model: ";
+  {
+    std::ofstream(dir_ / "onnx.yaml") << "name: r\n" << scenario << "{file: r50.onnx}}\n";
+    std::ofstream(dir_ / "zoo.yaml") << "name: r\n" << scenario << "resnet50}\n";
+  }
+  ASSERT_EQ(Dtsim("run " + (dir_ / "onnx.yaml").string() + " -q --out " + (dir_ / "a").string())
+                .status,
+            0);
+  ASSERT_EQ(
+      Dtsim("run " + (dir_ / "zoo.yaml").string() + " -q --out " + (dir_ / "b").string()).status,
+      0);
+  const nlohmann::json a = nlohmann::json::parse(Slurp(dir_ / "a" / "report.json"));
+  const nlohmann::json b = nlohmann::json::parse(Slurp(dir_ / "b" / "report.json"));
+  EXPECT_EQ(a["throughput_samples_per_s"], b["throughput_samples_per_s"]);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  const Result table = Dtsim("model " + (dir_ / "r50.onnx").string());
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("25,557,032"), std::string::npos);  // torchvision's count
+
+  std::ofstream(dir_ / "bad.onnx") << "not a model";
+  const Result bad = Dtsim("model " + (dir_ / "bad.onnx").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find((dir_ / "bad.onnx").string() + ": error: not an ONNX model"),
+            std::string::npos)
+      << bad.err;
+}
+
+// Issue 15 item 1: `dtsim chakra` on a two-rank trace (1 ms of compute,
+// then an all-reduce of 64 MB) over 2 V100 of one node: the step is the
+// compute plus the all-reduce, on either engine; wrong input exits 2.
+TEST_F(Cli, ChakraTraceOnAScenariosCluster) {
+  fs::create_directories(dir_);
+  for (int r = 0; r < 2; ++r) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    w.Compute(1, 1000);
+    w.AllReduce(2, 64 << 20, {1});
+    std::ofstream(dir_ / ("t." + std::to_string(r) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  std::ofstream(dir_ / "c.yaml")
+      << "name: c\ncluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: resnet50}\n";
+  const std::string args = "chakra " + (dir_ / "t").string() + " --cluster " +
+                           (dir_ / "c.yaml").string() + " --batch 64 --out ";
+  const Result r = Dtsim(args + (dir_ / "a").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("2 ranks, 2 compute nodes, 1 collectives"), std::string::npos) << r.out;
+  const nlohmann::json a = nlohmann::json::parse(Slurp(dir_ / "a" / "summary.json"));
+  // Ring all-reduce of 64 MiB between 2 GPUs: each sends and receives half
+  // the buffer twice, 64 MiB in all, over NVLink 2 (tens of GB/s): a few ms.
+  const double step = a["step_time_s"];
+  EXPECT_GT(step, 1e-3 + 64.0 * (1 << 20) / 300e9);
+  EXPECT_LT(step, 1e-3 + 64.0 * (1 << 20) / 5e9);
+  EXPECT_DOUBLE_EQ(a["throughput_samples_per_s"].get<double>(), 64 / step);
+  const Result sg = Dtsim(args + (dir_ / "b").string() + " --engine simgrid");
+  ASSERT_EQ(sg.status, 0) << sg.err;
+  const double simgrid = nlohmann::json::parse(Slurp(dir_ / "b" / "summary.json"))["step_time_s"];
+  EXPECT_NEAR(simgrid / step, 1.0, 0.1);  // the two engines price one flow alike
+
+  std::ofstream(dir_ / "four.yaml")
+      << "name: c\ncluster: {nodes: 1, devices_per_node: 4, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: resnet50}\n";
+  Result bad = Dtsim("chakra " + (dir_ / "t").string() + " --cluster " +
+                     (dir_ / "four.yaml").string() + " --out " + (dir_ / "c").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("the trace has 2 ranks and the cluster 4 devices"), std::string::npos)
+      << bad.err;
+  bad = Dtsim("chakra " + (dir_ / "none").string() + " --cluster " + (dir_ / "c.yaml").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("none.0.et: error: no Chakra trace at this path"), std::string::npos)
+      << bad.err;
+}
+
+// Issue 15 item 4: `dtsim sweep --tensorboard` writes the axes as HParams:
+// the experiment in tensorboard/, a session folder per point.
+TEST_F(Cli, SweepWritesHParams) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "s.yaml")
+      << "name: s\ncluster: {nodes: [1, 2], devices_per_node: 2, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: resnet50, batch_per_device: 32}\n"
+         "parallelism: {algorithm: [ring, tree]}\n";
+  const Result r = Dtsim("sweep " + (dir_ / "s.yaml").string() + " --tensorboard --quiet --out " +
+                         (dir_ / "o").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path tb = dir_ / "o" / "tensorboard";
+  const std::string experiment = Slurp(tb / "events.out.tfevents.dtsim");
+  EXPECT_NE(experiment.find("_hparams_/experiment"), std::string::npos);
+  EXPECT_NE(experiment.find("parallelism.algorithm"), std::string::npos);
+  for (const char* point : {"p0000", "p0003"}) {
+    const std::string session = Slurp(tb / point / "events.out.tfevents.dtsim");
+    EXPECT_NE(session.find("_hparams_/session_start_info"), std::string::npos) << point;
+    EXPECT_NE(session.find("throughput_samples_per_s"), std::string::npos) << point;
+  }
+  EXPECT_FALSE(fs::exists(tb / "p0004"));
+  // The same sweep gives the same bytes.
+  ASSERT_EQ(Dtsim("sweep " + (dir_ / "s.yaml").string() + " --tensorboard --quiet --out " +
+                  (dir_ / "o2").string())
+                .status,
+            0);
+  EXPECT_EQ(Slurp(dir_ / "o2" / "tensorboard" / "p0002" / "events.out.tfevents.dtsim"),
+            Slurp(tb / "p0002" / "events.out.tfevents.dtsim"));
 }
 
 }  // namespace

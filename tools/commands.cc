@@ -179,7 +179,8 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
     throw UserError("--device: '" + device->name + "' has no SM count or architecture",
                     "the kernel model prices GPUs of the catalog: see dtsim devices");
   const hw::Precision precision = hw::ParsePrecision(o.precision, {"--precision", 0, 0});
-  const bool is_file = name.ends_with(".yaml") || name.ends_with(".yml");
+  const bool is_file =
+      name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
   models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
   g.SetDType(config::StorageDType(precision));  // as a scenario at this precision
   const sim::GpuKernelModel model(*device, sim::GpuKernelParams{});
@@ -218,7 +219,8 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
 }
 
 void ModelCommand(const std::string& name, std::ostream& out) {
-  const bool is_file = name.ends_with(".yaml") || name.ends_with(".yml");
+  const bool is_file =
+      name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
   const models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
   out << models::FormatModelTable(g);
 }

@@ -36,6 +36,9 @@ struct SweepOptions {
   bool quiet = false;            // no progress bar, no summary
   bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
                                  // (otherwise only once the sweep has run for ~1 s)
+  // Also write tensorboard/: the sweep as TensorBoard HParams (an
+  // experiment, one session folder per point).
+  bool tensorboard = false;
 };
 // Simulates every point of a sweep scenario (sim/sweep.h) and writes
 // sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and
@@ -77,6 +80,18 @@ struct SearchOptions {
 // With `mpi`: as SweepCommand.
 void SearchCommand(const SearchOptions& options, exec::MpiWorld* mpi, std::ostream& out,
                    std::ostream& err);
+
+struct ChakraOptions {
+  std::string prefix;        // traces PREFIX.0.et, PREFIX.1.et, ...
+  std::string cluster_path;  // a scenario: its cluster, network and engine
+  std::string engine;        // overrides the scenario's when set
+  std::string out_dir;       // default results/chakra-<prefix's file name>
+  std::int64_t batch = 0;    // samples per step of the trace, for throughput
+};
+// Simulates a Chakra trace (plan/chakra_import.h) on a scenario's cluster
+// (sim/trace_simulation.h): prints the step time and its breakdown, writes
+// summary.json.
+void ChakraCommand(const ChakraOptions& options, std::ostream& out);
 
 struct ValidateOptions {
   std::string dataset = "vtrain";                    // "vtrain" or "deepbench"

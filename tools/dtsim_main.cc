@@ -142,6 +142,9 @@ int main(int argc, char** argv) {
                         "depend on it")
       ->check(CLI::PositiveNumber);
   sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "No progress bar and no summary");
+  sweep_cmd->add_flag("--tensorboard", sweep.tensorboard,
+                      "Also write tensorboard/: the axes as TensorBoard HParams, one session "
+                      "folder per point with its figures (tensorboard --logdir OUT/tensorboard)");
   sweep_cmd->footer(
       "A list where the scenario expects a single value makes that key an axis of the sweep,\n"
       "and the sweep simulates every combination of the axes' values (the first axis in the\n"
@@ -352,6 +355,25 @@ int main(int argc, char** argv) {
       "model and pipeline parallelism (GPipe, 1F1B), fixed straggler slowdowns. Simulated\n"
       "only: tensor parallelism, interleaved stages, straggler noise.");
 
+  dtsim::tools::ChakraOptions chakra;
+  auto* chakra_cmd = app.add_subcommand(
+      "chakra", "Simulate an MLCommons Chakra execution trace (one file per rank, as ASTRA-sim "
+                "reads them) on a scenario's cluster: prints the step time and its breakdown, "
+                "writes summary.json (docs/chakra.md)");
+  chakra_cmd->add_option("prefix", chakra.prefix,
+                         "The traces' common prefix: PREFIX.0.et, PREFIX.1.et, ... one per rank")
+      ->required();
+  chakra_cmd->add_option("--cluster", chakra.cluster_path,
+                         "Scenario YAML file whose cluster, network and engine are used (its "
+                         "workload is not)")
+      ->required();
+  chakra_cmd->add_option("--engine", chakra.engine, "analytic or simgrid (default: the scenario's)")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  chakra_cmd->add_option("-o,--out", chakra.out_dir,
+                         "Output folder (default results/chakra-<prefix's file name>)");
+  chakra_cmd->add_option("--batch", chakra.batch, "Samples per step of the trace, for throughput")
+      ->check(CLI::PositiveNumber);
+
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(
       "plan", "Build the scenario's plan and print the placement of ops on devices "
@@ -511,6 +533,7 @@ int main(int argc, char** argv) {
     }
     if (*fit_cmd) dtsim::tools::FitCommand(fit, std::cout, std::cerr);
     if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
+    if (*chakra_cmd) dtsim::tools::ChakraCommand(chakra, std::cout);
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
     if (*model_cmd && model_kernels)
       dtsim::tools::ModelKernelsCommand(model_name, kernels_options, std::cout);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "report/sweep_page.h"
+#include "report/tensorboard.h"
 #include "sim/sweep.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
@@ -72,6 +73,62 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
   return results;
 }
 
+namespace {
+
+// The sweep for TensorBoard's HParams dashboard (report/tensorboard.h): the
+// experiment in `dir`, each point a session in `dir`/pNNNN with its axis
+// values and its figures as scalars at step 0. Wall times are 0: the same
+// sweep gives the same bytes.
+std::vector<fs::path> WriteHParams(const sim::Sweep& sweep,
+                                   const std::vector<sim::PointResult>& results,
+                                   const fs::path& dir) {
+  std::vector<report::EventFile::HParam> hparams;
+  for (const sim::SweepAxis& axis : sweep.axes) {
+    hparams.push_back({axis.path, axis.values, axis.numeric});
+  }
+  const std::vector<std::pair<std::string, double (*)(const sim::PointResult&)>> metrics = {
+      {"throughput_samples_per_s", [](const sim::PointResult& r) { return r.throughput_samples_per_s; }},
+      {"step_time_s", [](const sim::PointResult& r) { return r.step_time_s; }},
+      {"scaling_efficiency", [](const sim::PointResult& r) { return r.scaling_efficiency; }},
+      {"mfu", [](const sim::PointResult& r) { return r.mfu; }},
+      {"memory_per_device_gib",
+       [](const sim::PointResult& r) { return r.memory_per_device_bytes / (1024.0 * 1024 * 1024); }},
+  };
+  std::vector<std::string> tags;
+  for (const auto& m : metrics) tags.push_back(m.first);
+  std::vector<fs::path> written;
+  {
+    report::EventFile experiment;
+    experiment.AddHParamsExperiment(hparams, tags, 0);
+    OutputSet set(dir);
+    WriteOutput(set, report::kEventFileName, experiment.bytes());
+    for (const fs::path& p : set.Commit()) written.push_back(p);
+  }
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    const sim::SweepPoint& point = sweep.points[i];
+    std::vector<std::size_t> choice = point.choice;
+    for (std::size_t a = 0; a < choice.size() && a < point.unused_axes.size(); ++a) {
+      if (point.unused_axes[a]) choice[a] = sweep.axes[a].values.size();  // left out
+    }
+    report::EventFile session;
+    session.AddHParamsSessionStart(hparams, choice, 0);
+    if (results[i].feasible) {
+      for (const auto& [tag, value] : metrics) {
+        session.AddScalar(tag, 0, 0, static_cast<float>(value(results[i])));
+      }
+    }
+    session.AddHParamsSessionEnd(results[i].feasible, 0);
+    char name[32];
+    std::snprintf(name, sizeof name, "p%04zu", i);
+    OutputSet set(dir / name);
+    WriteOutput(set, report::kEventFileName, session.bytes());
+    for (const fs::path& p : set.Commit()) written.push_back(p);
+  }
+  return written;
+}
+
+}  // namespace
+
 void SweepCommand(const SweepOptions& o, exec::MpiWorld* mpi, std::ostream& out,
                   std::ostream& err) {
   const int jobs =
@@ -85,13 +142,18 @@ void SweepCommand(const SweepOptions& o, exec::MpiWorld* mpi, std::ostream& out,
 
   const std::string csv = sim::SweepCsv(sweep, results);
   const report::SweepPlots plots = report::PlotSweep(sweep, results);
-  OutputSet files(o.out_dir.empty() ? fs::path(sweep.out_dir) : fs::path(o.out_dir));
+  const fs::path dir = o.out_dir.empty() ? fs::path(sweep.out_dir) : fs::path(o.out_dir);
+  OutputSet files(dir);
   WriteOutput(files, "sweep.csv", csv);
   WriteOutput(files, "throughput.svg", plots.throughput);
   WriteOutput(files, "scaling_efficiency.svg", plots.scaling_efficiency);
   WriteOutput(files, "breakdown.svg", plots.breakdown);
   WriteOutput(files, "index.html", report::SweepPageHtml(sweep, plots, csv));
-  const auto written = files.Commit();
+  auto written = files.Commit();
+  if (o.tensorboard) {
+    const auto more = WriteHParams(sweep, results, dir / "tensorboard");
+    written.insert(written.end(), more.begin(), more.end());
+  }
 
   if (o.quiet) return;
   char line[160];

@@ -1,0 +1,59 @@
+// Plans from MLCommons Chakra execution traces (the format ASTRA-sim reads;
+// PyTorch's execution-trace observer and Chakra's converter write them):
+// one trace per rank, its nodes and their dependencies turned into a plan
+// (plan.h) that either engine simulates on a scenario's cluster.
+//
+// Per node type (docs/chakra.md):
+//   COMP_NODE       a compute task on the rank's compute stream, of the
+//                   node's duration_micros; without one, num_ops FLOPs at
+//                   ChakraImportOptions::compute_flops_per_s.
+//   COMM_COLL_NODE  the rank's part of a collective (comm_type ALL_REDUCE,
+//                   ALL_GATHER, REDUCE_SCATTER or BROADCAST; comm_size bytes,
+//                   the plan's Collective::bytes). The k-th collective of
+//                   each rank is one collective over all ranks: every rank
+//                   must list the same sequence (type and size).
+//   COMM_SEND_NODE  a transfer of comm_size bytes to comm_dst;
+//   COMM_RECV_NODE  the matching receive (comm_src; the i-th receive from
+//                   a source matches that source's i-th send to this rank,
+//                   and comm_tag, when given, must agree): nodes after it
+//                   wait for the transfer.
+//   METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE
+//                   no time; nodes after them wait for what they wait for.
+// data_deps and ctrl_deps both order nodes; a rank's nodes run in an order
+// that respects them (the file's order where it does).
+//
+// Errors are UserErrors naming the file and the node (id and name).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace dtsim::plan {
+
+struct ChakraImportOptions {
+  int devices_per_node = 1;  // rank r sits on node r / devices_per_node
+  // Prices COMP nodes that carry num_ops but no duration; 0 = such nodes
+  // are refused.
+  double compute_flops_per_s = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  // The plan's global batch (for throughput); 0 = unknown.
+  std::int64_t samples_per_iteration = 0;
+};
+
+// One trace: a name for messages and the file's bytes.
+struct ChakraTrace {
+  std::string name;
+  std::string bytes;
+};
+
+// The plan of `traces`, traces[r] being rank r's. REQUIRES: at least one.
+Plan ImportChakra(const std::vector<ChakraTrace>& traces, const ChakraImportOptions& options);
+
+// Reads PREFIX.0.et, PREFIX.1.et, ... (Chakra's naming) up to the first
+// that does not exist. Throws UserError when there is none.
+std::vector<ChakraTrace> ReadChakraTraces(const std::string& prefix);
+
+}  // namespace dtsim::plan

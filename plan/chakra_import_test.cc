@@ -1,0 +1,156 @@
+#include "plan/chakra_import.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "plan/chakra_test_traces.h"
+
+namespace dtsim::plan {
+namespace {
+
+namespace cf = dtsim::chakra_format;
+
+using chakra_test::TraceWriter;
+
+cf::Node* Comp(TraceWriter& w, std::uint64_t id, std::uint64_t micros,
+               std::vector<std::uint64_t> deps = {}) {
+  return w.Compute(id, micros, std::move(deps));
+}
+
+cf::Node* AllReduce(TraceWriter& w, std::uint64_t id, std::int64_t bytes,
+                    std::vector<std::uint64_t> deps = {}) {
+  return w.AllReduce(id, bytes, std::move(deps));
+}
+
+std::string ImportError(const std::vector<ChakraTrace>& traces) {
+  try {
+    ImportChakra(traces, {});
+  } catch (const UserError& e) {
+    return e.where().ToString() + ": " + e.message();
+  }
+  return "";
+}
+
+// Two ranks: compute, all-reduce, compute. Nodes listed out of order (the
+// second compute first) are ordered by their dependencies; a metadata node
+// passes its dependencies on.
+TEST(ChakraImport, NodesBecomeTasksAndCollectives) {
+  std::vector<ChakraTrace> traces;
+  for (int r = 0; r < 2; ++r) {
+    TraceWriter w;
+    Comp(w, 30, 200, {25});
+    w.Node(25, cf::METADATA_NODE, {20});
+    Comp(w, 10, 100 * (r + 1));
+    AllReduce(w, 20, 4096, {10});
+    traces.push_back(w.Finish("t." + std::to_string(r) + ".et"));
+  }
+  ChakraImportOptions options;
+  options.devices_per_node = 1;
+  const Plan plan = ImportChakra(traces, options);
+  ASSERT_EQ(plan.num_ranks(), 2);
+  EXPECT_EQ(plan.ranks[1].node, 1);
+  ASSERT_EQ(plan.collectives().size(), 1u);
+  const Collective& c = plan.collectives()[0];
+  EXPECT_EQ(c.op, CollectiveOp::kAllReduce);
+  EXPECT_EQ(c.bytes, 4096);
+  EXPECT_EQ(plan.groups()[static_cast<std::size_t>(c.group)], (std::vector<RankId>{0, 1}));
+  ASSERT_EQ(plan.num_tasks(), 6u);  // 2 x (compute, collective member, compute)
+  int compute = 0;
+  for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
+    const Task& t = plan.tasks()[i];
+    if (t.kind != TaskKind::kForward) continue;
+    ++compute;
+    EXPECT_EQ(t.op, -1);
+    if (t.seconds == 200e-6) {
+      // The last compute waits for its rank's collective member (through
+      // the metadata node).
+      const auto deps = plan.deps(static_cast<TaskId>(i));
+      ASSERT_EQ(deps.size(), 1u);
+      EXPECT_EQ(plan.tasks()[static_cast<std::size_t>(deps[0])].kind, TaskKind::kCollective);
+      EXPECT_EQ(plan.tasks()[static_cast<std::size_t>(deps[0])].rank, t.rank);
+    }
+  }
+  EXPECT_EQ(compute, 4);
+}
+
+// Nodes without a duration are priced from num_ops: 2e9 FLOPs at 1e12
+// FLOP/s take 2 ms.
+TEST(ChakraImport, NumOpsAtTheGivenRate) {
+  TraceWriter w;
+  cf::Node* n = w.Node(1, cf::COMP_NODE);
+  chakra_test::SetInt(n, "num_ops", 2'000'000'000);
+  const ChakraTrace trace = w.Finish("one.0.et");
+  ChakraImportOptions options;
+  options.compute_flops_per_s = 1e12;
+  EXPECT_DOUBLE_EQ(ImportChakra({trace}, options).tasks()[0].seconds, 2e-3);
+  EXPECT_NE(ImportError({trace}).find("one.0.et: node 1 'n1' has num_ops but no duration_micros"),
+            std::string::npos);
+}
+
+TEST(ChakraImport, RefusesWhatItCannotRepresent) {
+  {  // collectives that differ between ranks
+    TraceWriter a, b;
+    AllReduce(a, 1, 1024);
+    AllReduce(b, 1, 2048);
+    const std::string e = ImportError({a.Finish("a.et"), b.Finish("b.et")});
+    EXPECT_NE(e.find("b.et: node 1 'n1': collective 0 of this rank (type 0, 2048 bytes) differs "
+                     "from rank 0's"),
+              std::string::npos)
+        << e;
+  }
+  {  // a collective one rank never reaches
+    TraceWriter a, b;
+    AllReduce(a, 1, 1024);
+    Comp(b, 1, 10);
+    const std::string e = ImportError({a.Finish("a.et"), b.Finish("b.et")});
+    EXPECT_NE(e.find("a.et: node 1 'n1' is collective 0 of this rank, which ranks 1 never reach"),
+              std::string::npos)
+        << e;
+  }
+  {  // a receive without its send
+    TraceWriter a, b;
+    Comp(a, 1, 10);
+    cf::Node* recv = b.Node(1, cf::COMM_RECV_NODE);
+    chakra_test::SetInt(recv, "comm_src", 0);
+    const std::string e = ImportError({a.Finish("a.et"), b.Finish("b.et")});
+    EXPECT_NE(e.find("b.et: node 1 'n1' receives from rank 0, which never sends it"),
+              std::string::npos)
+        << e;
+  }
+  {  // a cycle, and a dependency on a node that is not there
+    TraceWriter a;
+    Comp(a, 1, 10, {2});
+    Comp(a, 2, 10, {1});
+    EXPECT_NE(ImportError({a.Finish("a.et")}).find("node 1 'n1' is on a dependency cycle"),
+              std::string::npos);
+    TraceWriter b;
+    Comp(b, 1, 10, {7});
+    EXPECT_NE(ImportError({b.Finish("b.et")})
+                  .find("node 1 'n1' depends on node 7, which the trace does not hold"),
+              std::string::npos);
+  }
+  {  // an all-to-all, which dtsim's plans do not express
+    TraceWriter a;
+    cf::Node* n = a.Node(1, cf::COMM_COLL_NODE);
+    chakra_test::SetInt(n, "comm_type", cf::ALL_TO_ALL);
+    chakra_test::SetInt(n, "comm_size", 8);
+    EXPECT_NE(ImportError({a.Finish("a.et")}).find("collective type 6 is not supported"),
+              std::string::npos);
+  }
+  {  // bytes that are not a trace, and a trace cut short
+    EXPECT_NE(ImportError({{"junk.et", "\x05junk"}}).find("junk.et: message 0"),
+              std::string::npos);
+    TraceWriter a;
+    Comp(a, 1, 10);
+    ChakraTrace t = a.Finish("cut.et");
+    t.bytes.pop_back();
+    EXPECT_NE(ImportError({t}).find("cut.et: message 1"), std::string::npos) << ImportError({t});
+  }
+  EXPECT_THROW(ReadChakraTraces("/nonexistent/prefix"), UserError);
+}
+
+}  // namespace
+}  // namespace dtsim::plan

@@ -1,0 +1,107 @@
+// `dtsim chakra PREFIX --cluster SCENARIO`: an MLCommons Chakra trace (one
+// file per rank, PREFIX.<rank>.et) simulated on a scenario's cluster.
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "config/scenario.h"
+#include "hw/catalog.h"
+#include "plan/chakra_import.h"
+#include "sim/cost_model.h"
+#include "sim/trace_simulation.h"
+#include "tools/commands.h"
+#include "tools/output_set.h"
+
+namespace dtsim::tools {
+
+void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
+  config::Scenario s = config::LoadScenario(o.cluster_path);
+  if (!o.engine.empty()) s.engine = o.engine;
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+  const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
+  if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
+
+  plan::ChakraImportOptions options;
+  options.devices_per_node = s.cluster.devices_per_node;
+  // Nodes with FLOPs but no duration: a GEMM's roofline, the device's peak
+  // at the scenario's precision x the dense-GEMM efficiency
+  // (sim/cost_model.h DefaultComputeEfficiency).
+  sim::CostModelOptions roofline;
+  roofline.kernel_model = false;
+  options.compute_flops_per_s =
+      sim::CostModel(*device, s.workload.precision, roofline).peak_flop_per_s() *
+      sim::DefaultComputeEfficiency(models::OpKind::kDense);
+  options.algorithm = static_cast<plan::CollectiveAlgorithm>(s.parallelism.algorithm);
+  options.samples_per_iteration = o.batch;
+  const std::vector<plan::ChakraTrace> traces = plan::ReadChakraTraces(o.prefix);
+  const sim::TracePrediction p = sim::SimulateTracePlan(s, plan::ImportChakra(traces, options));
+
+  std::size_t compute = 0, sends = 0;
+  for (const plan::Task& t : p.plan.tasks()) {
+    compute += t.stream == plan::StreamKind::kCompute;
+    sends += t.kind == plan::TaskKind::kSend;
+  }
+  double collective_bytes = 0;
+  for (const plan::Collective& c : p.plan.collectives()) collective_bytes += c.bytes;
+  const sim::RunMetrics& m = p.metrics;
+  const double step = m.step_time_s;
+
+  nlohmann::ordered_json j;
+  j["traces"] = o.prefix;
+  j["ranks"] = p.plan.num_ranks();
+  j["cluster"] = o.cluster_path;
+  j["device"] = device->name;
+  j["engine"] = p.engine_name;
+  j["compute_tasks"] = compute;
+  j["collectives"] = p.plan.collectives().size();
+  j["collective_bytes"] = collective_bytes;
+  j["transfers"] = sends;
+  j["step_time_s"] = step;
+  if (o.batch > 0) j["throughput_samples_per_s"] = m.throughput_samples_per_s;
+  j["compute_s"] = m.breakdown.compute_s;
+  j["exposed_comm_s"] = m.breakdown.exposed_comm_s;
+  j["idle_s"] = m.breakdown.idle_s;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < m.per_rank.size(); ++i) {
+    ranks.push_back({{"rank", m.ranks[i]},
+                     {"compute_s", m.per_rank[i].compute_s},
+                     {"exposed_comm_s", m.per_rank[i].exposed_comm_s},
+                     {"idle_s", m.per_rank[i].idle_s}});
+  }
+  j["per_rank"] = ranks;
+
+  const std::filesystem::path dir =
+      o.out_dir.empty()
+          ? std::filesystem::path("results") /
+                ("chakra-" + std::filesystem::path(o.prefix).filename().string())
+          : std::filesystem::path(o.out_dir);
+  OutputSet files(dir);
+  WriteOutput(files, "summary.json", j.dump(2) + "\n");
+  const auto written = files.Commit();
+
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "%s: %d ranks, %zu compute nodes, %zu collectives (%.1f MB in all), %zu "
+                "transfers\non %s: %d x %s, engine %s\n",
+                o.prefix.c_str(), p.plan.num_ranks(), compute, p.plan.collectives().size(),
+                collective_bytes / 1e6, sends, s.name.c_str(), s.cluster.num_devices(),
+                device->name.c_str(), p.engine_name.c_str());
+  out << line;
+  std::snprintf(line, sizeof line,
+                "step time %.3f ms: compute %.3f ms, exposed communication %.3f ms, idle %.3f "
+                "ms (mean over ranks)\n",
+                step * 1e3, m.breakdown.compute_s * 1e3, m.breakdown.exposed_comm_s * 1e3,
+                m.breakdown.idle_s * 1e3);
+  out << line;
+  if (o.batch > 0) {
+    std::snprintf(line, sizeof line, "throughput %.1f samples/s at %lld samples per step\n",
+                  m.throughput_samples_per_s, static_cast<long long>(o.batch));
+    out << line;
+  }
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+}  // namespace dtsim::tools

@@ -596,7 +596,8 @@ SizedSvg StackedBarChartSvg(const StackedBarChart& chart, const ChartStyle& styl
   const std::vector<std::string> entries = LegendEntries(chart.segments);
   const double legend_width = LegendWidth(entries, style.font_size);
   const double legend_space = entries.empty() ? 0 : kLegendGap + legend_width;
-  const double min_plot = std::max(kMinPlotWidth, kMinBarSlot * static_cast<double>(n));
+  const std::size_t slots = std::max(n, chart.slots);
+  const double min_plot = std::max(kMinPlotWidth, kMinBarSlot * static_cast<double>(slots));
   const int width = std::max(
       style.width,
       static_cast<int>(std::ceil(style.margin_left + min_plot + legend_space + style.margin_right)));
@@ -615,7 +616,7 @@ SizedSvg StackedBarChartSvg(const StackedBarChart& chart, const ChartStyle& styl
   std::ostringstream& o = svg.out();
   svg.YAxis(plot, ty, y_spec, y.ticks, chart.y_label);
 
-  const double slot = n == 0 ? 0 : (plot.right - plot.left) / static_cast<double>(n);
+  const double slot = slots == 0 ? 0 : (plot.right - plot.left) / static_cast<double>(slots);
   const double bar_width = std::max(1.0, slot * 0.7);
   // Every k-th label, so that labels are at least a line apart.
   const std::size_t stride =
@@ -719,6 +720,7 @@ std::string RenderWrappedStackedBarChart(const StackedBarChart& chart, std::size
     row.bars.assign(chart.bars.begin() + static_cast<std::ptrdiff_t>(first),
                     chart.bars.begin() + static_cast<std::ptrdiff_t>(last));
     row.y_max = y_max;
+    row.slots = bars_per_row;
     rows.push_back(StackedBarChartSvg(row, style));
   }
   return ComposeGrid(chart.title, rows, 1, style);

@@ -69,6 +69,9 @@ struct StackedBarChart {
   // The top of the y axis; unset: from the tallest bar. Panels of one
   // chart wrapped over several rows share it (RenderWrappedStackedBarChart).
   std::optional<double> y_max;
+  // Bar slots across the plot, at least bars.size(): a short last row of
+  // a wrapped chart keeps the other rows' bar width. 0 = one per bar.
+  std::size_t slots = 0;
 };
 
 // Points without connecting lines, e.g. predicted against measured values.

@@ -222,24 +222,29 @@ SweepPlotAxes ChooseSweepPlotAxes(const sim::Sweep& sweep) {
   for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
     if (!on_x[a]) p.series_axes.push_back(a);
   }
-  // Too many lines for one chart: panels by the first series axis that
-  // leaves at most kMaxLinesPerPanel per panel, else by the one leaving
-  // the fewest.
+  // Too many lines for one chart: panels by the series axis with the
+  // fewest values among those that leave at most kMaxLinesPerPanel lines
+  // per panel (the first on a tie; fewer, fuller panels), else by the one
+  // that leaves the fewest lines.
   if (p.series_axes.size() >= 2 && Combinations(sweep, p.series_axes) > kMaxLinesPerPanel) {
-    std::size_t fewest = 0;
+    std::size_t best_lines = 0, best_values = 0;
+    bool fits = false;
     for (std::size_t a : p.series_axes) {
       std::vector<std::size_t> rest;
       for (std::size_t b : p.series_axes) {
         if (b != a) rest.push_back(b);
       }
       const std::size_t lines = Combinations(sweep, rest);
-      if (!p.facet_axis || lines < fewest) {
+      const std::size_t values = sweep.axes[a].values.size();
+      const bool a_fits = lines <= kMaxLinesPerPanel;
+      const bool better = !p.facet_axis || (a_fits && !fits) ||
+                          (a_fits && fits && values < best_values) ||
+                          (!a_fits && !fits && lines < best_lines);
+      if (better) {
         p.facet_axis = a;
-        fewest = lines;
-      }
-      if (lines <= kMaxLinesPerPanel) {
-        p.facet_axis = a;
-        break;
+        best_lines = lines;
+        best_values = values;
+        fits = a_fits;
       }
     }
   }

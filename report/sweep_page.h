@@ -9,9 +9,9 @@
 // a sweep without axes plots its one point at its number of devices.
 //
 // More than 10 lines are split into panels, one per value of a series axis
-// (the facet axis), so that each panel holds at most 10 where an axis
-// allows it; lines beyond 10 in one panel get distinct colours
-// (SeriesColour). The breakdown chart wraps into rows of kBarsPerRow bars.
+// (the facet axis: of those leaving at most 10 lines per panel, the one
+// with the fewest values); lines beyond 10 in one panel get distinct
+// colours (SeriesColour). The breakdown chart wraps into rows of kBarsPerRow bars.
 #pragma once
 
 #include <cstddef>

@@ -198,8 +198,8 @@ TEST(ChooseSweepPlotAxes, IntegerX) {
 }
 
 // Issue 15 item 5: 2 x 4 x 4 = 32 points, devices on x, 16 lines: one panel
-// per value of the first series axis that leaves at most 10 lines (a: 4
-// panels of 4 lines).
+// per value of a series axis that leaves at most 10 lines, the one with the
+// fewest values (a tie: the first, a; 4 panels of 4 lines).
 TEST(ChooseSweepPlotAxes, ManyLinesGiveFacets) {
   const FakeSweep f = MakeSweep({Axis("cluster.nodes", {"1", "2"}, true),
                                  Axis("x.a", {"1", "2", "3", "4"}, true),
@@ -221,6 +221,12 @@ TEST(ChooseSweepPlotAxes, ManyLinesGiveFacets) {
   const FakeSweep g = MakeSweep({Axis("cluster.nodes", {"1", "2"}, true),
                                  Axis("x.c", twelve, true)});
   EXPECT_FALSE(ChooseSweepPlotAxes(g.sweep).facet_axis.has_value());
+  // 6 periods x 2 algorithms: panels by algorithm (2 values, 6 lines each)
+  // rather than by period (6 panels of 2 lines).
+  const FakeSweep h = MakeSweep({Axis("cluster.nodes", {"1", "2"}, true),
+                                 Axis("x.period", {"1", "2", "5", "10", "20", "50"}, true),
+                                 Axis("x.algorithm", {"ring", "tree"}, false)});
+  EXPECT_EQ(ChooseSweepPlotAxes(h.sweep).facet_axis, std::optional<std::size_t>(2));
   const std::string svg = PlotSweep(g.sweep, g.results).throughput;
   for (std::size_t i = 0; i < 12; ++i) {
     EXPECT_NE(svg.find("<polyline fill=\"none\" stroke=\"" + SeriesColour(i, 12)),

@@ -1271,4 +1271,60 @@ TEST_F(Cli, SweepWritesHParams) {
             Slurp(tb / "p0002" / "events.out.tfevents.dtsim"));
 }
 
+// Issue 16: `dtsim tta` on a small sweep (data parallelism and local SGD
+// with H = 4 on 2 devices), the mnist-mlp proxy: every point gets a time to
+// the target, the same seeds give the same bytes, and what cannot be
+// answered is refused.
+TEST_F(Cli, TtaGivesTimesToTheTargetDeterministically) {
+  fs::create_directories(dir_);
+  // A proxy that learns its synthetic class images in a few updates.
+  std::ofstream(dir_ / "tiny.yaml")
+      << "name: tiny-cnn\ninput: [3, 8, 8]\nlayers:\n"
+         "  - {name: conv1, type: conv2d, out_channels: 8, kernel: 3, padding: 1}\n"
+         "  - {name: relu1, type: relu}\n  - {name: flat, type: flatten}\n"
+         "  - {name: fc, type: dense, out_features: 10}\n"
+         "  - {name: loss, type: softmax_xent}\n";
+  std::ofstream(dir_ / "s.yaml")
+      << "name: t\ncluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: {file: tiny.yaml}, batch_per_device: 4}\n"
+         "parallelism: {strategy: local_sgd, averaging_period: [1, 4]}\n";
+  const std::string args = "tta " + (dir_ / "s.yaml").string() +
+                           " --steps 60 --eval-every 2 --eval-samples 32 --seeds 2 --lr 0.05 "
+                           "--target 0.3 -j 2 --out ";
+  const Result r = Dtsim(args + (dir_ / "a").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string csv = Slurp(dir_ / "a" / "tta.csv");
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.rfind("parallelism.averaging_period,point,setting,workers,", 0), 0u) << line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    EXPECT_NE(line.find(",measured,"), std::string::npos) << line;  // 2 workers measured
+  }
+  EXPECT_EQ(rows, 2);
+  EXPECT_NE(r.out.find("best: t/parallelism.averaging_period="), std::string::npos) << r.out;
+  for (const char* f : {"curves.csv", "tta.svg", "index.html", "events.out.tfevents.dtsim"})
+    EXPECT_TRUE(fs::exists(dir_ / "a" / f)) << f;
+  ASSERT_EQ(Dtsim(args + (dir_ / "b").string()).status, 0);
+  EXPECT_EQ(Slurp(dir_ / "b" / "tta.csv"), csv);
+  EXPECT_EQ(Slurp(dir_ / "b" / "curves.csv"), Slurp(dir_ / "a" / "curves.csv"));
+
+  // A target no run reaches in 2 updates: the files say so, exit 3.
+  const Result none = Dtsim("tta " + (dir_ / "s.yaml").string() +
+                            " --steps 2 --eval-every 1 --eval-samples 8 --seeds 1 --target 0.01 "
+                            "--out " + (dir_ / "c").string());
+  EXPECT_EQ(none.status, 3) << none.err;
+  EXPECT_NE(Slurp(dir_ / "c" / "tta.csv").find("did not reach the target"), std::string::npos);
+  // A strategy whose synchronisation it does not measure: exit 2 at the key.
+  std::ofstream(dir_ / "h.yaml")
+      << "name: h\ncluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: gpt2}\n"
+         "parallelism: {strategy: hybrid, tensor_parallel: 2, global_batch: 8}\n";
+  const Result bad = Dtsim("tta " + (dir_ / "h.yaml").string() + " --out " + (dir_ / "d").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("strategy hybrid is not one of them"), std::string::npos) << bad.err;
+}
+
 }  // namespace

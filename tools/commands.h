@@ -81,6 +81,29 @@ struct SearchOptions {
 void SearchCommand(const SearchOptions& options, exec::MpiWorld* mpi, std::ostream& out,
                    std::ostream& err);
 
+struct TtaOptions {
+  std::string scenario_path;  // a scenario or sweep of data / local SGD / PS points
+  std::string out_dir;        // default <the scenario's outputs.dir>/tta
+  std::string proxy;          // zoo model or model file trained for real; "" = the scenario's
+  std::string dataset;        // dtsim binary dataset file; "" = a synthetic set (MakeDataset)
+  std::int64_t batch = 0;     // samples per worker per update; 0 = the scenario's batch_per_device
+  std::vector<int> workers;   // worker counts measured; empty = each point's own
+  std::int64_t steps = 300;   // updates per run at most
+  int eval_every = 10;        // updates between evaluations
+  std::int64_t eval_samples = 256;
+  int seeds = 3;
+  double target = 0.6;        // of the initial loss
+  double lr = 0.05;           // for one worker's batch; scaled by lr_scaling
+  std::string lr_scaling = "linear";  // linear, sqrt or none (of samples per update / batch)
+  int jobs = 0;               // runs at once; 0 = one per core
+  bool quiet = false;
+};
+// Time to a target loss for every point of a sweep: statistical efficiency
+// measured on a proxy (exec/runtime/replica_trainer.h) times the simulated
+// seconds per update (sim/time_to_accuracy.h). Writes tta.csv, curves.csv,
+// tta.svg, index.html and a TensorBoard event file of the curves.
+void TtaCommand(const TtaOptions& options, std::ostream& out, std::ostream& err);
+
 struct ChakraOptions {
   std::string prefix;        // traces PREFIX.0.et, PREFIX.1.et, ...
   std::string cluster_path;  // a scenario: its cluster, network and engine

@@ -355,6 +355,54 @@ int main(int argc, char** argv) {
       "model and pipeline parallelism (GPipe, 1F1B), fixed straggler slowdowns. Simulated\n"
       "only: tensor parallelism, interleaved stages, straggler noise.");
 
+  dtsim::tools::TtaOptions tta;
+  auto* tta_cmd = app.add_subcommand(
+      "tta", "Time to accuracy: for every point of a sweep, the time to reach a target loss = "
+             "updates to the target, measured for real on a small proxy with the point's "
+             "synchronisation (H, staleness, backup workers, workers), x the simulated seconds "
+             "per update; writes tta.csv, curves.csv, tta.svg and index.html");
+  tta_cmd->add_option("scenario", tta.scenario_path, "Scenario or sweep YAML file")->required();
+  tta_cmd->add_option("-o,--out", tta.out_dir, "Output folder (default <outputs.dir>/tta)");
+  tta_cmd->add_option("--proxy", tta.proxy,
+                      "Model trained for real: a zoo name or model file (default: the scenario's)");
+  tta_cmd->add_option("--dataset", tta.dataset,
+                      "The proxy's data: a dataset file (docs/dataset_format.md; default a "
+                      "synthetic set shaped like the model)");
+  tta_cmd->add_option("--batch", tta.batch,
+                      "Samples per worker per update on the proxy (default: batch_per_device)")
+      ->check(CLI::PositiveNumber);
+  tta_cmd->add_option("--workers", tta.workers,
+                      "Worker counts to measure (default: each point's own); others are fitted "
+                      "as a power law of the measured ones")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  tta_cmd->add_option("--steps", tta.steps, "Updates per run at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tta_cmd->add_option("--eval-every", tta.eval_every, "Updates between loss evaluations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tta_cmd->add_option("--eval-samples", tta.eval_samples, "Held-out samples of each evaluation")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tta_cmd->add_option("--seeds", tta.seeds, "Seeds per setting (the band comes from them)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tta_cmd->add_option("--target", tta.target, "Target loss as a fraction of the initial loss")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  tta_cmd->add_option("--lr", tta.lr, "SGD learning rate for one worker's batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tta_cmd->add_option("--lr-scaling", tta.lr_scaling,
+                      "How the rate grows with the samples per update: linear (Goyal et al. "
+                      "2017), sqrt (Krizhevsky 2014) or none")
+      ->check(CLI::IsMember({"linear", "sqrt", "none"}))
+      ->capture_default_str();
+  tta_cmd->add_option("-j,--jobs", tta.jobs, "Proxy runs at once (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  tta_cmd->add_flag("-q,--quiet", tta.quiet, "No summary");
+
   dtsim::tools::ChakraOptions chakra;
   auto* chakra_cmd = app.add_subcommand(
       "chakra", "Simulate an MLCommons Chakra execution trace (one file per rank, as ASTRA-sim "
@@ -534,6 +582,7 @@ int main(int argc, char** argv) {
     if (*fit_cmd) dtsim::tools::FitCommand(fit, std::cout, std::cerr);
     if (*plan_cmd) dtsim::tools::PlanCommand(plan, std::cout);
     if (*chakra_cmd) dtsim::tools::ChakraCommand(chakra, std::cout);
+    if (*tta_cmd) dtsim::tools::TtaCommand(tta, std::cout, std::cerr);
     if (*models_cmd) dtsim::tools::ModelsCommand(std::cout);
     if (*model_cmd && model_kernels)
       dtsim::tools::ModelKernelsCommand(model_name, kernels_options, std::cout);

@@ -65,8 +65,6 @@ exec::CpuIsa CpuIsaOf(const ExecCommandOptions& o) {
   return o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa();
 }
 
-// A synthetic data set shaped like the model's input and loss, or the
-// user's file (checked against the model).
 // The synthetic dataset `dtsim exec` trains `g` on without a dataset file
 // (exec/calibrate/host_benchmarks.h names): "tokens" for a model that
 // embeds its input, "class_image" for (C, H, W) input, "teacher" otherwise.
@@ -75,6 +73,8 @@ std::string SyntheticKindOf(const models::ModelGraph& g) {
     if (g.op(c).kind == models::OpKind::kEmbedding) return "tokens";
   return g.op(0).output_shape.size() == 3 ? "class_image" : "teacher";
 }
+
+}  // namespace
 
 std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed) {
@@ -106,6 +106,8 @@ std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const st
   return std::make_unique<exec::TeacherDataset>(
       exec::TeacherDatasetOptions{.shape = input.output_shape, .classes = classes, .seed = seed});
 }
+
+namespace {
 
 exec::OptimizerOptions OptimizerFor(const config::Scenario& s, double lr) {
   exec::OptimizerOptions o;

@@ -10,11 +10,24 @@
 #include <iosfwd>
 #include <string>
 
+#include <memory>
+
 namespace dtsim::exec {
 class Communicator;
-}
+class Dataset;
+}  // namespace dtsim::exec
+namespace dtsim::models {
+class ModelGraph;
+}  // namespace dtsim::models
 
 namespace dtsim::tools {
+
+// The data `dtsim exec` trains `g` on: the dataset file at `path` (dtsim's
+// binary format) when given, else a synthetic set that fits the model
+// (tokens, class images or a teacher network; exec/data/synthetic_dataset.h)
+// drawn from `seed`. Throws UserError when the file does not fit the model.
+std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
+                                           std::uint64_t seed);
 
 // Input-pipeline threads per GPU rank by default: PyTorch DataLoader's
 // num_workers as its ImageNet example sets it (4 per GPU;

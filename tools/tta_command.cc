@@ -1,0 +1,476 @@
+// `dtsim tta SCENARIO`: time to a target loss for every point of a sweep,
+// from statistical efficiency measured on a small proxy (exec/runtime/
+// replica_trainer.h) and seconds per update simulated on the cluster
+// (sim/time_to_accuracy.h says how they combine).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <tuple>
+
+#include "common/error.h"
+#include "common/parallel_for.h"
+#include "config/scenario.h"
+#include "exec/data/dataset.h"
+#include "exec/kernels/cpu_isa.h"
+#include "exec/runtime/model_problem.h"
+#include "exec/runtime/replica_trainer.h"
+#include "models/zoo.h"
+#include "report/svg_plot.h"
+#include "report/sweep_page.h"
+#include "report/tensorboard.h"
+#include "sim/simulator.h"
+#include "sim/sweep.h"
+#include "sim/time_to_accuracy.h"
+#include "tools/commands.h"
+#include "tools/exec_command.h"
+#include "tools/output_set.h"
+
+namespace dtsim::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A point's synchronisation, without its worker count: the settings of one
+// curve family.
+struct Family {
+  exec::SyncMode mode = exec::SyncMode::kSynchronous;
+  int averaging_period = 1;
+  int staleness = 0;
+  double backup_fraction = 0;  // kBackup: dropped gradients / workers
+  auto Key() const { return std::tuple(static_cast<int>(mode), averaging_period, staleness, backup_fraction); }
+  bool operator<(const Family& o) const { return Key() < o.Key(); }
+  std::string Name() const {
+    char s[96];
+    switch (mode) {
+      case exec::SyncMode::kLocalSgd: std::snprintf(s, sizeof s, "local_sgd H=%d", averaging_period); break;
+      case exec::SyncMode::kAsynchronous: std::snprintf(s, sizeof s, "asynchronous staleness=%d", staleness); break;
+      case exec::SyncMode::kBackup: std::snprintf(s, sizeof s, "backup %.0f%% dropped", 100 * backup_fraction); break;
+      default: std::snprintf(s, sizeof s, "synchronous");
+    }
+    return s;
+  }
+};
+
+// What the simulator says about one sweep point.
+struct Point {
+  Family family;
+  int workers = 0;
+  double seconds_per_update = 0;  // 0 when the point cannot run
+  double throughput = 0;
+  std::string infeasible;
+};
+
+Point SimulatePoint(const sim::SweepPoint& sp) {
+  Point p;
+  if (!sp.infeasible.empty()) {
+    p.infeasible = sp.infeasible;
+    return p;
+  }
+  const config::Scenario& s = sp.scenario;
+  const config::Strategy strategy = s.parallelism.strategy;
+  if (strategy != config::Strategy::kData && strategy != config::Strategy::kLocalSgd &&
+      strategy != config::Strategy::kParameterServer) {
+    throw UserError(s.Where("parallelism.strategy"),
+                    std::string("dtsim tta measures data parallelism, local SGD and parameter "
+                                "servers; strategy ") +
+                        config::StrategyName(strategy) + " is not one of them");
+  }
+  sim::SimulateOptions options;
+  options.fast = true;
+  const sim::Prediction pred = sim::Simulate(s, options);
+  const std::int64_t batch = s.workload.batch_per_device;
+  p.workers = static_cast<int>(pred.plan.samples_per_iteration / std::max<std::int64_t>(1, batch));
+  if (!pred.does_not_fit.empty()) {
+    p.infeasible = pred.does_not_fit;
+    return p;
+  }
+  p.throughput = pred.metrics.throughput_samples_per_s;
+  const bool async = strategy == config::Strategy::kParameterServer &&
+                     s.parallelism.sync == config::SyncMode::kAsynchronous;
+  // One update: a step of every worker, or one worker's step (asynchronous).
+  p.seconds_per_update =
+      static_cast<double>(async ? batch : pred.plan.samples_per_iteration) / p.throughput;
+  if (strategy == config::Strategy::kLocalSgd) {
+    p.family.mode = exec::SyncMode::kLocalSgd;
+    p.family.averaging_period = pred.averaging_period;
+  } else if (async) {
+    p.family.mode = exec::SyncMode::kAsynchronous;
+    // The simulated run's mean staleness, to the nearest update.
+    p.family.staleness = pred.async ? static_cast<int>(std::lround(pred.async->staleness.mean)) : 0;
+  } else if (strategy == config::Strategy::kParameterServer &&
+             s.parallelism.parameter_server.replicas_to_aggregate > 0 &&
+             s.parallelism.parameter_server.replicas_to_aggregate < p.workers) {
+    p.family.mode = exec::SyncMode::kBackup;
+    p.family.backup_fraction =
+        1.0 - static_cast<double>(s.parallelism.parameter_server.replicas_to_aggregate) / p.workers;
+  }
+  return p;
+}
+
+double LrScale(const std::string& rule, const exec::ReplicaSetting& s) {
+  // Samples per update over one worker's batch: the global batch factor.
+  const double k = static_cast<double>(exec::SamplesPerUpdate(s)) / static_cast<double>(s.batch);
+  if (rule == "linear") return k;
+  if (rule == "sqrt") return std::sqrt(k);
+  return 1.0;
+}
+
+// One measured run.
+struct Run {
+  Family family;
+  int workers = 0;
+  int seed = 0;
+  exec::LossCurve curve;
+};
+
+std::string Fixed(double v, int digits) {
+  char s[64];
+  std::snprintf(s, sizeof s, "%.*f", digits, v);
+  return s;
+}
+
+// "12.3 s", "45.6 ms", "789 us".
+std::string Seconds(double s) {
+  char text[32];
+  if (s >= 1) {
+    std::snprintf(text, sizeof text, "%.3g s", s);
+  } else if (s >= 1e-3) {
+    std::snprintf(text, sizeof text, "%.3g ms", s * 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g us", s * 1e6);
+  }
+  return text;
+}
+
+}  // namespace
+
+void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
+  const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, o.jobs);
+  std::vector<Point> points;
+  for (const sim::SweepPoint& sp : sweep.points) points.push_back(SimulatePoint(sp));
+
+  // The proxy: the named model, else the scenario's; trained on the data
+  // `dtsim exec` would use.
+  const config::Scenario& first = sweep.points.front().scenario;
+  const models::ModelGraph graph =
+      o.proxy.empty() ? config::BuildWorkloadModel(first)
+      : (o.proxy.ends_with(".yaml") || o.proxy.ends_with(".yml") || o.proxy.ends_with(".onnx"))
+          ? models::LoadModelFile(o.proxy)
+          : models::BuildZooModel(o.proxy);
+  const std::int64_t batch = o.batch > 0 ? o.batch : first.workload.batch_per_device;
+
+  // The settings to measure: every family at the measured worker counts.
+  std::map<Family, std::vector<int>> measured;
+  for (const Point& p : points) {
+    if (!p.infeasible.empty()) continue;
+    std::vector<int>& w = measured[p.family];
+    if (o.workers.empty()) w.push_back(p.workers);
+  }
+  for (auto& [family, w] : measured) {
+    if (!o.workers.empty()) w = o.workers;
+    std::sort(w.begin(), w.end());
+    w.erase(std::unique(w.begin(), w.end()), w.end());
+  }
+  if (measured.empty()) throw InfeasiblePlan("dtsim tta: no point of the sweep can run");
+  std::vector<Run> runs;
+  for (const auto& [family, ws] : measured) {
+    for (int w : ws) {
+      for (int seed = 1; seed <= o.seeds; ++seed) runs.push_back({family, w, seed, {}});
+    }
+  }
+  auto setting_of = [&](const Run& r) {
+    exec::ReplicaSetting s;
+    s.mode = r.family.mode;
+    s.workers = r.workers;
+    s.averaging_period = r.family.averaging_period;
+    s.staleness = r.family.staleness;
+    s.backups = std::min(r.workers - 1,
+                         static_cast<int>(std::lround(r.family.backup_fraction * r.workers)));
+    s.batch = batch;
+    s.lr = o.lr;
+    s.lr = o.lr * LrScale(o.lr_scaling, s);
+    return s;
+  };
+  if (!o.quiet) {
+    err << sweep.name << ": " << points.size() << " points simulated; measuring " << runs.size()
+        << " proxy runs (" << measured.size() << " settings x worker counts x " << o.seeds
+        << " seeds) of " << graph.name() << ", batch " << batch << " per worker, up to "
+        << o.steps << " updates\n";
+  }
+  // Runs are independent: each has its own backend, data and model.
+  const std::optional<ParallelFailure> failure = ParallelFor(
+      runs.size(), o.jobs, {}, 1.0, [&](std::size_t i) {
+        Run& r = runs[i];
+        const std::unique_ptr<exec::Dataset> data =
+            MakeDataset(graph, o.dataset, static_cast<std::uint64_t>(r.seed));
+        const std::unique_ptr<exec::Backend> cpu = exec::MakeCpuBackend(exec::BestCpuIsa());
+        exec::ModelProblemOptions po;
+        po.batch = batch;
+        po.eval_samples = o.eval_samples;
+        // Held out: the dataset's last samples (training reads from 0 up).
+        po.eval_first = std::max<std::int64_t>(0, data->size() - o.eval_samples);
+        po.seed = static_cast<std::uint64_t>(r.seed);
+        exec::ModelProblem problem(graph, *data, *cpu, po);
+        exec::ReplicaRunOptions ro;
+        ro.steps = o.steps;
+        ro.eval_every = o.eval_every;
+        ro.stop_at_fraction = o.target;  // the rest of the curve does not change the estimate
+        r.curve = exec::TrainReplicas(problem, setting_of(r), ro);
+      });
+  if (failure) std::rethrow_exception(failure->error);
+
+  // Updates to the target per family and worker count: the loss relative to
+  // each run's initial loss reaching o.target.
+  std::map<Family, std::pair<std::vector<int>, std::vector<sim::StepsEstimate>>> estimates;
+  for (const auto& [family, ws] : measured) {
+    for (int w : ws) {
+      std::vector<sim::LossPoints> seeds;
+      for (const Run& r : runs) {
+        if (r.family.Key() != family.Key() || r.workers != w) continue;
+        sim::LossPoints lp;
+        for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
+          lp.steps.push_back(static_cast<double>(r.curve.steps[k]));
+          lp.loss.push_back(r.curve.loss[k] / r.curve.loss[0]);
+        }
+        seeds.push_back(std::move(lp));
+      }
+      estimates[family].first.push_back(w);
+      estimates[family].second.push_back(sim::EstimateSteps(seeds, o.target));
+    }
+  }
+
+  // Per point: updates (measured or fitted) x simulated seconds per update.
+  std::string csv;
+  for (const sim::SweepAxis& a : sweep.axes) csv += sim::CsvField(a.path) + ',';
+  csv += "point,setting,workers,throughput_samples_per_s,seconds_per_update,updates_to_target,"
+         "updates_low,updates_high,estimate,time_to_target_s,time_low_s,time_high_s,note\n";
+  struct Row {
+    std::size_t point;
+    sim::StepsEstimate steps;
+    double time = 0;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+      csv += sim::CsvField(sweep.axes[a].values[sweep.points[i].choice[a]]) + ',';
+    }
+    csv += sim::CsvField(sweep.points[i].name) + ',';
+    if (!p.infeasible.empty()) {
+      csv += ",,,,,,,,,,," + sim::CsvField("infeasible: " + p.infeasible) + "\n";
+      continue;
+    }
+    csv += sim::CsvField(p.family.Name()) + ',' + std::to_string(p.workers) + ',' +
+           Fixed(p.throughput, 3) + ',' + Fixed(p.seconds_per_update, 9) + ',';
+    const auto& [ws, es] = estimates.at(p.family);
+    std::vector<int> ok_w;
+    std::vector<sim::StepsEstimate> ok_e;
+    for (std::size_t k = 0; k < ws.size(); ++k) {
+      if (es[k].valid()) {
+        ok_w.push_back(ws[k]);
+        ok_e.push_back(es[k]);
+      }
+    }
+    const bool measured_here = std::find(ws.begin(), ws.end(), p.workers) != ws.end();
+    bool missed_below = false;
+    for (std::size_t k = 0; k < ws.size(); ++k) {
+      missed_below = missed_below || (ws[k] <= p.workers && !es[k].valid());
+    }
+    sim::StepsEstimate e;
+    std::string note;
+    if (measured_here) {
+      e = es[static_cast<std::size_t>(std::find(ws.begin(), ws.end(), p.workers) - ws.begin())];
+      if (!e.valid()) {
+        note = std::to_string(e.seeds - e.reached) + " of " + std::to_string(e.seeds) +
+               " seeds did not reach the target in " + std::to_string(o.steps) + " updates";
+      }
+    } else if (missed_below) {
+      // Fewer workers already missed the target: more are not predicted.
+      note = "fewer measured workers did not reach the target: not extrapolated";
+    } else if (ok_w.size() >= 2) {
+      e = sim::WorkersFit(ok_w, ok_e).At(p.workers);
+      if (e.extrapolated) note = "extrapolated from the measured worker counts";
+    } else {
+      note = "fewer than 2 measured worker counts reached the target: no fit";
+    }
+    if (!e.valid()) {
+      csv += ",,,none,,,," + sim::CsvField(note) + "\n";
+      continue;
+    }
+    const double t = e.mean * p.seconds_per_update;
+    rows.push_back({i, e, t});
+    csv += Fixed(e.mean, 2) + ',' + Fixed(e.low, 2) + ',' + Fixed(e.high, 2) + ',' +
+           (e.fitted ? "fitted" : "measured") + ',' + Fixed(t, 6) + ',' +
+           Fixed(e.low * p.seconds_per_update, 6) + ',' + Fixed(e.high * p.seconds_per_update, 6) +
+           ',' + sim::CsvField(note) + "\n";
+  }
+
+  // The loss curves, as CSV and TensorBoard scalars (one run per setting
+  // and seed).
+  std::string curves = "setting,workers,seed,update,samples,loss,relative_loss\n";
+  for (const Run& r : runs) {
+    for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
+      curves += sim::CsvField(r.family.Name()) + ',' + std::to_string(r.workers) + ',' +
+                std::to_string(r.seed) + ',' + std::to_string(r.curve.steps[k]) + ',' +
+                std::to_string(r.curve.samples[k]) + ',' + Fixed(r.curve.loss[k], 6) + ',' +
+                Fixed(r.curve.loss[k] / r.curve.loss[0], 6) + "\n";
+    }
+  }
+  report::EventFile events;
+  for (const Run& r : runs) {
+    std::string tag = r.family.Name() + " W=" + std::to_string(r.workers) + " seed=" +
+                      std::to_string(r.seed) + "/loss";
+    std::replace(tag.begin(), tag.end(), ' ', '_');
+    for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
+      events.AddScalar(tag, r.curve.steps[k], 0, static_cast<float>(r.curve.loss[k]));
+    }
+  }
+
+  // The plot: time to the target against the first numeric axis that is
+  // not the devices (H), one line per combination of the others.
+  report::LineChart chart;
+  chart.title = sweep.name + ": time to " + Fixed(100 * o.target, 0) + "% of the initial loss";
+  chart.y.label = "time to target (s)";
+  chart.x.include_zero = false;
+  std::size_t x_axis = sweep.axes.size();
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+    if (sweep.axes[a].numeric && sweep.axes[a].path.rfind("cluster.", 0) != 0) {
+      x_axis = a;
+      break;
+    }
+  }
+  chart.x.label = x_axis < sweep.axes.size() ? sweep.axes[x_axis].path : "point";
+  chart.x.scale = report::Scale::kLog2;
+  chart.x.integer = true;
+  std::map<std::vector<std::size_t>, std::size_t> series_of;
+  for (const Row& row : rows) {
+    const sim::SweepPoint& sp = sweep.points[row.point];
+    std::vector<std::size_t> key;
+    std::string name;
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+      if (a == x_axis) continue;
+      key.push_back(sp.choice[a]);
+      name += (name.empty() ? "" : ", ") + report::ShortAxisName(sweep, a) + "=" +
+              sweep.axes[a].values[sp.choice[a]];
+    }
+    auto [it, added] = series_of.emplace(key, chart.series.size());
+    if (added) chart.series.push_back({name, {}});
+    const double x = x_axis < sweep.axes.size()
+                         ? std::strtod(sweep.axes[x_axis].values[sp.choice[x_axis]].c_str(), nullptr)
+                         : static_cast<double>(row.point + 1);
+    chart.series[it->second].points.push_back({x, row.time});
+  }
+  const std::string svg = report::RenderLineChart(chart);
+  // Beside it, the simulated throughput of the same points.
+  report::LineChart speed = chart;
+  speed.title = sweep.name + ": simulated throughput";
+  speed.y.label = "throughput (samples/s)";
+  for (report::Series& series : speed.series) series.points.clear();
+  {
+    for (const Row& row : rows) {
+      const sim::SweepPoint& sp = sweep.points[row.point];
+      std::vector<std::size_t> key;
+      for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+        if (a != x_axis) key.push_back(sp.choice[a]);
+      }
+      const double x = x_axis < sweep.axes.size()
+                           ? std::strtod(sweep.axes[x_axis].values[sp.choice[x_axis]].c_str(), nullptr)
+                           : static_cast<double>(row.point + 1);
+      speed.series[series_of.at(key)].points.push_back({x, points[row.point].throughput});
+    }
+  }
+  const std::string speed_svg = report::RenderLineChart(speed);
+
+  // The best setting per combination of the axes other than x.
+  std::map<std::vector<std::size_t>, const Row*> best;
+  for (const Row& row : rows) {
+    std::vector<std::size_t> key;
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+      if (a != x_axis) key.push_back(sweep.points[row.point].choice[a]);
+    }
+    const Row*& b = best[key];
+    if (b == nullptr || row.time < b->time) b = &row;
+  }
+  std::string best_text;
+  for (const auto& [key, row] : best) {
+    const sim::SweepPoint& sp = sweep.points[row->point];
+    const double spu = points[row->point].seconds_per_update;
+    best_text += "best: " + sp.name + ": " + Seconds(row->time) + " (" +
+                 Seconds(row->steps.low * spu) + " to " + Seconds(row->steps.high * spu) + "), " +
+                 Fixed(row->steps.mean, 1) + " updates of " + Seconds(spu) +
+                 (row->steps.fitted ? ", fitted" : "") +
+                 (row->steps.extrapolated ? " (extrapolated)" : "") + "\n";
+  }
+
+  // The page: the sweep's table and the time-to-accuracy plot and table.
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                     "<title>dtsim tta: " + report::EscapeXml(sweep.name) +
+                     "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px}"
+                     "table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;"
+                     "padding:2px 6px;text-align:right}svg{max-width:100%;height:auto}</style>\n"
+                     "</head>\n<body>\n<h1>dtsim tta: " + report::EscapeXml(sweep.name) +
+                     "</h1>\n<p>Updates to " + Fixed(100 * o.target, 0) +
+                     "% of the initial loss measured on " + report::EscapeXml(graph.name()) +
+                     " (batch " + std::to_string(batch) + " per worker, " +
+                     std::to_string(o.seeds) + " seeds, learning rate " +
+                     report::EscapeXml(Fixed(o.lr, 4)) + " scaled " +
+                     report::EscapeXml(o.lr_scaling) +
+                     "), times the simulated seconds per update. Files: <a href=\"tta.csv\">"
+                     "tta.csv</a>, <a href=\"curves.csv\">curves.csv</a>, <a href=\"tta.svg\">"
+                     "tta.svg</a>.</p>\n<pre>" + report::EscapeXml(best_text) + "</pre>\n" +
+                     svg + "\n" + speed_svg + "\n<h2>Points</h2>\n<table>\n";
+  {
+    bool header = true;
+    std::size_t at = 0;
+    while (at < csv.size()) {
+      const std::size_t end = csv.find('\n', at);
+      const std::string line = csv.substr(at, end - at);
+      at = end + 1;
+      html += "<tr>";
+      for (const std::string& f : report::SplitCsvLine(line)) {
+        html += (header ? "<th>" : "<td>") + report::EscapeXml(f) + (header ? "</th>" : "</td>");
+      }
+      html += "</tr>\n";
+      header = false;
+    }
+  }
+  html += "</table>\n</body>\n</html>\n";
+
+  const fs::path dir = o.out_dir.empty() ? fs::path(sweep.out_dir) / "tta" : fs::path(o.out_dir);
+  OutputSet files(dir);
+  WriteOutput(files, "tta.csv", csv);
+  WriteOutput(files, "curves.csv", curves);
+  WriteOutput(files, "tta.svg", svg);
+  WriteOutput(files, "index.html", html);
+  WriteOutput(files, report::kEventFileName, events.bytes());
+  const auto written = files.Commit();
+  if (rows.empty()) {
+    throw InfeasiblePlan("dtsim tta: no point reaches the target loss within " +
+                             std::to_string(o.steps) + " updates (tta.csv in " + dir.string() +
+                             " says why for each)",
+                         "give more --steps, a higher --target or another learning rate");
+  }
+  if (o.quiet) return;
+  // The measured updates to the target, per setting.
+  out << "updates to " << Fixed(100 * o.target, 0) << "% of the initial loss (mean of "
+      << o.seeds << " seeds, 95% band):\n";
+  for (const auto& [family, we] : estimates) {
+    for (std::size_t k = 0; k < we.first.size(); ++k) {
+      const sim::StepsEstimate& e = we.second[k];
+      out << "  " << family.Name() << ", " << we.first[k] << " workers: "
+          << (e.valid() ? Fixed(e.mean, 1) + " (" + Fixed(e.low, 1) + " to " + Fixed(e.high, 1) +
+                              ")"
+                        : std::string("not reached by ") + std::to_string(e.seeds - e.reached) +
+                              " seed(s)")
+          << "\n";
+    }
+  }
+  out << best_text;
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+}  // namespace dtsim::tools

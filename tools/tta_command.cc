@@ -133,6 +133,16 @@ std::string Fixed(double v, int digits) {
   return s;
 }
 
+// ", N diverged" for the runs of (family, workers) whose loss stopped
+// being finite; "" when none did.
+std::string Diverged(const std::vector<Run>& runs, const Family& family, int workers) {
+  int n = 0;
+  for (const Run& r : runs) {
+    n += r.family.Key() == family.Key() && r.workers == workers && r.curve.diverged_at >= 0;
+  }
+  return n == 0 ? "" : ", " + std::to_string(n) + " diverged";
+}
+
 // "12.3 s", "45.6 ms", "789 us".
 std::string Seconds(double s) {
   char text[32];
@@ -219,6 +229,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
         ro.steps = o.steps;
         ro.eval_every = o.eval_every;
         ro.stop_at_fraction = o.target;  // the rest of the curve does not change the estimate
+        ro.divergence_is_result = true;  // a diverging setting does not reach the target
         r.curve = exec::TrainReplicas(problem, setting_of(r), ro);
       });
   if (failure) std::rethrow_exception(failure->error);
@@ -287,6 +298,13 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
       if (!e.valid()) {
         note = std::to_string(e.seeds - e.reached) + " of " + std::to_string(e.seeds) +
                " seeds did not reach the target in " + std::to_string(o.steps) + " updates";
+        for (const Run& r : runs) {
+          if (r.family.Key() == p.family.Key() && r.workers == p.workers &&
+              r.curve.diverged_at >= 0) {
+            note += "; seed " + std::to_string(r.seed) + " diverged (loss not finite at update " +
+                    std::to_string(r.curve.diverged_at) + ")";
+          }
+        }
       }
     } else if (missed_below) {
       // Fewer workers already missed the target: more are not predicted.
@@ -465,7 +483,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
           << (e.valid() ? Fixed(e.mean, 1) + " (" + Fixed(e.low, 1) + " to " + Fixed(e.high, 1) +
                               ")"
                         : std::string("not reached by ") + std::to_string(e.seeds - e.reached) +
-                              " seed(s)")
+                              " seed(s)" + Diverged(runs, family, we.first[k]))
           << "\n";
     }
   }

@@ -27,6 +27,10 @@ class Recorder {
   bool Record(std::int64_t step, const std::vector<float>& params) {
     if (step % options_.eval_every != 0 && step != options_.steps) return false;
     const double loss = problem_.EvalLoss(params.data());
+    if (!std::isfinite(loss) && options_.divergence_is_result) {
+      curve_.diverged_at = step;
+      return true;
+    }
     if (!std::isfinite(loss)) {
       throw UserError("replica training diverged: the loss is " + std::to_string(loss) +
                           " after step " + std::to_string(step) + " (" +

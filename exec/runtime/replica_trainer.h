@@ -69,6 +69,9 @@ struct ReplicaRunOptions {
   // Stop once the evaluation loss is at or below this fraction of the
   // initial one (after recording it); <= 0 = run all steps.
   double stop_at_fraction = 0;
+  // A loss that is not finite (the rate diverges) ends the run as a result
+  // (LossCurve::diverged_at) instead of a UserError.
+  bool divergence_is_result = false;
 };
 
 // The evaluation loss after `samples[i]` samples of the updates (step x the
@@ -78,14 +81,17 @@ struct LossCurve {
   std::vector<std::int64_t> steps;
   std::vector<std::int64_t> samples;
   std::vector<double> loss;
+  // The step whose evaluation was not finite (not recorded), with
+  // divergence_is_result; -1 = none.
+  std::int64_t diverged_at = -1;
 };
 
 // Samples one update consumes in `setting` (see LossCurve).
 std::int64_t SamplesPerUpdate(const ReplicaSetting& setting);
 
 // Trains `setting` on `problem` and records its curve. Throws UserError for
-// settings outside their ranges and when the loss stops being finite (the
-// learning rate diverges), naming the step.
+// settings outside their ranges and, unless divergence_is_result, when the
+// loss stops being finite (the learning rate diverges), naming the step.
 LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& setting,
                         const ReplicaRunOptions& options);
 

@@ -175,6 +175,12 @@ TEST(ReplicaTrainer, RefusesSettingsOutOfRangeAndDivergence) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("diverged"), std::string::npos);
   }
+  // As a result: the curve ends before the step that diverged.
+  const LossCurve c =
+      TrainReplicas(q, {.workers = 1, .batch = 4096, .lr = 3.0},
+                    {.steps = 2000, .eval_every = 50, .divergence_is_result = true});
+  EXPECT_GT(c.diverged_at, 0);
+  EXPECT_LT(c.steps.back(), c.diverged_at);
 }
 
 }  // namespace

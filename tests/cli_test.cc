@@ -1311,6 +1311,23 @@ TEST_F(Cli, TtaGivesTimesToTheTargetDeterministically) {
   EXPECT_EQ(Slurp(dir_ / "b" / "tta.csv"), csv);
   EXPECT_EQ(Slurp(dir_ / "b" / "curves.csv"), Slurp(dir_ / "a" / "curves.csv"));
 
+  // Parameter servers: asynchronous with the simulated staleness (4 workers
+  // take turns: 3 updates between a pull and its push) and 3 of 4 (one
+  // backup worker), each measured.
+  std::ofstream(dir_ / "ps.yaml")
+      << "name: ps\ncluster: {nodes: 4, devices_per_node: 1, device: K20m, intra_node_link: "
+         "pcie2-x16, network: {link: 1GbE}}\nworkload: {model: {file: tiny.yaml}, "
+         "batch_per_device: 4, iterations: 20}\nparallelism: {strategy: parameter_server, "
+         "sync: [synchronous, asynchronous], parameter_server: {servers: 1, device: cpu-host, "
+         "replicas_to_aggregate: 3}}\n";
+  const Result ps = Dtsim("tta " + (dir_ / "ps.yaml").string() +
+                          " --steps 80 --eval-every 2 --eval-samples 32 --seeds 2 --lr 0.05 "
+                          "--target 0.3 -j 2 --out " + (dir_ / "ps").string());
+  ASSERT_EQ(ps.status, 0) << ps.err;
+  const std::string ps_csv = Slurp(dir_ / "ps" / "tta.csv");
+  EXPECT_NE(ps_csv.find(",backup 25% dropped,4,"), std::string::npos) << ps_csv;
+  EXPECT_NE(ps_csv.find(",asynchronous staleness=3,4,"), std::string::npos) << ps_csv;
+
   // A target no run reaches in 2 updates: the files say so, exit 3.
   const Result none = Dtsim("tta " + (dir_ / "s.yaml").string() +
                             " --steps 2 --eval-every 1 --eval-samples 8 --seeds 1 --target 0.01 "

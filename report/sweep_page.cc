@@ -379,7 +379,7 @@ std::string TableCell(const std::string& column, const std::string& field) {
 }  // namespace
 
 std::string SweepPageHtml(const sim::Sweep& sweep, const SweepPlots& plots,
-                          const std::string& csv) {
+                          const std::string& csv, const std::string& lead) {
   std::ostringstream o;
   const std::string title = "dtsim sweep: " + sweep.name;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
@@ -402,7 +402,8 @@ std::string SweepPageHtml(const sim::Sweep& sweep, const SweepPlots& plots,
   }
   o << ". Files: <a href=\"sweep.csv\">sweep.csv</a>, <a href=\"throughput.svg\">throughput.svg"
     << "</a>, <a href=\"scaling_efficiency.svg\">scaling_efficiency.svg</a>, "
-    << "<a href=\"breakdown.svg\">breakdown.svg</a>.</p>\n";
+    << "<a href=\"breakdown.svg\">breakdown.svg</a>.</p>\n"
+    << lead;
   const std::pair<const char*, const std::string*> figures[] = {
       {"Throughput", &plots.throughput},
       {"Scaling efficiency", &plots.scaling_efficiency},

@@ -62,9 +62,10 @@ SweepPlots PlotSweep(const sim::Sweep& sweep, const std::vector<sim::PointResult
 // (class "infeasible"); a short inline script sorts it by the column whose
 // heading is clicked (numbers as numbers, empty cells last), and on load by
 // the URL fragment "#sort=COLUMN" or "#sort=COLUMN:desc" (COLUMN as in
-// sweep.csv's header).
+// sweep.csv's header). `lead`, when given, is HTML placed before the
+// plots (`dtsim tta` puts its time-to-accuracy section there).
 std::string SweepPageHtml(const sim::Sweep& sweep, const SweepPlots& plots,
-                          const std::string& csv);
+                          const std::string& csv, const std::string& lead = "");
 
 // The unit of a column of sweep.csv (sim::CsvHeader), as the page's table
 // shows it: "samples/s", "s", "GiB" ...; "" for a column without one.

@@ -1305,8 +1305,12 @@ TEST_F(Cli, TtaGivesTimesToTheTargetDeterministically) {
   }
   EXPECT_EQ(rows, 2);
   EXPECT_NE(r.out.find("best: t/parallelism.averaging_period="), std::string::npos) << r.out;
-  for (const char* f : {"curves.csv", "tta.svg", "index.html", "events.out.tfevents.dtsim"})
+  for (const char* f : {"curves.csv", "tta.svg", "index.html", "events.out.tfevents.dtsim",
+                        "sweep.csv", "throughput.svg"})
     EXPECT_TRUE(fs::exists(dir_ / "a" / f)) << f;
+  // The sweep's page, led by the time-to-accuracy section.
+  const std::string page = Slurp(dir_ / "a" / "index.html");
+  EXPECT_LT(page.find("<h2>Time to 30% of the initial loss</h2>"), page.find("<h2>Throughput</h2>"));
   ASSERT_EQ(Dtsim(args + (dir_ / "b").string()).status, 0);
   EXPECT_EQ(Slurp(dir_ / "b" / "tta.csv"), csv);
   EXPECT_EQ(Slurp(dir_ / "b" / "curves.csv"), Slurp(dir_ / "a" / "curves.csv"));

@@ -424,23 +424,19 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
                  (row->steps.extrapolated ? " (extrapolated)" : "") + "\n";
   }
 
-  // The page: the sweep's table and the time-to-accuracy plot and table.
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                     "<title>dtsim tta: " + report::EscapeXml(sweep.name) +
-                     "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px}"
-                     "table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;"
-                     "padding:2px 6px;text-align:right}svg{max-width:100%;height:auto}</style>\n"
-                     "</head>\n<body>\n<h1>dtsim tta: " + report::EscapeXml(sweep.name) +
-                     "</h1>\n<p>Updates to " + Fixed(100 * o.target, 0) +
-                     "% of the initial loss measured on " + report::EscapeXml(graph.name()) +
-                     " (batch " + std::to_string(batch) + " per worker, " +
-                     std::to_string(o.seeds) + " seeds, learning rate " +
-                     report::EscapeXml(Fixed(o.lr, 4)) + " scaled " +
-                     report::EscapeXml(o.lr_scaling) +
-                     "), times the simulated seconds per update. Files: <a href=\"tta.csv\">"
-                     "tta.csv</a>, <a href=\"curves.csv\">curves.csv</a>, <a href=\"tta.svg\">"
-                     "tta.svg</a>.</p>\n<pre>" + report::EscapeXml(best_text) + "</pre>\n" +
-                     svg + "\n" + speed_svg + "\n<h2>Points</h2>\n<table>\n";
+  // The page: the sweep's page (throughput, scaling, breakdown, its table)
+  // led by the time-to-accuracy section: the best settings, the plots of
+  // time to target and throughput, and tta.csv as a table.
+  std::string lead = "<h2>Time to " + Fixed(100 * o.target, 0) +
+                     "% of the initial loss</h2>\n<p>Updates to the target measured on " +
+                     report::EscapeXml(graph.name()) + " (batch " + std::to_string(batch) +
+                     " per worker, " + std::to_string(o.seeds) + " seeds, learning rate " +
+                     Fixed(o.lr, 4) + " scaled " + report::EscapeXml(o.lr_scaling) +
+                     "), times the simulated seconds per update (docs/tta.md). Files: "
+                     "<a href=\"tta.csv\">tta.csv</a>, <a href=\"curves.csv\">curves.csv</a>, "
+                     "<a href=\"tta.svg\">tta.svg</a>.</p>\n<pre>" +
+                     report::EscapeXml(best_text) + "</pre>\n<figure>\n" + svg +
+                     "</figure>\n<figure>\n" + speed_svg + "</figure>\n<table>\n";
   {
     bool header = true;
     std::size_t at = 0;
@@ -448,22 +444,31 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
       const std::size_t end = csv.find('\n', at);
       const std::string line = csv.substr(at, end - at);
       at = end + 1;
-      html += "<tr>";
+      lead += "<tr>";
       for (const std::string& f : report::SplitCsvLine(line)) {
-        html += (header ? "<th>" : "<td>") + report::EscapeXml(f) + (header ? "</th>" : "</td>");
+        lead += (header ? "<th>" : "<td>") + report::EscapeXml(f) + (header ? "</th>" : "</td>");
       }
-      html += "</tr>\n";
+      lead += "</tr>\n";
       header = false;
     }
   }
-  html += "</table>\n</body>\n</html>\n";
+  lead += "</table>\n";
+  sim::SweepRunOptions sweep_options;
+  sweep_options.jobs = o.jobs;
+  const std::vector<sim::PointResult> results = sim::RunSweep(sweep, sweep_options);
+  const std::string sweep_csv = sim::SweepCsv(sweep, results);
+  const report::SweepPlots plots = report::PlotSweep(sweep, results);
 
   const fs::path dir = o.out_dir.empty() ? fs::path(sweep.out_dir) / "tta" : fs::path(o.out_dir);
   OutputSet files(dir);
   WriteOutput(files, "tta.csv", csv);
   WriteOutput(files, "curves.csv", curves);
   WriteOutput(files, "tta.svg", svg);
-  WriteOutput(files, "index.html", html);
+  WriteOutput(files, "sweep.csv", sweep_csv);
+  WriteOutput(files, "throughput.svg", plots.throughput);
+  WriteOutput(files, "scaling_efficiency.svg", plots.scaling_efficiency);
+  WriteOutput(files, "breakdown.svg", plots.breakdown);
+  WriteOutput(files, "index.html", report::SweepPageHtml(sweep, plots, sweep_csv, lead));
   WriteOutput(files, report::kEventFileName, events.bytes());
   const auto written = files.Commit();
   if (rows.empty()) {

@@ -364,53 +364,48 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   chart.x.label = x_axis < sweep.axes.size() ? sweep.axes[x_axis].path : "point";
   chart.x.scale = report::Scale::kLog2;
   chart.x.integer = true;
-  std::map<std::vector<std::size_t>, std::size_t> series_of;
-  for (const Row& row : rows) {
-    const sim::SweepPoint& sp = sweep.points[row.point];
+  // A point's values of the axes other than x (its line, and its group for
+  // the best setting), and its x.
+  auto other_axes = [&](std::size_t point) {
     std::vector<std::size_t> key;
-    std::string name;
     for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-      if (a == x_axis) continue;
-      key.push_back(sp.choice[a]);
-      name += (name.empty() ? "" : ", ") + report::ShortAxisName(sweep, a) + "=" +
-              sweep.axes[a].values[sp.choice[a]];
+      if (a != x_axis) key.push_back(sweep.points[point].choice[a]);
     }
-    auto [it, added] = series_of.emplace(key, chart.series.size());
-    if (added) chart.series.push_back({name, {}});
-    const double x = x_axis < sweep.axes.size()
-                         ? std::strtod(sweep.axes[x_axis].values[sp.choice[x_axis]].c_str(), nullptr)
-                         : static_cast<double>(row.point + 1);
-    chart.series[it->second].points.push_back({x, row.time});
-  }
-  const std::string svg = report::RenderLineChart(chart);
+    return key;
+  };
+  auto x_of = [&](std::size_t point) {
+    return x_axis < sweep.axes.size()
+               ? std::strtod(sweep.axes[x_axis].values[sweep.points[point].choice[x_axis]].c_str(),
+                             nullptr)
+               : static_cast<double>(point + 1);
+  };
   // Beside it, the simulated throughput of the same points.
   report::LineChart speed = chart;
   speed.title = sweep.name + ": simulated throughput";
   speed.y.label = "throughput (samples/s)";
-  for (report::Series& series : speed.series) series.points.clear();
-  {
-    for (const Row& row : rows) {
-      const sim::SweepPoint& sp = sweep.points[row.point];
-      std::vector<std::size_t> key;
+  std::map<std::vector<std::size_t>, std::size_t> series_of;
+  for (const Row& row : rows) {
+    auto [it, added] = series_of.emplace(other_axes(row.point), chart.series.size());
+    if (added) {
+      std::string name;
       for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-        if (a != x_axis) key.push_back(sp.choice[a]);
+        if (a == x_axis) continue;
+        name += (name.empty() ? "" : ", ") + report::ShortAxisName(sweep, a) + "=" +
+                sweep.axes[a].values[sweep.points[row.point].choice[a]];
       }
-      const double x = x_axis < sweep.axes.size()
-                           ? std::strtod(sweep.axes[x_axis].values[sp.choice[x_axis]].c_str(), nullptr)
-                           : static_cast<double>(row.point + 1);
-      speed.series[series_of.at(key)].points.push_back({x, points[row.point].throughput});
+      chart.series.push_back({name, {}});
+      speed.series.push_back({name, {}});
     }
+    chart.series[it->second].points.push_back({x_of(row.point), row.time});
+    speed.series[it->second].points.push_back({x_of(row.point), points[row.point].throughput});
   }
+  const std::string svg = report::RenderLineChart(chart);
   const std::string speed_svg = report::RenderLineChart(speed);
 
   // The best setting per combination of the axes other than x.
   std::map<std::vector<std::size_t>, const Row*> best;
   for (const Row& row : rows) {
-    std::vector<std::size_t> key;
-    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-      if (a != x_axis) key.push_back(sweep.points[row.point].choice[a]);
-    }
-    const Row*& b = best[key];
+    const Row*& b = best[other_axes(row.point)];
     if (b == nullptr || row.time < b->time) b = &row;
   }
   std::string best_text;

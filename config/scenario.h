@@ -414,10 +414,15 @@ struct Scenario {
 // and what was expected on: malformed YAML, unknown keys, wrong types, values
 // without units where units are needed, negative or zero sizes and
 // bandwidths, unknown device/link/model names.
-Scenario LoadScenario(const std::string& path);
+//
+// `check_plan_shape` false: the parallelism's split need not divide the
+// cluster and the global batch (no InfeasiblePlan for it), for tools that
+// replace the split (dtsim search).
+Scenario LoadScenario(const std::string& path, bool check_plan_shape = true);
 // Same from text; `filename` names the source in messages and is the base
 // for relative model file paths.
-Scenario ParseScenario(const std::string& yaml_text, const std::string& filename);
+Scenario ParseScenario(const std::string& yaml_text, const std::string& filename,
+                       bool check_plan_shape = true);
 // A key the scenario gives that its strategy or engine does not use
 // (config/strategy_keys.h).
 struct UnusedKey {
@@ -432,7 +437,7 @@ struct UnusedKey {
 // not use is a UserError at the key; with `unused` (a sweep's point), such
 // keys are appended there instead and the scenario loads.
 Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename,
-                           std::vector<UnusedKey>* unused = nullptr);
+                           std::vector<UnusedKey>* unused = nullptr, bool check_plan_shape = true);
 
 // The catalog of the scenario: built-in entries plus the scenario's own.
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);

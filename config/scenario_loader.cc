@@ -536,7 +536,9 @@ void CheckAveragingLevels(const Scenario& s, const YamlValue& parallelism) {
   }
 }
 
-void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
+// `divides` false: only the well-formedness checks (UserError), not whether
+// the split divides (dtsim search replaces the split).
+void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divides) {
   if (s.parallelism.strategy != Strategy::kHybrid) return;
   const YamlMap m = parallelism.AsMap(kParallelismKeys);
   const HybridConfig& h = s.parallelism.hybrid;
@@ -569,13 +571,17 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
                                   "one count of devices per stage");
       std::int64_t sum = 0;
       for (int r : h.stage_replicas) sum += r;
-      if (sum != n)
+      if (sum != n && divides)
         at("stage_replicas").FailInfeasible("stage_replicas add up to " + std::to_string(sum) +
                                                 " devices, the cluster has " + std::to_string(n),
                                             "every device runs one replica of one stage");
       return;
     }
   }
+  if (h.schedule == PipelineSchedule::kInterleaved && h.virtual_stages < 2) {
+    at("virtual_stages").Fail("the interleaved schedule needs virtual_stages >= 2");
+  }
+  if (!divides) return;
   if (n % tp != 0) {
     at(h.pipeline_parallel > 1 ? "pipeline_parallel" : "tensor_parallel")
         .FailInfeasible("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +
@@ -589,9 +595,6 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism) {
                             " is not a multiple of data parallelism x micro_batch_size = " +
                             std::to_string(per_step),
                         "each replica runs a whole number of micro-batches");
-  }
-  if (h.schedule == PipelineSchedule::kInterleaved && h.virtual_stages < 2) {
-    at("virtual_stages").Fail("the interleaved schedule needs virtual_stages >= 2");
   }
 }
 
@@ -672,12 +675,14 @@ std::string NeighboursHint(const fs::path& path) {
 
 }  // namespace
 
-Scenario ParseScenario(const std::string& yaml_text, const std::string& filename) {
-  return ParseScenarioNode(ParseYamlDocument(yaml_text, filename), filename);
+Scenario ParseScenario(const std::string& yaml_text, const std::string& filename,
+                       bool check_plan_shape) {
+  return ParseScenarioNode(ParseYamlDocument(yaml_text, filename), filename, nullptr,
+                           check_plan_shape);
 }
 
 Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filename,
-                           std::vector<UnusedKey>* unused) {
+                           std::vector<UnusedKey>* unused, bool check_plan_shape) {
   const YamlValue root = YamlValue::Root(root_node, filename);
   if (root.IsNull()) root.Fail("the scenario is empty", "see docs/scenario.md for the format");
   const YamlMap m = root.AsMap(kTopLevelKeys);
@@ -712,7 +717,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   }
   if (auto x = m.Get("parallelism")) {
     s.parallelism = ReadParallelism(*x);
-    CheckHybridShape(s, *x);
+    CheckHybridShape(s, *x, check_plan_shape);
     CheckAveragingLevels(s, *x);
     const ParameterServerConfig& ps = s.parallelism.parameter_server;
     if (ps.aggregate_in_machine) {
@@ -790,7 +795,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   return s;
 }
 
-Scenario LoadScenario(const std::string& path) {
+Scenario LoadScenario(const std::string& path, bool check_plan_shape) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     const std::string why = fs::exists(path, ec) ? "not a regular file" : "no such file";
@@ -801,7 +806,7 @@ Scenario LoadScenario(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw UserError(SourceLocation{path}, "cannot read scenario file '" + path + "'");
-  return ParseScenario(text.str(), path);
+  return ParseScenario(text.str(), path, check_plan_shape);
 }
 
 }  // namespace dtsim::config

@@ -1,6 +1,7 @@
 #include "report/search_page.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 
@@ -62,7 +63,7 @@ std::string PlotSearch(const sim::Search& search, const std::vector<sim::PointRe
 }
 
 std::string SearchPageHtml(const sim::Search& search, const std::vector<sim::PointResult>& results,
-                           const std::string& chart, std::size_t top) {
+                           const std::string& chart, std::size_t top, const std::string& no_fit) {
   const std::vector<std::size_t> ranked = sim::RankSearch(results);
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
@@ -75,9 +76,16 @@ std::string SearchPageHtml(const sim::Search& search, const std::vector<sim::Poi
     << search.counts.pruned_by_memory
     << " dropped because their parameters, gradients and optimizer state alone exceed the "
        "device's memory, "
-    << results.size() << " simulated, " << ranked.size()
-    << " fit and run. d, t, p: data, tensor and pipeline parallelism; m: micro-batch size.</p>\n"
-    << chart << "\n<h2>Pareto front: the fastest plan per device count</h2>\n<table>\n" << kHead;
+    << static_cast<std::int64_t>(results.size()) - search.counts.pruned_by_memory
+    << " simulated, " << ranked.size()
+    << " fit and run. d, t, p: data, tensor and pipeline parallelism; m: micro-batch size.</p>\n";
+  if (ranked.empty()) {
+    o << "<h2>No plan fits</h2>\n<p>" << EscapeXml(no_fit)
+      << ".</p>\n<p>Every plan, with why it does not fit: <a href=\"search.csv\">search.csv</a>."
+         "</p>\n</body></html>\n";
+    return o.str();
+  }
+  o << chart << "\n<h2>Pareto front: the fastest plan per device count</h2>\n<table>\n" << kHead;
   std::size_t k = 0;
   for (const std::size_t i : sim::ParetoFront(results)) {
     const auto at = std::find(ranked.begin(), ranked.end(), i);

@@ -16,9 +16,11 @@ namespace dtsim::report {
 std::string PlotSearch(const sim::Search& search, const std::vector<sim::PointResult>& results);
 
 // index.html: the counts, the chart, the front and the first `top` ranked
-// plans (sim::RankSearch).
+// plans (sim::RankSearch). When no plan fits: the counts and `no_fit` (what
+// would fit: sim::WhatWouldFit) instead of an empty chart and tables.
 std::string SearchPageHtml(const sim::Search& search, const std::vector<sim::PointResult>& results,
-                           const std::string& chart, std::size_t top);
+                           const std::string& chart, std::size_t top,
+                           const std::string& no_fit = "");
 
 // One plan as text: "d=8 t=4 p=2 m=1 1f1b zero=1 recompute=selective".
 std::string PlanLabel(const sim::Search& search, std::size_t point);

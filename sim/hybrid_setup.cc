@@ -173,7 +173,7 @@ double TrainingSeconds(const CostModel& cost_model, const models::ModelGraph& gr
 }
 
 HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph& graph,
-                            const CostModel& cost_model) {
+                            const CostModel& cost_model, int partition_micro_batches) {
   const auto& h = s.parallelism.hybrid;
   const int n = s.cluster.num_devices();
   HybridSetup x;
@@ -299,10 +299,11 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
       activation_bytes.push_back(mem.activations_bytes - mem.recompute_bytes);
       working_bytes.push_back(mem.recompute_bytes);
     }
+    const int m = partition_micro_batches > 0 ? partition_micro_batches : o.micro_batches;
     std::vector<int> in_flight;
     for (int k = 0; k < parts; ++k) {
       const int stage_in_flight =
-          MicroBatchesInFlight(o.schedule, k % o.pipeline, o.pipeline, o.micro_batches, o.virtual_stages);
+          MicroBatchesInFlight(o.schedule, k % o.pipeline, o.pipeline, m, o.virtual_stages);
       in_flight.push_back((stage_in_flight + o.virtual_stages - 1) / o.virtual_stages);
     }
     // With v chunks per device, each chunk gets 1/v of its memory.

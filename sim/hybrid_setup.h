@@ -29,7 +29,11 @@ struct HybridSetup {
 double TrainingSeconds(const CostModel& cost_model, const models::ModelGraph& graph,
                        models::OpId begin, models::OpId end, int batch);
 
+// `partition_micro_batches` > 0: balance the chunks within memory as if each
+// replica ran that many micro-batches per step (the micro-batches a
+// schedule keeps in flight, and so the partition, depend on it), while
+// HybridSetup::options keeps the scenario's own count. 0 = the scenario's.
 HybridSetup MakeHybridSetup(const config::Scenario& scenario, const models::ModelGraph& graph,
-                            const CostModel& cost_model);
+                            const CostModel& cost_model, int partition_micro_batches = 0);
 
 }  // namespace dtsim::sim

@@ -490,5 +490,52 @@ TEST(Pipeline, FastPathMatchesTheFullSimulation) {
   }
 }
 
+// GPipe with full recomputation keeps every micro-batch's stage inputs:
+// memory can bind for M micro-batches and not for the 2p the fast path
+// simulates, and the balanced partition then differs. A Llama-2-7B-like
+// transformer (32 layers, hidden 4096, FFN 16512, 32 heads, sequence 4096,
+// vocabulary 32000, bf16) on 32 H100 (4 nodes of 8, 8 NDR NICs each),
+// p = 32, micro-batches of 4, global batch 512 (M = 128 = 4p): the fast
+// path partitions for M, so it gives the full simulation's step, memory
+// and a breakdown that adds up.
+TEST(Pipeline, FastPathPartitionsForTheMicroBatchesOfTheStep) {
+  config::Scenario s;
+  s.cluster.nodes = 4;
+  s.cluster.devices_per_node = 8;
+  s.cluster.device = "H100-SXM";
+  s.cluster.intra_node_link = "nvswitch-h100";
+  s.cluster.network.link = "ib-ndr";
+  s.cluster.network.nics_per_node = 8;
+  models::TransformerConfig t;
+  t.layers = 32;
+  t.hidden = 4096;
+  t.ffn_hidden = 16512;
+  t.heads = 32;
+  t.sequence = 4096;
+  t.vocab = 32000;
+  s.workload.model.transformer = t;
+  s.workload.precision = hw::Precision::kBf16;
+  s.workload.iterations = 1;
+  s.parallelism.strategy = config::Strategy::kHybrid;
+  s.parallelism.recompute = true;
+  auto& h = s.parallelism.hybrid;
+  h.pipeline_parallel = 32;
+  h.micro_batch_size = 4;
+  h.global_batch = 512;
+  h.schedule = config::PipelineSchedule::kGpipe;
+  const Prediction full = Simulate(s);
+  const Prediction fast = Simulate(s, {.fast = true});
+  ASSERT_EQ(fast.extrapolated_from, std::make_pair(64, 96));
+  EXPECT_EQ(fast.hybrid.chunks, full.hybrid.chunks);
+  EXPECT_EQ(fast.plan.samples_per_iteration, 512);
+  const double step = full.metrics.step_time_s;
+  EXPECT_NEAR(fast.metrics.step_time_s, step, 1e-6 * step);
+  EXPECT_NEAR(fast.metrics.breakdown.compute_s, full.metrics.breakdown.compute_s, 1e-6 * step);
+  EXPECT_GE(fast.metrics.breakdown.idle_s, 0);
+  ASSERT_EQ(fast.stage_memory.size(), full.stage_memory.size());
+  for (std::size_t st = 0; st < full.stage_memory.size(); ++st)
+    EXPECT_DOUBLE_EQ(fast.stage_memory[st].Total(), full.stage_memory[st].Total());
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -1,7 +1,9 @@
 #include "sim/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "common/error.h"
@@ -13,6 +15,8 @@ namespace {
 
 using config::PipelineSchedule;
 using config::Strategy;
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 enum class Recompute { kNone, kSelective, kFull };
 const char* RecomputeName(Recompute r) {
@@ -181,11 +185,19 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                 if (r == Recompute::kSelective && !attention) continue;
                 const Candidate c{n, d, t, p, m, schedule, z, r};
                 ++out.counts.candidates;
-                if (StaticLowerBound(whole, c) > device->memory_bytes) {
-                  ++out.counts.pruned_by_memory;
-                  continue;
-                }
+                const double bound = StaticLowerBound(whole, c);
+                out.counts.least_static_bytes = std::min(out.counts.least_static_bytes, bound);
                 SweepPoint point;
+                if (bound > device->memory_bytes) {
+                  ++out.counts.pruned_by_memory;
+                  char why[200];
+                  std::snprintf(why, sizeof why,
+                                "dropped by the memory bound: parameters, gradients and optimizer "
+                                "state alone need at least %.2f GiB per device, the device has "
+                                "%.2f GiB",
+                                bound / kGiB, device->memory_bytes / kGiB);
+                  point.infeasible = why;
+                }
                 point.scenario = CandidateScenario(base, out.global_batch, c);
                 const std::string values[] = {std::to_string(n),
                                               std::to_string(d),
@@ -213,6 +225,120 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                         std::to_string(out.global_batch) + " over these device counts",
                     "give a global batch (parallelism.global_batch) with more divisors");
   return out;
+}
+
+std::string WhatWouldFit(const config::Scenario& base, const models::ModelGraph& graph,
+                         const SearchSpace& space, const Search& search,
+                         const std::vector<PointResult>& results) {
+  if (!RankSearch(results).empty()) return "";
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(base);
+  const hw::DeviceSpec* device = catalog.FindDevice(base.cluster.device);
+  DTSIM_CHECK(device != nullptr, "WhatWouldFit: the search's device");
+  std::string text;
+  char line[400];
+  // The simulated plan that needs the least memory.
+  std::size_t least = results.size();
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (results[i].memory_per_device_bytes > 0 &&
+        (least == results.size() ||
+         results[i].memory_per_device_bytes < results[least].memory_per_device_bytes))
+      least = i;
+  if (least < results.size()) {
+    std::snprintf(line, sizeof line,
+                  "the plan needing the least memory (%s) needs %.2f GiB per device, the device "
+                  "has %.2f GiB",
+                  search.sweep.points[least].name.c_str(),
+                  results[least].memory_per_device_bytes / kGiB, device->memory_bytes / kGiB);
+  } else {
+    std::snprintf(line, sizeof line,
+                  "every plan's parameters, gradients and optimizer state alone need at least "
+                  "%.2f GiB per device, the device has %.2f GiB",
+                  search.counts.least_static_bytes / kGiB, device->memory_bytes / kGiB);
+  }
+  text = line;
+  int largest = 0;
+  for (const SweepPoint& p : search.sweep.points)
+    largest = std::max(largest, p.scenario.cluster.num_devices());
+  if (largest == 0) return text;
+  const int per_node = base.cluster.devices_per_node;
+  for (std::int64_t n = 2LL * largest; n <= (std::int64_t{largest} << 16) && n <= INT32_MAX / 2;
+       n *= 2) {
+    if (n > per_node && n % per_node != 0) continue;
+    SearchSpace more = space;
+    more.devices = {static_cast<int>(n)};
+    Search bigger;
+    try {
+      bigger = BuildSearch(base, graph, more);
+    } catch (const UserError&) {
+      continue;  // no plan divides the global batch over n devices
+    }
+    if (bigger.counts.candidates > bigger.counts.pruned_by_memory) {
+      std::snprintf(line, sizeof line,
+                    "; the memory bound admits plans from %lld devices on (a lower bound: "
+                    "activations not counted; try --devices %lld)",
+                    static_cast<long long>(n), static_cast<long long>(n));
+      return text + line;
+    }
+  }
+  return text;
+}
+
+std::string BreakdownProblem(const PointResult& r) {
+  if (!r.feasible) return "";
+  const double tolerance = 1e-6 * r.step_time_s;
+  const double sum = r.compute_s + r.exposed_comm_s + r.idle_s;
+  char text[240];
+  if (r.idle_s < -tolerance) {
+    std::snprintf(text, sizeof text, "negative idle time (%.6g s of a %.6g s step)", r.idle_s,
+                  r.step_time_s);
+    return text;
+  }
+  if (std::abs(sum - r.step_time_s) > tolerance) {
+    std::snprintf(text, sizeof text,
+                  "compute %.6g s + exposed communication %.6g s + idle %.6g s = %.6g s, not the "
+                  "step's %.6g s",
+                  r.compute_s, r.exposed_comm_s, r.idle_s, sum, r.step_time_s);
+    return text;
+  }
+  return "";
+}
+
+std::size_t RecheckSearch(const Search& search, std::vector<PointResult>* results, std::size_t top,
+                          SweepRunOptions options) {
+  DTSIM_CHECK(results->size() == search.sweep.points.size(), "RecheckSearch: one result per point");
+  options.shard = 0;
+  options.shards = 1;
+  options.fast = false;
+  std::size_t resimulated = 0;
+  for (;;) {
+    // Extrapolated rows whose breakdown does not add up are simulated in
+    // full; full simulations that do not add up are refused.
+    options.only.clear();
+    for (std::size_t i = 0; i < results->size(); ++i) {
+      PointResult& r = (*results)[i];
+      const std::string why = BreakdownProblem(r);
+      if (why.empty()) continue;
+      if (r.extrapolated) {
+        options.only.push_back(i);
+      } else {
+        r.feasible = false;
+        r.infeasible = "not ranked: the simulated breakdown does not add up: " + why;
+      }
+    }
+    const std::vector<std::size_t> ranked = RankSearch(*results);
+    std::vector<std::size_t> rows(ranked.begin(),
+                                  ranked.begin() + static_cast<std::ptrdiff_t>(
+                                                       std::min(top, ranked.size())));
+    for (const std::size_t i : ParetoFront(*results)) rows.push_back(i);
+    for (const std::size_t i : rows)
+      if ((*results)[i].extrapolated &&
+          std::find(options.only.begin(), options.only.end(), i) == options.only.end())
+        options.only.push_back(i);
+    if (options.only.empty()) return resimulated;
+    std::vector<PointResult> full = RunSweep(search.sweep, options);
+    for (const std::size_t i : options.only) (*results)[i] = std::move(full[i]);
+    resimulated += options.only.size();
+  }
 }
 
 std::vector<std::size_t> RankSearch(const std::vector<PointResult>& results) {

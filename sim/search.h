@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "config/scenario.h"
@@ -43,7 +45,12 @@ struct SearchSpace {
 
 struct SearchCounts {
   std::int64_t candidates = 0;        // enumerated
-  std::int64_t pruned_by_memory = 0;  // whose static memory alone exceeds the device
+  // Whose static memory alone exceeds the device: points with their
+  // SweepPoint::infeasible set (rows of search.csv with the bound), not
+  // simulated.
+  std::int64_t pruned_by_memory = 0;
+  // The least lower bound on a device's memory among the candidates (bytes).
+  double least_static_bytes = std::numeric_limits<double>::infinity();
 };
 
 struct Search {
@@ -64,6 +71,31 @@ struct Search {
 // vary (stragglers, parameter servers, local SGD) or an empty space.
 Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph,
                    const SearchSpace& space);
+
+// Makes the rows a search recommends full simulations: re-simulates
+// without shortcuts (SweepRunOptions::fast off) every point among the first
+// `top` ranked and on the Pareto front whose figures were extrapolated,
+// until those rows all come from full simulations (a corrected row can move
+// others up). Marks infeasible, so that they are never ranked, the rows
+// whose breakdown contradicts their step time (negative idle time, or
+// compute + exposed communication + idle other than the step). `options`:
+// jobs and progress (shard and `only` are set here). Returns the number of
+// points re-simulated.
+std::size_t RecheckSearch(const Search& search, std::vector<PointResult>* results, std::size_t top,
+                          SweepRunOptions options = {});
+
+// Why a feasible row's breakdown contradicts its step time; "" when it adds
+// up (within 1e-6 of the step).
+std::string BreakdownProblem(const PointResult& row);
+
+// When no plan fits: what would. The least memory per device a plan
+// needs (the simulated plans', else the memory bound's), against the
+// device's, and the smallest device count (doubling the largest searched,
+// up to 2^16 times) at which the memory bound admits a plan; "" when some
+// plan fits.
+std::string WhatWouldFit(const config::Scenario& base, const models::ModelGraph& graph,
+                         const SearchSpace& space, const Search& search,
+                         const std::vector<PointResult>& results);
 
 // The feasible points, fastest first (ties: fewer devices, then less
 // memory per device, then point order).

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "common/error.h"
 #include "config/scenario.h"
+#include "hw/catalog.h"
+#include "sim/memory.h"
 #include "sim/simulator.h"
 
 namespace dtsim::sim {
@@ -91,7 +96,7 @@ TEST(Search, EveryRankedPlanFitsAndDividesItsDevicesAndBatch) {
 // mixed precision take 16 bytes per parameter (2 + 2 + 12), 2.8 TB; over 8
 // devices of 80 GB at most 8 ways of tensor x pipeline split (and ZeRO-1
 // leaves 4 of the 16 bytes unsharded at d = 1), every plan needs at least
-// 350 GB per device: all are dropped before simulation.
+// 349 GB per device (175 B x 16 / 8): all are dropped before simulation.
 TEST(Search, PlansWhoseStateAloneExceedsTheDeviceAreDropped) {
   config::Scenario s = ResNetNode();
   s.workload.model.zoo_name = "gpt3-175b";
@@ -100,7 +105,30 @@ TEST(Search, PlansWhoseStateAloneExceedsTheDeviceAreDropped) {
   const Search search = BuildSearch(s, graph, {});
   EXPECT_GT(search.counts.candidates, 0);
   EXPECT_EQ(search.counts.pruned_by_memory, search.counts.candidates);
-  EXPECT_TRUE(search.sweep.points.empty());
+  // They are rows with their bound, not simulated.
+  ASSERT_EQ(search.sweep.points.size(), static_cast<std::size_t>(search.counts.candidates));
+  for (const SweepPoint& p : search.sweep.points)
+    EXPECT_NE(p.infeasible.find("dropped by the memory bound"), std::string::npos) << p.infeasible;
+  // The least of the bounds: t x p = 8 at d = 1 (no ZeRO without
+  // replicas), 16 bytes x parameters / 8.
+  const double params = static_cast<double>(graph.Totals().params);
+  EXPECT_NEAR(search.counts.least_static_bytes, 16 * params / 8, 1e-3 * 16 * params / 8);
+  const std::vector<PointResult> results = RunSweep(search.sweep);
+  EXPECT_TRUE(RankSearch(results).empty());
+  // What would fit: 2.8 TB over the 80 GB (74.5 GiB) devices needs at
+  // least 2.8e12 / 80e9 = 35 devices' memory, so no count below 64 is
+  // admitted by the bound; the bound admits t x p = 64 (ZeRO-1 shards the
+  // optimizer state further) from 64 devices on at the latest.
+  const std::string hint = WhatWouldFit(s, graph, {}, search, results);
+  EXPECT_NE(hint.find("alone need at least"), std::string::npos) << hint;
+  const auto from = hint.find("admits plans from ");
+  ASSERT_NE(from, std::string::npos) << hint;
+  const int devices = std::stoi(hint.substr(from + 18));
+  EXPECT_GE(devices, 64) << hint;
+  SearchSpace there;
+  there.devices = {devices};
+  const Search bigger = BuildSearch(s, graph, there);
+  EXPECT_LT(bigger.counts.pruned_by_memory, bigger.counts.candidates);
 }
 
 PointResult Result(int devices, double throughput, bool feasible = true) {
@@ -121,6 +149,98 @@ TEST(Search, ParetoFrontKeepsTheFastestPerDeviceCountThatBeatsFewerDevices) {
   EXPECT_EQ(RankSearch(r), (std::vector<std::size_t>{4, 2, 3, 0, 6, 1}));
   EXPECT_EQ(ParetoFront(r), (std::vector<std::size_t>{0, 2, 4}));
 }
+
+// What the search recommends is what `dtsim run` gives: for random small
+// transformers on random clusters, with device memories small enough that
+// memory binds for some plans (the balanced partition then depends on the
+// micro-batches GPipe keeps in flight), every one of the first 10 ranked
+// plans and every Pareto point, once RecheckSearch has run, has the
+// throughput, step time and memory per device of the full simulation of
+// its own scenario (Simulate without shortcuts, as `dtsim run` does), to
+// 1e-6, and a breakdown that adds up to its step.
+TEST(Search, RecommendedPlansEqualTheFullSimulationOfThePlan) {
+  std::mt19937 rng(20261127);
+  auto pick = [&](std::initializer_list<int> values) {
+    std::uniform_int_distribution<std::size_t> u(0, values.size() - 1);
+    return *(values.begin() + u(rng));
+  };
+  const hw::HardwareCatalog catalog = hw::HardwareCatalog::BuiltIn();
+  int extrapolated_rechecked = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    config::Scenario s;
+    s.name = "search-property";
+    s.cluster.nodes = pick({1, 2});
+    s.cluster.devices_per_node = pick({4, 8});
+    s.cluster.network.link = "25GbE";
+    hw::DeviceSpec device = *catalog.FindDevice("V100-SXM2-16GB");
+    device.name = "small-v100";
+    device.memory_bytes = pick({1, 2, 3, 6}) * 0.25 * 1024 * 1024 * 1024;
+    s.cluster.custom_devices = {device};
+    s.cluster.device = device.name;
+    models::TransformerConfig t;
+    t.layers = pick({4, 6, 8});
+    t.heads = pick({4, 8});
+    t.hidden = t.heads * pick({32, 64});
+    t.sequence = pick({128, 256, 512});
+    t.vocab = pick({1000, 4000});
+    s.workload.model.transformer = t;
+    s.workload.precision = hw::Precision::kFp16;
+    s.workload.iterations = 1;
+    s.parallelism.strategy = config::Strategy::kHybrid;
+    s.parallelism.hybrid.global_batch = pick({64, 128});
+    s.parallelism.optimizer = config::OptimizerKind::kAdam;
+    const models::ModelGraph graph = config::BuildWorkloadModel(s);
+    SearchSpace space;
+    space.micro_batch_sizes = {1, 2};
+    space.tensor_parallel = {1, 2};
+    space.zero_stages = {0};
+    const Search search = BuildSearch(s, graph, space);
+    std::vector<PointResult> results = RunSweep(search.sweep);
+    for (const PointResult& r : results) extrapolated_rechecked += r.extrapolated;
+    RecheckSearch(search, &results, 10);
+    const std::vector<std::size_t> ranked = RankSearch(results);
+    std::vector<std::size_t> rows(ranked.begin(),
+                                  ranked.begin() + std::min<std::ptrdiff_t>(10, ranked.size()));
+    for (const std::size_t i : ParetoFront(results)) rows.push_back(i);
+    for (const std::size_t i : rows) {
+      const SweepPoint& point = search.sweep.points[i];
+      const PointResult& r = results[i];
+      const Prediction run = Simulate(point.scenario);
+      ASSERT_TRUE(run.does_not_fit.empty()) << point.name;
+      double memory = 0;
+      for (const MemoryBreakdown& m : run.stage_memory) memory = std::max(memory, m.Total());
+      const double step = run.metrics.step_time_s;
+      EXPECT_FALSE(r.extrapolated) << point.name;
+      EXPECT_NEAR(r.step_time_s, step, 1e-6 * step) << point.name;
+      EXPECT_NEAR(r.throughput_samples_per_s, run.metrics.throughput_samples_per_s,
+                  1e-6 * run.metrics.throughput_samples_per_s)
+          << point.name;
+      EXPECT_NEAR(r.memory_per_device_bytes, memory, 1e-6 * memory) << point.name;
+      EXPECT_EQ(BreakdownProblem(r), "") << point.name;
+    }
+  }
+  // The cases reach the fast path (else the property says nothing of it).
+  EXPECT_GT(extrapolated_rechecked, 0);
+}
+
+// A row whose breakdown contradicts its step is named: negative idle time,
+// or parts that do not add up (figures by hand: 3 + 1 + 0.5 = 4.5 != 5).
+TEST(Search, BreakdownProblemNamesNegativeIdleAndAMissingPart) {
+  PointResult r;
+  r.step_time_s = 5;
+  r.compute_s = 3;
+  r.exposed_comm_s = 1;
+  r.idle_s = 1;
+  EXPECT_EQ(BreakdownProblem(r), "");
+  r.idle_s = 0.5;
+  EXPECT_NE(BreakdownProblem(r).find("not the step's 5"), std::string::npos) << BreakdownProblem(r);
+  r.compute_s = 7;
+  r.idle_s = -3;
+  EXPECT_NE(BreakdownProblem(r).find("negative idle"), std::string::npos) << BreakdownProblem(r);
+  r.feasible = false;
+  EXPECT_EQ(BreakdownProblem(r), "");  // infeasible rows have no figures to check
+}
+
 
 TEST(Search, RefusesWhatItDoesNotVary) {
   config::Scenario s = ResNetNode();

@@ -508,6 +508,9 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
   if (options.graph == nullptr) built = config::BuildWorkloadModel(s);
   SimulateOptions sub;
   sub.graph = options.graph != nullptr ? options.graph : &*built;
+  // The same partition as M's: with GPipe, memory may bind for M micro-batches
+  // in flight and not for 2p.
+  sub.partition_micro_batches = static_cast<int>(m);
   auto with = [&](std::int64_t micro_batches) {
     config::Scenario x = s;
     x.parallelism.hybrid.global_batch = static_cast<int>(per_step * micro_batches);
@@ -522,6 +525,9 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
   a.stage_rank.clear();
   a.does_not_fit.clear();
   SetStageMemory(s, *sub.graph, a.memory_capacity_bytes, true, false, n, options_m, &a);
+  a.hybrid = options_m;
+  // The plan simulated holds M1 micro-batches; the step reported is M's.
+  a.plan.samples_per_iteration = global;
   a.extrapolated_from = {static_cast<int>(m1), static_cast<int>(m2)};
   if (!a.does_not_fit.empty()) return a;
   const Prediction b = with(m2);
@@ -662,7 +668,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const bool pipelined = IsPipelined(s);
   plan::HybridOptions hybrid;  // pipelined only
   if (pipelined) {
-    HybridSetup setup = MakeHybridSetup(s, full, cost_models[0]);
+    HybridSetup setup = MakeHybridSetup(s, full, cost_models[0], options.partition_micro_batches);
     hybrid = setup.options;
     p.partition_note = setup.partition_note;
     // Replicas and tensor ranks mirror their stage's representative unless

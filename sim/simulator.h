@@ -119,6 +119,10 @@ struct SimulateOptions {
   // and extrapolated linearly to M (the step repeats one pattern per
   // micro-batch once the pipeline is full; Prediction::extrapolated_from).
   bool fast = false;
+  // Pipelines whose chunks are balanced within memory: balance them for
+  // this many micro-batches per replica instead of the scenario's (0). The
+  // fast path simulates fewer micro-batches with the partition of M.
+  int partition_micro_batches = 0;
 };
 
 // Everything the engine needs that comes from the scenario and the catalog.

@@ -272,6 +272,7 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
   r.idle_s = p.metrics.breakdown.idle_s;
   r.mfu = ComputeModelFigures(point.scenario, p).mfu;
+  r.extrapolated = p.extrapolated_from.first > 0;
   return r;
 }
 
@@ -449,8 +450,14 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
               "RunSweep: shard out of range");
   const auto shards = static_cast<std::size_t>(options.shards);
   const auto shard = static_cast<std::size_t>(options.shard);
+  std::vector<bool> mine(sweep.points.size(), options.only.empty());
+  for (const std::size_t i : options.only) {
+    DTSIM_CHECK(i < sweep.points.size(), "RunSweep: point out of range");
+    mine[i] = true;
+  }
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) mine[i] = mine[i] && i % shards == shard;
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
-    if (i % shards != shard || !sweep.points[i].infeasible.empty()) continue;
+    if (!mine[i] || !sweep.points[i].infeasible.empty()) continue;
     const config::Scenario& s = sweep.points[i].scenario;
     const std::string key = GraphKey(s);
     auto it = graphs.find(key);
@@ -467,7 +474,7 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
   const auto failure = ParallelFor(
       sweep.points.size(), options.jobs, options.progress, options.progress_interval_s,
       [&](std::size_t i) {
-        if (i % shards != shard) return;  // another process's point
+        if (!mine[i]) return;  // another process's point, or not asked for
         const SweepPoint& point = sweep.points[i];
         if (!point.infeasible.empty()) {
           results[i] = InfeasibleResult(point, sweep.axes, point.infeasible);
@@ -475,7 +482,7 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
         }
         try {
           const Prediction p =
-              Simulate(point.scenario, SimulateOptions{.graph = graph_of[i], .fast = true});
+              Simulate(point.scenario, SimulateOptions{.graph = graph_of[i], .fast = options.fast});
           results[i] = Summarize(point, sweep.axes, p);
         } catch (const InfeasiblePlan& e) {
           results[i] = InfeasibleResult(point, sweep.axes, InfeasibleMessage(e));

@@ -103,6 +103,9 @@ struct PointResult {
   double exposed_comm_s = 0;  // per step, mean over devices
   double idle_s = 0;          // per step, mean over devices
   double mfu = 0;             // model FLOPs utilization (sim/report.h ModelFigures)
+  // The figures come from the pipelines' fast path (SimulateOptions::fast:
+  // extrapolated from fewer micro-batches), not from a full simulation.
+  bool extrapolated = false;
 };
 
 struct SweepRunOptions {
@@ -119,6 +122,12 @@ struct SweepRunOptions {
   // default-constructed, to be filled in from their processes.
   int shard = 0;
   int shards = 1;
+  // SimulateOptions::fast for every point: the shortcuts that give the full
+  // simulation's figures at less cost. False: every point in full.
+  bool fast = true;
+  // Simulate only these points (indices, in any order); empty = all. The
+  // others' results are left default-constructed.
+  std::vector<std::size_t> only;
 };
 
 // Simulates every point, `jobs` at a time. Each distinct (model, precision)

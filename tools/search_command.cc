@@ -40,7 +40,8 @@ void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& ou
                    std::ostream& err) {
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const config::Scenario base = config::LoadScenario(o.scenario_path);
+  // The scenario's own split is replaced: it need not divide the cluster.
+  const config::Scenario base = config::LoadScenario(o.scenario_path, false);
   const models::ModelGraph graph = config::BuildWorkloadModel(base);
   sim::SearchSpace space;
   space.devices = o.devices;
@@ -50,9 +51,15 @@ void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& ou
   const sim::Search search = sim::BuildSearch(base, graph, space);
 
   double seconds = 0;
-  const std::vector<sim::PointResult> results = RunSweepWithProgress(
+  std::vector<sim::PointResult> results = RunSweepWithProgress(
       search.sweep, jobs, o.quiet, o.err_is_terminal, "plans", mpi, err, &seconds);
   if (mpi != nullptr && mpi->communicator().rank() != 0) return;  // rank 0 writes
+  // The rows recommended (those printed, the first 10 at least, and the
+  // Pareto front) come from full simulations, never from the fast path.
+  sim::SweepRunOptions recheck;
+  recheck.jobs = jobs;
+  const std::size_t resimulated = sim::RecheckSearch(
+      search, &results, static_cast<std::size_t>(std::max(10, o.top)), recheck);
 
   const std::vector<std::size_t> ranked = sim::RankSearch(results);
   const std::vector<std::size_t> front = sim::ParetoFront(results);
@@ -64,25 +71,30 @@ void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& ou
   WriteOutput(files, "search.csv", sim::SweepCsv(search.sweep, results));
   WriteOutput(files, "pareto.csv", pareto);
   WriteOutput(files, "throughput.svg", chart);
-  WriteOutput(files, "index.html", report::SearchPageHtml(search, results, chart, 100));
+  const std::string no_fit =
+      ranked.empty() ? sim::WhatWouldFit(base, graph, space, search, results) : "";
+  WriteOutput(files, "index.html", report::SearchPageHtml(search, results, chart, 100, no_fit));
   const auto written = files.Commit();
   // Nothing to recommend: valid input, infeasible plans (exit status 3),
   // after the files that say why for each plan.
   if (ranked.empty())
-    throw InfeasiblePlan("dtsim search: no plan fits: each one simulated runs out of device memory "
-                         "or cannot be built (search.csv in " + dir.string() + " gives each reason)",
+    throw InfeasiblePlan("dtsim search: no plan fits: " + no_fit +
+                             " (search.csv in " + dir.string() + " gives each plan's reason)",
                          "give more devices (--devices), a smaller global batch, or a device with "
                          "more memory");
   if (o.quiet) return;
 
-  char line[320];
+  const long long simulated =
+      static_cast<long long>(results.size()) - search.counts.pruned_by_memory;
+  char line[400];
   std::snprintf(line, sizeof line,
-                "%s: global batch %lld; %lld plans enumerated, %lld dropped by memory, %zu "
-                "simulated in %.1f s (%.0f plans/s, %d jobs), %zu fit\n",
+                "%s: global batch %lld; %lld plans enumerated, %lld dropped by memory, %lld "
+                "simulated in %.1f s (%.0f plans/s, %d jobs; %zu recommended re-simulated in "
+                "full), %zu fit\n",
                 search.sweep.name.c_str(), static_cast<long long>(search.global_batch),
                 static_cast<long long>(search.counts.candidates),
-                static_cast<long long>(search.counts.pruned_by_memory), results.size(), seconds,
-                seconds > 0 ? static_cast<double>(results.size()) / seconds : 0.0, jobs,
+                static_cast<long long>(search.counts.pruned_by_memory), simulated, seconds,
+                seconds > 0 ? static_cast<double>(simulated) / seconds : 0.0, jobs, resimulated,
                 ranked.size());
   err << line;
   out << "\nPareto front (the fastest plan per device count, when faster than with fewer "

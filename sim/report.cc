@@ -415,6 +415,26 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s",
                 hw::PrecisionName(s.workload.precision), how.c_str());
   o << line;
+  const auto memory_lines = [&] {
+    for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
+      const MemoryBreakdown& mb = p.stage_memory[st];
+      std::snprintf(line, sizeof line,
+                    "memory%s: %.1f of %.1f GiB (parameters %.1f, gradients %.1f, optimizer "
+                    "state %.1f, activations %.1f)\n",
+                    p.stage_memory.size() > 1 ? (" stage " + std::to_string(st)).c_str()
+                                              : " per device",
+                    mb.Total() / kGiB, p.memory_capacity_bytes / kGiB, mb.params_bytes / kGiB,
+                    mb.grads_bytes / kGiB, mb.optimizer_bytes / kGiB,
+                    mb.activations_bytes / kGiB);
+      o << line;
+    }
+  };
+  // A plan that does not fit has no timing: no step, rate or time figure.
+  if (!p.does_not_fit.empty()) {
+    memory_lines();
+    o << p.does_not_fit << "\n";
+    return o.str();
+  }
   double prev = 0;
   for (std::size_t i = 0; i < m.iteration_end_s.size(); ++i) {
     const double dt = m.iteration_end_s[i] - prev;
@@ -496,20 +516,7 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   FormatSeconds(f.young_daly_interval_s).c_str());
     o << line;
   }
-  for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
-    const MemoryBreakdown& mb = p.stage_memory[st];
-    std::snprintf(line, sizeof line,
-                  "memory%s: %.1f of %.1f GiB (parameters %.1f, gradients %.1f, optimizer state "
-                  "%.1f, activations %.1f)\n",
-                  p.stage_memory.size() > 1 ? (" stage " + std::to_string(st)).c_str() : " per device",
-                  mb.Total() / kGiB, p.memory_capacity_bytes / kGiB, mb.params_bytes / kGiB,
-                  mb.grads_bytes / kGiB, mb.optimizer_bytes / kGiB, mb.activations_bytes / kGiB);
-    o << line;
-  }
-  if (!p.does_not_fit.empty()) {
-    o << p.does_not_fit << "\n";
-    return o.str();
-  }
+  memory_lines();
   std::snprintf(line, sizeof line,
                 "throughput: %.1f samples/s (global batch %lld, step %s)\n"
                 "single device: %.1f samples/s; scaling efficiency: %.1f%%\n",

@@ -71,6 +71,10 @@ TEST(Report, PlanThatDoesNotFitHasNoThroughput) {
   const std::string log = StepLog(s, p);
   EXPECT_NE(log.find("does not fit: device 0 needs"), std::string::npos) << log;
   EXPECT_EQ(log.find("throughput:"), std::string::npos) << log;
+  // No rate anywhere: not the step lines' examples/sec either.
+  EXPECT_EQ(log.find("/sec"), std::string::npos) << log;
+  EXPECT_EQ(log.find("samples/s"), std::string::npos) << log;
+  EXPECT_EQ(log.find("step 1"), std::string::npos) << log;
 }
 
 TEST(Report, ModelFlopsTokensAndMfu) {

@@ -257,6 +257,12 @@ class Executor {
       host_pos_.assign(host_begin_idx_.begin(), host_begin_idx_.end() - 1);
       host_time_.assign(ranks, 0);
       host_waiting_.assign(ranks, -1);
+      if (!costs_.host_await.empty()) {
+        DTSIM_CHECK(costs_.host_await.size() == n && costs_.host_await_setup_ns.size() == n,
+                    "one await flag and setup time per task");
+        awaited_by_.assign(n, -1);
+        setup_paid_.assign(ranks, 0);
+      }
     }
     if (!costs_.input_ns.empty()) {
       DTSIM_CHECK(costs_.input_ns.size() == ranks, "one input time per rank");
@@ -284,10 +290,31 @@ class Executor {
     const auto rr = static_cast<std::size_t>(r);
     if (host_waiting_[rr] >= 0) return;
     while (host_pos_[rr] < host_begin_idx_[rr + 1]) {
-      const TaskId id = host_tasks_[static_cast<std::size_t>(host_pos_[rr]++)];
+      const TaskId id = host_tasks_[static_cast<std::size_t>(host_pos_[rr])];
       const auto t = static_cast<std::size_t>(id);
+      SimTime issue_ns = costs_.host_ns[t];
+      if (!awaited_by_.empty() && costs_.host_await[t]) {
+        // The step's setup, then the wait for the servers' replies.
+        if (!setup_paid_[rr]) {
+          host_time_[rr] = AddSimTime(host_time_[rr], costs_.host_await_setup_ns[t]);
+          setup_paid_[rr] = 1;
+        }
+        for (const TaskId d : plan_.deps(id)) {
+          const auto dd = static_cast<std::size_t>(d);
+          if (!plan_.IsServer(plan_.tasks()[dd].rank)) continue;
+          if (!done_[dd]) {
+            awaited_by_[dd] = static_cast<std::int32_t>(r);
+            host_waiting_[rr] = d;
+            return;
+          }
+          host_time_[rr] = std::max(host_time_[rr], result_.timing[dd].end);
+        }
+        setup_paid_[rr] = 0;
+        issue_ns -= std::min(issue_ns, costs_.host_await_setup_ns[t]);
+      }
+      ++host_pos_[rr];
       result_.host_begin[t] = host_time_[rr];
-      host_time_[rr] = AddSimTime(host_time_[rr], costs_.host_ns[t]);
+      host_time_[rr] = AddSimTime(host_time_[rr], issue_ns);
       result_.host_end[t] = host_time_[rr];
       const plan::Task& task = plan_.tasks()[t];
       if (IsSend(task)) {
@@ -320,10 +347,14 @@ class Executor {
       if (result_.host_begin[t] == kNever) return false;  // AdvanceHost calls TryStart
       // A collective is one launch: it is issued when the host is done with
       // it; a compute task runs while its kernels are being launched.
+      // An awaited task's setup was spent before host_begin (AdvanceHost).
+      const SimTime setup =
+          !awaited_by_.empty() && costs_.host_await[t] ? costs_.host_await_setup_ns[t] : 0;
+      const SimTime lead = std::min(costs_.host_lead_ns[t], costs_.host_ns[t]);
       const SimTime issued =
           plan_.tasks()[t].kind == plan::TaskKind::kCollective
               ? result_.host_end[t]
-              : AddSimTime(result_.host_begin[t], std::min(costs_.host_lead_ns[t], costs_.host_ns[t]));
+              : AddSimTime(result_.host_begin[t], lead - std::min(lead, setup));
       gate = std::max(gate, issued);
       result_.host_wait_ns[t] = std::max<SimTime>(0, issued - since);
     }
@@ -379,6 +410,16 @@ class Executor {
         AdvanceHost(task.rank);
       }
     }
+    if (!awaited_by_.empty() && awaited_by_[t] >= 0) {
+      // A server's reply a worker's host waits for.
+      const auto r = static_cast<std::size_t>(awaited_by_[t]);
+      awaited_by_[t] = -1;
+      if (host_waiting_[r] == id) {
+        host_waiting_[r] = -1;
+        host_time_[r] = std::max(host_time_[r], now_);
+        AdvanceHost(static_cast<plan::RankId>(r));
+      }
+    }
     if (IsSend(task)) return;
     const std::size_t s = StreamOf(task);
     busy_[s] = false;
@@ -412,6 +453,8 @@ class Executor {
   std::vector<std::int64_t> host_pos_;        // per rank: next task the host issues
   std::vector<SimTime> host_time_;            // per rank: when its host is free
   std::vector<TaskId> host_waiting_;          // per rank: the task it waits for, or -1
+  std::vector<std::int32_t> awaited_by_;      // per task: the rank whose host awaits it, or -1
+  std::vector<std::uint8_t> setup_paid_;      // per rank: the awaited task's setup is spent
   std::vector<std::int32_t> input_iteration_;  // per task: its iteration if it takes a batch
   std::vector<std::vector<SimTime>> batch_ready_, batch_taken_;  // per rank, per batch
   std::vector<std::uint8_t> woken_;           // per task: a wake event was pushed

@@ -36,6 +36,13 @@ struct TaskCosts {
   std::vector<SimTime> host_ns = {};
   std::vector<SimTime> host_lead_ns = {};
   std::vector<std::uint8_t> host_sync = {};
+  // Before issuing a task with host_await[t] set, the host spends
+  // host_await_setup_ns[t] (the step's setup, part of host_ns[t]), then
+  // waits until the task's dependencies on server ranks have finished: a
+  // parameter server's reply, which the worker's framework receives on the
+  // host before it runs the step. Empty = no such task.
+  std::vector<std::uint8_t> host_await = {};
+  std::vector<SimTime> host_await_setup_ns = {};
   // The input pipeline; empty = none. input_ns[r]: time rank r's share of
   // its node's pipeline takes to prepare one iteration's batch (0: the
   // rank reads no input). The first compute task of each iteration of

@@ -156,16 +156,31 @@ void AddHostCosts(const plan::Plan& plan, const models::ModelGraph& graph,
           if (t.kind == TaskKind::kSend && fw.sync_on_p2p) costs->host_sync[i] = 1;
           break;
       }
+      double setup = 0;
       if (t.iteration > seen[r]) {  // the first task of an iteration
         seen[r] = t.iteration;
         if (fw.sync_each_step && last_of[r] >= 0) costs->host_sync[static_cast<std::size_t>(last_of[r])] = 1;
-        const double setup = fw.per_step_s + (fw.cuda_graphs ? fw.graph_launch_s : 0);
+        setup = fw.per_step_s + (fw.cuda_graphs ? fw.graph_launch_s : 0);
         s += setup;
         lead += setup;
       }
       last_of[r] = static_cast<std::int64_t>(i);
       costs->host_ns[i] = SecondsToNs(s);
       costs->host_lead_ns[i] = SecondsToNs(lead);
+      // A parameter server's reply (the pulled parameters) is received on
+      // the worker's host before the work that needs it is issued (a Recv
+      // op of TensorFlow's graph, a blocking RPC in PyTorch): the host
+      // spends the step's setup, then waits for it.
+      for (const plan::TaskId d : plan.deps(static_cast<plan::TaskId>(i))) {
+        if (!plan.IsServer(plan.tasks()[static_cast<std::size_t>(d)].rank)) continue;
+        if (costs->host_await.empty()) {
+          costs->host_await.assign(n, 0);
+          costs->host_await_setup_ns.assign(n, 0);
+        }
+        costs->host_await[i] = 1;
+        costs->host_await_setup_ns[i] = SecondsToNs(setup);
+        break;
+      }
     }
     if (fw.sync_each_step)
       for (std::size_t r = 0; r < ranks; ++r)

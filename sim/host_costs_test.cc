@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <span>
 
 #include "config/scenario.h"
 #include "plan/compute_tasks.h"
@@ -84,6 +85,64 @@ TEST(HostModel, SyncPointMakesTheHostWait) {
   c.host_sync = {0, 0};
   EXPECT_EQ(RunEngine(p, c).timing[1].start, 50'000);
   EXPECT_EQ(RunEngine(p, c).host_begin[1], 5'000);
+}
+
+TEST(HostModel, AWorkerHostWaitsForItsServersReplyAfterTheStepSetup) {
+  // Rank 1 is a server; its 30 us send (task 0, the pulled parameters)
+  // feeds the worker's 10 us task 1. The worker's host spends its 4 us
+  // setup, waits for the reply (30 us), then issues task 1 (2 us more of
+  // host time, lead 2 us): task 1 runs from 32 to 42 us. Without the await
+  // the host issues it at once and it starts when the reply is in (30).
+  Plan p;
+  p.ranks = {{0, 0}, {1, 0, plan::RankRole::kServer}};
+  p.iterations = 1;
+  Task pull;
+  pull.kind = TaskKind::kSend;
+  pull.rank = 1;
+  pull.peer = 0;
+  pull.bytes = 1;
+  const TaskId reply = p.AddTask(pull);
+  p.AddTask(Compute(0), std::span(&reply, 1));
+  TaskCosts c{{30'000, 10'000}, {}};
+  c.host_ns = {0, 6'000};
+  c.host_lead_ns = {0, 6'000};
+  c.host_sync = {0, 0};
+  c.host_await = {0, 1};
+  c.host_await_setup_ns = {0, 4'000};
+  const EngineResult r = RunEngine(p, c);
+  EXPECT_EQ(r.host_begin[1], 30'000);
+  EXPECT_EQ(r.timing[1].start, 32'000);
+  EXPECT_EQ(r.makespan, 42'000);
+  c.host_await.clear();
+  c.host_await_setup_ns.clear();
+  EXPECT_EQ(RunEngine(p, c).timing[1].start, 30'000);
+}
+
+// The seeds' synchronous parameter server (2 K20m workers over 1 GbE, one
+// CPU server): a worker's framework costs its step too. TensorFlow 1.x's
+// host issues the forward only once the pulled parameters are in: the
+// first op's dispatch (per op 2 us + its kernels at 5 us) then precedes
+// the device's work on the critical path, so the step is at least that
+// much longer than with no framework.
+TEST(HostModel, AParameterServerWorkersFrameworkCostsItsStep) {
+  auto ps = [](const std::string& framework) {
+    config::Scenario s;
+    s.cluster.nodes = 2;
+    s.cluster.device = "K20m";
+    s.cluster.intra_node_link = "pcie2-x16";
+    s.cluster.network.link = "1GbE";
+    s.workload.model.zoo_name = "cifar10-cnn";
+    s.workload.batch_per_device = 128;
+    s.workload.iterations = 6;
+    s.workload.framework = *config::FindFramework(framework);
+    s.parallelism.strategy = config::Strategy::kParameterServer;
+    s.parallelism.parameter_server.device = "cpu-host";
+    return s;
+  };
+  const double none = Simulate(ps("none")).metrics.step_time_s;
+  const Prediction tf = Simulate(ps("tensorflow-1"));
+  EXPECT_GE(tf.metrics.step_time_s, none + 2e-6 + 5e-6);
+  EXPECT_GT(tf.metrics.breakdown.host_wait_s, 0);
 }
 
 TEST(InputPipeline, InputBoundStepIsBatchTimesCostOverCores) {

@@ -20,6 +20,7 @@ namespace {
 
 constexpr char kStagePrefix[] = ".dtsim-stage-";
 constexpr char kCommitPrefix[] = ".dtsim-commit-";
+constexpr char kLockName[] = ".dtsim-lock";
 constexpr std::size_t kBufferBytes = 1 << 16;
 
 std::string ErrnoText(int err) { return std::strerror(err); }
@@ -83,6 +84,24 @@ std::string RandomSuffix() {
 [[noreturn]] void FailAt(const fs::path& path, const std::string& what, int err) {
   throw UserError(SourceLocation{path.string()}, what + ": " + ErrnoText(err),
                   "check that the folder exists, is writable and has free space");
+}
+
+// The folder's lock: <dir>/.dtsim-lock, a private regular file (created
+// mode 0600, never through a link) flock-ed LOCK_EX while a set cleans the
+// folder and creates its stage, and from its commit point through its last
+// rename, so that two sets never install into one folder at once. A lock
+// file of dtsim's own, not the folder: a lock someone else takes on the
+// folder stalls no writer. An unset descriptor (-1) where flock is not
+// supported (some network file systems): then no lock is held.
+Fd LockFolder(int dir_fd, const fs::path& dir) {
+  Fd lock(::openat(dir_fd, kLockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (lock.get() < 0) {
+    throw UserError(SourceLocation{(dir / kLockName).string()},
+                    std::string("cannot open the output folder's lock file: ") + ErrnoText(errno),
+                    "remove what stands at this name (dtsim creates it as a plain file)");
+  }
+  if (Flock(lock.get(), LOCK_EX) != 0) return Fd();
+  return lock;
 }
 
 // Opens `dir` for *at() calls and flock. With `create`, makes missing
@@ -308,7 +327,8 @@ void AtomicFileSet::Begin() {
   // and lock this set's stage, so that no cleaner sees it unlocked. Where
   // flock is not supported (some network file systems) nothing is cleaned:
   // a live set could not be told from a dead one.
-  const bool locked = Flock(dir.get(), LOCK_EX) == 0;
+  const Fd folder_lock = LockFolder(dir.get(), dir_);
+  const bool locked = folder_lock.get() >= 0;
   if (locked) CleanStale(dir.get(), dir_);
   std::string name;
   for (int attempt = 0;; ++attempt) {
@@ -319,8 +339,7 @@ void AtomicFileSet::Begin() {
   Fd stage(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (stage.get() < 0) FailAt(dir_ / name, "cannot open the folder for the outputs", errno);
   if (locked) Flock(stage.get(), LOCK_EX | LOCK_NB);
-  if (locked) Flock(dir.get(), LOCK_UN);
-  dir_fd_ = dir.release();
+  dir_fd_ = dir.release();  // folder_lock is released on return
   stage_fd_ = stage.release();
   stage_name_ = name;
 }
@@ -362,8 +381,10 @@ std::vector<fs::path> AtomicFileSet::Commit() {
     }
   }
   // 1. The commit point: the stage, complete and synced, takes its
-  // committed name.
+  // committed name. The folder's lock is held from here through the last
+  // rename: another set's files never mix with these.
   if (SyncFd(stage_fd_) != 0) FailAt(dir_, "cannot sync the outputs", errno);
+  const Fd folder_lock = LockFolder(dir_fd_, dir_);
   const std::string committed = kCommitPrefix + stage_name_.substr(sizeof kStagePrefix - 1);
   if (::renameat(dir_fd_, stage_name_.c_str(), dir_fd_, committed.c_str()) != 0)
     FailAt(dir_, "cannot commit the outputs", errno);

@@ -9,12 +9,19 @@
 //                                      it with O_CREAT|O_EXCL|O_NOFOLLOW and
 //                                      fsynced when closed
 //   Commit:
-//     1. fsync the stage folder, rename it to .dtsim-commit-XXXXXXXXXXXX and
-//        fsync <dir>: the commit point. From here the new set is complete on
-//        disk and will be installed.
+//     1. fsync the stage folder, lock the folder (below), rename the stage
+//        to .dtsim-commit-XXXXXXXXXXXX and fsync <dir>: the commit point.
+//        From here the new set is complete on disk and will be installed.
 //     2. rename each file over <dir>/<name> (rename(2) replaces a symbolic
 //        link at <name> itself, never its target), fsync <dir>, remove the
-//        empty commit folder.
+//        empty commit folder, unlock.
+//
+// The folder's lock is flock(2) on <dir>/.dtsim-lock, a private file that
+// dtsim creates (mode 0600, never through a link) and leaves in place. It
+// is held while a set cleans the folder and creates its stage, and through
+// a commit's renames: two sets committed into one folder at once install
+// one after the other, each whole. A lock another program takes on the
+// folder itself does not concern dtsim.
 //
 // Every step goes through file descriptors (openat, renameat, ...) relative
 // to the folder's descriptor, so no name is resolved twice and a symbolic

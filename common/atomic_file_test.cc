@@ -5,7 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,7 +38,8 @@ std::vector<std::string> DtsimEntries(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(".dtsim-", 0) == 0) names.push_back(name);
+    // The folder's lock file stays by design (atomic_file.h).
+    if (name.rfind(".dtsim-", 0) == 0 && name != ".dtsim-lock") names.push_back(name);
   }
   return names;
 }
@@ -223,6 +229,57 @@ TEST_F(AtomicFileTest, ALiveSetIsNotCleanedByAnother) {
   EXPECT_EQ(Slurp(out_ / "report.json"), "first");
   EXPECT_EQ(Slurp(out_ / "summary.csv"), "second");
   EXPECT_TRUE(DtsimEntries(out_).empty());
+}
+
+// Two writers committing into one folder install one after the other: a
+// commit waits while another holds the folder's lock (here the test holds
+// it, as a committing set in another process would), and the old set stays
+// whole meanwhile.
+TEST_F(AtomicFileTest, ACommitWaitsWhileAnotherSetInstalls) {
+  WriteOldSet();
+  AtomicFileSet set(out_);
+  Write(set, "report.json", "new report");
+  Write(set, "summary.csv", "new summary");
+  const int lock = ::open((out_ / ".dtsim-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  auto commit = std::async(std::launch::async, [&] { return set.Commit(); });
+  EXPECT_EQ(commit.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  ExpectOldSet();
+  ::flock(lock, LOCK_UN);
+  ::close(lock);
+  ASSERT_EQ(commit.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(commit.get().size(), 2u);
+  EXPECT_EQ(Slurp(out_ / "report.json"), "new report");
+  EXPECT_EQ(Slurp(out_ / "summary.csv"), "new summary");
+}
+
+// A lock another program holds on the folder itself concerns no writer.
+TEST_F(AtomicFileTest, AForeignLockOnTheFolderStallsNoWriter) {
+  const int folder = ::open(out_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(folder, 0);
+  ASSERT_EQ(::flock(folder, LOCK_EX), 0);
+  auto write = std::async(std::launch::async, [&] {
+    AtomicFileSet set(out_);
+    Write(set, "report.json", "new report");
+    return set.Commit();
+  });
+  const bool done = write.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  ::flock(folder, LOCK_UN);  // lets a stalled writer finish either way
+  ::close(folder);
+  EXPECT_TRUE(done);
+  write.get();
+  EXPECT_EQ(Slurp(out_ / "report.json"), "new report");
+}
+
+// The lock file is never opened through a link: a link at its name is
+// refused and its target left alone.
+TEST_F(AtomicFileTest, ALinkAtTheLockFileIsRefused) {
+  fs::create_symlink(victim_, out_ / ".dtsim-lock");
+  AtomicFileSet set(out_);
+  EXPECT_THROW(Write(set, "report.json", "new"), UserError);
+  EXPECT_EQ(Slurp(victim_), "precious");
+  EXPECT_FALSE(fs::exists(out_ / "report.json"));
 }
 
 TEST_F(AtomicFileTest, StaleTmpOfOlderVersionsIsRemoved) {

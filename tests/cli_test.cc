@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -236,7 +237,30 @@ TEST_F(Cli, ExecWritesATensorBoardEventFile) {
   Result r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 3 --out " +
                    (dir_ / "x").string());
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(EventRecords(Slurp(dir_ / "x" / "events.out.tfevents.dtsim")), 1 + 3 * (4 + 2));
+  const std::string events = Slurp(dir_ / "x" / "events.out.tfevents.dtsim");
+  EXPECT_EQ(EventRecords(events), 1 + 3 * (4 + 2));
+  // Wall times are Unix seconds (TensorBoard's wall axis): the first
+  // record's Event.wall_time (field 1, a double: key byte 0x09 after the
+  // 12-byte record header) is past 2020-01-01 (1.5778e9 s).
+  ASSERT_GT(events.size(), 21u);
+  ASSERT_EQ(static_cast<unsigned char>(events[12]), 0x09);
+  double wall = 0;
+  std::memcpy(&wall, events.data() + 13, sizeof wall);
+  EXPECT_GT(wall, 1.5778e9);
+  // A resumed run adds its steps in a second file and keeps the first
+  // run's; a fresh run replaces both.
+  r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 2 --checkpoint-every 2 -q "
+            "--out " + (dir_ / "y").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 4 --resume -q --out " +
+            (dir_ / "y").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(EventRecords(Slurp(dir_ / "y" / "events.out.tfevents.dtsim")), 1 + 2 * (4 + 2));
+  EXPECT_EQ(EventRecords(Slurp(dir_ / "y" / "events.out.tfevents.dtsim.resumed-2")), 1 + 2 * (4 + 2));
+  r = Dtsim("exec scenarios/local/cifar10-dp-2cpu.yaml --iterations 1 -q --out " +
+            (dir_ / "y").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "y" / "events.out.tfevents.dtsim.resumed-2"));
 }
 
 TEST_F(Cli, JsonToStdout) {
@@ -657,6 +681,43 @@ TEST_F(Cli, SearchRanksPlansAndWritesItsFiles) {
   r = Dtsim("search " + (dir_ / "big.yaml").string() + " -o " + (dir_ / "big").string());
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("no plan fits"), std::string::npos) << r.err;
+  // It says what would fit, and search.csv holds every plan with its bound
+  // (not a header alone); the page says so instead of drawing an empty chart.
+  EXPECT_NE(r.err.find("the memory bound admits plans from "), std::string::npos) << r.err;
+  const std::string dropped = Slurp(dir_ / "big" / "search.csv");
+  EXPECT_GT(std::count(dropped.begin(), dropped.end(), '\n'), 10) << dropped;
+  EXPECT_NE(dropped.find("dropped by the memory bound"), std::string::npos);
+  EXPECT_NE(Slurp(dir_ / "big" / "index.html").find("No plan fits"), std::string::npos);
+  EXPECT_EQ(Slurp(dir_ / "big" / "index.html").find("<svg"), std::string::npos);
+  // The scenario's own split need not divide the cluster: the search
+  // replaces it (t x p = 128 on 8 devices).
+  std::ofstream(dir_ / "split.yaml")
+      << "name: split\ncluster: {nodes: 2, devices_per_node: 4, device: A100-SXM4-80GB}\n"
+         "workload: {model: gpt2, precision: fp16, iterations: 1}\n"
+         "parallelism: {strategy: hybrid, tensor_parallel: 4, pipeline_parallel: 32, "
+         "micro_batch_size: 1, global_batch: 32}\n";
+  r = Dtsim("search " + (dir_ / "split.yaml").string() + " -q -o " + (dir_ / "split").string());
+  EXPECT_EQ(r.status, 0) << r.err;
+  // search.csv's global_batch is the plan's (32), also for the pipelines
+  // priced by extrapolation from fewer micro-batches.
+  const std::string csv = Slurp(dir_ / "split" / "search.csv");
+  std::istringstream lines(csv);
+  std::string header, row;
+  std::getline(lines, header);
+  std::vector<std::string> columns;
+  for (std::istringstream h(header); std::getline(h, row, ',');) columns.push_back(row);
+  const auto at = std::find(columns.begin(), columns.end(), "global_batch") - columns.begin();
+  int rows = 0;
+  while (std::getline(lines, row)) {
+    if (row.find("true") == std::string::npos) continue;  // infeasible rows leave it empty
+    // The scenario column is quoted and holds commas: count from the end.
+    std::vector<std::string> cells;
+    for (std::istringstream c(row); std::getline(c, header, ',');) cells.push_back(header);
+    const auto from_end = static_cast<std::ptrdiff_t>(columns.size()) - at;
+    EXPECT_EQ(cells[cells.size() - static_cast<std::size_t>(from_end)], "32") << row;
+    ++rows;
+  }
+  EXPECT_GT(rows, 0);
   std::ofstream(dir_ / "bad.yaml")
       << "cluster: {devices_per_node: 4}\nworkload: {model: gpt2}\n"
          "parallelism:\n  strategy: local_sgd\n";
@@ -1262,13 +1323,32 @@ TEST_F(Cli, SweepWritesHParams) {
     EXPECT_NE(session.find("throughput_samples_per_s"), std::string::npos) << point;
   }
   EXPECT_FALSE(fs::exists(tb / "p0004"));
+  // A smaller sweep into the same folder leaves no session of the larger
+  // one (TensorBoard would show both as one); a folder of the user's stays.
+  fs::create_directories(tb / "p0009");
+  std::ofstream(tb / "p0009" / "notes.txt") << "mine";
+  std::ofstream(dir_ / "small.yaml")
+      << "name: s\ncluster: {nodes: [1, 2], devices_per_node: 2, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: resnet50, batch_per_device: 32}\n";
+  ASSERT_EQ(Dtsim("sweep " + (dir_ / "small.yaml").string() + " --tensorboard --quiet --out " +
+                  (dir_ / "o").string())
+                .status,
+            0);
+  EXPECT_TRUE(fs::exists(tb / "p0001"));
+  EXPECT_FALSE(fs::exists(tb / "p0002"));
+  EXPECT_FALSE(fs::exists(tb / "p0003"));
+  EXPECT_TRUE(fs::exists(tb / "p0009" / "notes.txt"));
   // The same sweep gives the same bytes.
   ASSERT_EQ(Dtsim("sweep " + (dir_ / "s.yaml").string() + " --tensorboard --quiet --out " +
                   (dir_ / "o2").string())
                 .status,
             0);
+  ASSERT_EQ(Dtsim("sweep " + (dir_ / "s.yaml").string() + " --tensorboard --quiet --out " +
+                  (dir_ / "o3").string())
+                .status,
+            0);
   EXPECT_EQ(Slurp(dir_ / "o2" / "tensorboard" / "p0002" / "events.out.tfevents.dtsim"),
-            Slurp(tb / "p0002" / "events.out.tfevents.dtsim"));
+            Slurp(dir_ / "o3" / "tensorboard" / "p0002" / "events.out.tfevents.dtsim"));
 }
 
 // Issue 16: `dtsim tta` on a small sweep (data parallelism and local SGD

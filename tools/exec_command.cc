@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -317,11 +318,15 @@ std::string StepTimeChart(const config::Scenario& s, const exec::ExecResult& r,
 // TensorBoard's view of the run (report/tensorboard.h): the step log's
 // loss, examples/s and seconds per batch (of the slowest rank), the
 // learning rate, and each rank's seconds per batch, per step; wall times in
-// seconds since the first step started.
-std::string ExecEvents(const exec::ExecResult& r, const exec::LrScheduleOptions& lr) {
-  report::EventFile events;
+// Unix seconds (the run ended at `end_unix_s`; each step ends where the
+// steps after it leave it), as TensorBoard's wall-time axis reads them.
+std::string ExecEvents(const exec::ExecResult& r, const exec::LrScheduleOptions& lr,
+                       double end_unix_s) {
   const exec::LrSchedule schedule(lr);
-  double wall = 0;
+  double total = 0;
+  for (std::size_t i = 0; i < r.losses.size(); ++i) total += SlowestRankSeconds(r, i);
+  double wall = end_unix_s - total;
+  report::EventFile events(wall);
   for (std::size_t i = 0; i < r.losses.size(); ++i) {
     const double step_s = SlowestRankSeconds(r, i);
     wall += step_s;
@@ -336,6 +341,18 @@ std::string ExecEvents(const exec::ExecResult& r, const exec::LrScheduleOptions&
                        static_cast<float>(r.times[k][i].seconds));
   }
   return events.bytes();
+}
+
+// Removes the events files that resumed runs added to `dir` (regular files
+// named kEventFileName + ".resumed-<step>"; never a link or a folder).
+void RemoveResumedEventFiles(const fs::path& dir) {
+  std::error_code ec;
+  const std::string prefix = std::string(report::kEventFileName) + ".resumed-";
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && e.symlink_status(ec).type() == fs::file_type::regular)
+      fs::remove(e.path(), ec);
+  }
 }
 
 void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::Plan& plan,
@@ -422,7 +439,8 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
                                                                   : "netem"},
                     {"predicted_link_bw_bytes_per_s", link->bw_bytes_per_s}};
   }
-  OutputSet files(o.out_dir.empty() ? fs::path(s.outputs.dir) : fs::path(o.out_dir));
+  const fs::path dir = o.out_dir.empty() ? fs::path(s.outputs.dir) : fs::path(o.out_dir);
+  OutputSet files(dir);
   if (o.validate) {
     // Collectives overlapped the backward where they ran on the ranks' comm
     // threads (CPU ranks of plans without transfers, ExecOptions::comm_thread)
@@ -542,7 +560,17 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     exec::WriteTimelineTrace(trace, plan, graph, r.timeline);
     CloseOutput(trace, "exec_trace.json");
   }
-  WriteOutput(files, report::kEventFileName, ExecEvents(r, lr));
+  // A resumed run adds its steps in a file of its own beside the earlier
+  // run's (TensorBoard reads every events file of a folder, as it does the
+  // files TensorFlow adds after a restart); a fresh run replaces them all.
+  const std::string events_name =
+      r.first_iteration > 0 ? std::string(report::kEventFileName) + ".resumed-" +
+                                  std::to_string(r.first_iteration)
+                            : std::string(report::kEventFileName);
+  if (r.first_iteration == 0) RemoveResumedEventFiles(dir);
+  const double now_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  WriteOutput(files, events_name, ExecEvents(r, lr, now_unix_s));
   auto f = files.Open(o.validate ? "validation.json" : "exec.json");
   f << j.dump(2) << "\n";
   CloseOutput(f, "exec.json");

@@ -26,7 +26,7 @@ namespace dtsim::sim {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PointResult, csv_row, feasible, infeasible,
                                    memory_per_device_bytes, devices, throughput_samples_per_s,
                                    step_time_s, scaling_efficiency, compute_s, exposed_comm_s,
-                                   idle_s, mfu)
+                                   idle_s, mfu, extrapolated)
 }  // namespace dtsim::sim
 
 namespace dtsim::tools {
@@ -74,6 +74,29 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
 }
 
 namespace {
+
+// Removes the sessions of an earlier, larger sweep from `dir`: folders
+// pNNNN numbered `points` or more that hold nothing but what dtsim writes
+// there (the events file and the folder's lock), so TensorBoard never shows
+// two sweeps as one. Links, and folders holding anything else, stay.
+void RemoveStaleSessions(const fs::path& dir, std::size_t points) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 5 || name[0] != 'p' ||
+        name.find_first_not_of("0123456789", 1) != std::string::npos ||
+        e.symlink_status(ec).type() != fs::file_type::directory)
+      continue;
+    if (name.size() <= 20 && std::stoull(name.substr(1)) < points) continue;
+    bool ours = true;
+    for (const fs::directory_entry& f : fs::directory_iterator(e.path(), ec)) {
+      const std::string file = f.path().filename().string();
+      ours = ours && (file == report::kEventFileName || file == ".dtsim-lock") &&
+             f.symlink_status(ec).type() == fs::file_type::regular;
+    }
+    if (ours && !ec) fs::remove_all(e.path(), ec);
+  }
+}
 
 // The sweep for TensorBoard's HParams dashboard (report/tensorboard.h): the
 // experiment in `dir`, each point a session in `dir`/pNNNN with its axis
@@ -124,6 +147,7 @@ std::vector<fs::path> WriteHParams(const sim::Sweep& sweep,
     WriteOutput(set, report::kEventFileName, session.bytes());
     for (const fs::path& p : set.Commit()) written.push_back(p);
   }
+  RemoveStaleSessions(dir, sweep.points.size());
   return written;
 }
 

@@ -1,0 +1,199 @@
+// The figures README.md quotes from `dtsim run` of the shipped scenarios,
+// checked against what the simulator gives now: a change that moves a
+// number must move the text. Each check finds a table row (or a line of
+// the example output) by the scenario it names, reads the figure as
+// written, and compares it with the simulated value rounded to the
+// precision the text prints (its decimals and unit).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "sim/memory.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+
+namespace dtsim {
+namespace {
+
+std::string Readme() {
+  std::ifstream f("README.md", std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The line of `text` that starts with `prefix` (the first); "" if none.
+std::string LineStartingWith(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return "";
+}
+
+// A table row's cells (between the '|'), trimmed.
+std::vector<std::string> Cells(const std::string& row) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(row);
+  std::getline(in, cell, '|');  // before the first '|'
+  while (std::getline(in, cell, '|')) {
+    const auto b = cell.find_first_not_of(' ');
+    const auto e = cell.find_last_not_of(' ');
+    cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+  }
+  if (!cells.empty() && cells.back().empty()) cells.pop_back();
+  return cells;
+}
+
+// A figure as written: its number (thousands commas allowed), the decimals
+// printed and the unit after it ("ms", "s", "us", "%", "GiB" or "").
+struct Written {
+  double value = 0;
+  int decimals = 0;
+  std::string unit;
+};
+
+// The figure of `text` that `pattern` captures (group 1: the number, group
+// 2: the unit, when the pattern has one). Fails the test when absent.
+bool Find(const std::string& text, const std::string& pattern, Written* w) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(pattern))) return false;
+  std::string number = m[1].str();
+  number.erase(std::remove(number.begin(), number.end(), ','), number.end());
+  w->value = std::stod(number);
+  const auto dot = number.find('.');
+  w->decimals = dot == std::string::npos ? 0 : static_cast<int>(number.size() - dot - 1);
+  w->unit = m.size() > 2 ? m[2].str() : "";
+  return true;
+}
+
+// `seconds`, or a share, in the unit the text wrote, rounded as printed.
+std::string AsWritten(double value, const Written& w) {
+  double v = value;
+  if (w.unit == "ms") v *= 1e3;
+  if (w.unit == "us") v *= 1e6;
+  if (w.unit == "%") v *= 100;
+  if (w.unit == "GiB") v /= 1024.0 * 1024 * 1024;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", w.decimals, v);
+  return text;
+}
+
+std::string AsWritten(const Written& w) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", w.decimals, w.value);
+  return text;
+}
+
+// Checks that `pattern` finds a figure in `text` equal to `value` as printed.
+void ExpectFigure(const std::string& where, const std::string& text, const std::string& pattern,
+                  double value, const std::string& what) {
+  Written w;
+  ASSERT_TRUE(Find(text, pattern, &w)) << where << ": no " << what << " (/" << pattern
+                                       << "/) in: " << text;
+  EXPECT_EQ(AsWritten(w), AsWritten(value, w))
+      << "README.md, " << where << ": " << what << " is written " << AsWritten(w) << " "
+      << w.unit << ", the simulator gives " << AsWritten(value, w) << " " << w.unit;
+}
+
+sim::Prediction SimulateShipped(const std::string& file) {
+  return sim::Simulate(config::LoadScenario("scenarios/" + file));
+}
+
+double MaxStageMemory(const sim::Prediction& p) {
+  double m = 0;
+  for (const sim::MemoryBreakdown& b : p.stage_memory) m = std::max(m, b.Total());
+  return m;
+}
+
+// "Shipped scenarios and what dtsim predicts": throughput, step, scaling
+// efficiency and exposed communication per step of each row.
+TEST(ReadmeFigures, ShippedScenarioTable) {
+  const std::string readme = Readme();
+  for (const char* file : {"cifar10-1gpu.yaml", "cifar10-4gpu.yaml", "default.yaml",
+                           "resnet50-16xV100-25GbE.yaml", "bert-large-64xA100-ib.yaml",
+                           "resnet50-256xA100-fattree.yaml"}) {
+    const std::string row = LineStartingWith(readme, std::string("| `") + file + "` | ");
+    ASSERT_FALSE(row.empty()) << file << ": no row";
+    const std::vector<std::string> cells = Cells(row);
+    ASSERT_EQ(cells.size(), 6u) << row;
+    const sim::Prediction p = SimulateShipped(file);
+    const sim::RunMetrics& m = p.metrics;
+    ExpectFigure(file, cells[3], R"(^([\d,.]+) samples/s)", m.throughput_samples_per_s,
+                 "throughput");
+    ExpectFigure(file, cells[3], R"(step ([\d.]+) (ms|s|us)\))", m.step_time_s, "step time");
+    ExpectFigure(file, cells[4], R"(^([\d.]+)(%))", p.scaling_efficiency, "scaling efficiency");
+    if (cells[5] == "0") {
+      EXPECT_EQ(m.breakdown.exposed_comm_s, 0) << file;
+    } else {
+      ExpectFigure(file, cells[5], R"(^([\d.]+) (ms|s|us)$)", m.breakdown.exposed_comm_s,
+                   "exposed communication");
+    }
+  }
+}
+
+// The table of the pipelined and 3D-parallel scenarios ("strategy:
+// hybrid"): throughput, step, memory per device and idle share.
+TEST(ReadmeFigures, HybridScenarioTable) {
+  const std::string readme = Readme();
+  struct Row {
+    const char* file;
+    std::vector<std::pair<std::string, std::function<double(const sim::Prediction&)>>> figures;
+  };
+  const auto throughput = [](const sim::Prediction& p) {
+    return p.metrics.throughput_samples_per_s;
+  };
+  const auto idle = [](const sim::Prediction& p) {
+    return p.metrics.breakdown.idle_s / p.metrics.step_time_s;
+  };
+  const std::vector<Row> rows = {
+      {"gpt3-175b-3d-1536xA100.yaml",
+       {{R"(^([\d,.]+) samples/s)", throughput},
+        {R"(step ([\d.]+) (s);)", [](const sim::Prediction& p) { return p.metrics.step_time_s; }},
+        {R"(; ([\d.]+) (GiB) per GPU on stage 0)",
+         [](const sim::Prediction& p) { return p.stage_memory.at(0).Total(); }}}},
+      {"failures-gpt3-1024xA100.yaml",
+       {{R"(^([\d,.]+) samples/s)", throughput},
+        {R"(; ([\d.]+) (GiB) per GPU)", MaxStageMemory}}},
+      {"gpt2-xl-pipeline-8xV100.yaml",
+       {{R"(^([\d,.]+) samples/s)", throughput}, {R"(; ([\d.]+)(%) idle)", idle}}},
+      {"model-parallel-in-node.yaml",
+       {{R"(^([\d,.]+) samples/s)", throughput}, {R"(, ([\d.]+)(%) idle)", idle}}},
+  };
+  for (const Row& r : rows) {
+    const std::string row = LineStartingWith(readme, std::string("| `") + r.file + "` (");
+    ASSERT_FALSE(row.empty()) << r.file << ": no row";
+    const std::vector<std::string> cells = Cells(row);
+    ASSERT_EQ(cells.size(), 2u) << row;
+    const sim::Prediction p = SimulateShipped(r.file);
+    for (const auto& [pattern, value] : r.figures)
+      ExpectFigure(r.file, cells[1], pattern, value(p), pattern);
+  }
+}
+
+// The example output of `dtsim run scenarios/cifar10-4gpu.yaml` at the top
+// of the README: its throughput and single-device lines as printed.
+TEST(ReadmeFigures, RunExampleOutput) {
+  const std::string readme = Readme();
+  const config::Scenario s = config::LoadScenario("scenarios/cifar10-4gpu.yaml");
+  const std::string log = sim::StepLog(s, sim::Simulate(s));
+  for (const char* prefix : {"throughput: ", "single device: "}) {
+    const std::string written = LineStartingWith(readme, prefix);
+    ASSERT_FALSE(written.empty()) << prefix;
+    EXPECT_EQ(written, LineStartingWith(log, prefix)) << "README.md's example output";
+  }
+  const std::string first = LineStartingWith(log, "cifar10-4gpu: ");
+  EXPECT_NE(readme.find(first), std::string::npos) << first;
+}
+
+}  // namespace
+}  // namespace dtsim

@@ -49,7 +49,9 @@ void Override(YAML::Node root, const std::string& path, const std::string& value
   try {
     parsed = ParseYamlDocument(value, "value");
   } catch (const UserError& e) {
-    throw UserError(at, "override '" + path + "': the value '" + value + "' is not one YAML value: " +
+    // Quoted up to 40 characters: the message stays a line.
+    const std::string shown = value.size() > 40 ? value.substr(0, 40) + "..." : value;
+    throw UserError(at, "override '" + path + "': the value '" + shown + "' is not one YAML value: " +
                             e.where().ToString() + ": " + e.message(),
                     "quote a value that holds YAML punctuation: key='[1'");
   }

@@ -45,6 +45,12 @@ std::int64_t RoundOf(const std::vector<int>& replicas) {
 
 // `replicas`: PipeDream's replicas per stage when known (given, or chosen
 // by its planner); else those of the scenario.
+// a + b for a, b in [0, 2^62], saturating at 2^62 as Mul does.
+std::int64_t Add(std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kSaturated = std::int64_t{1} << 62;
+  return a > kSaturated - b ? kSaturated : a + b;
+}
+
 Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
                  const std::vector<int>* replicas = nullptr) {
   const config::ParallelismConfig& par = s.parallelism;
@@ -65,7 +71,8 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     const std::int64_t stages = std::max<std::int64_t>(1, par.hybrid.pipeline_parallel);
     e.ranks = workers;
     e.iterations = s.workload.iterations;
-    const std::int64_t per_iteration = Mul(round, Mul(3, ops) + 4 * stages) + Mul(workers, ops);
+    const std::int64_t per_iteration =
+        Add(Mul(round, Add(Mul(3, ops), Mul(4, stages))), Mul(workers, ops));
     e.per_rank_iteration = std::max<std::int64_t>(1, per_iteration / std::max<std::int64_t>(1, workers));
     e.per_rank_key = "parallelism.stage_replicas";
     if (round > 1 && e.per_rank_iteration >= e.iterations) e.ranks_key = "parallelism.stage_replicas";

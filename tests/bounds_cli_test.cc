@@ -215,7 +215,7 @@ TEST_F(Bounds, TtaOptionsAreBounded) {
          "workload: {model: mnist-mlp, batch_per_device: 4}\n"
          "parallelism: {strategy: local_sgd, averaging_period: 2}\n";
   for (const char* options : {"--steps 2000000000", "--workers 100000", "--seeds 1000",
-                              "--batch 100000000"}) {
+                              "--batch 100000000", "--eval-samples 1000000000000"}) {
     const Result r = Dtsim("tta " + P("s.yaml") + " " + options + " --out " + P("o"));
     EXPECT_EQ(r.status, 2) << options << ": " << r.err;
   }

@@ -94,6 +94,7 @@ constexpr std::int64_t kMaxTtaSteps = 10'000'000;
 constexpr int kMaxTtaWorkers = 4096;
 constexpr int kMaxTtaSeeds = 100;
 constexpr std::int64_t kMaxTtaBatch = 65536;
+constexpr std::int64_t kMaxTtaEvalSamples = 1'000'000;  // per evaluation
 // The memory the proxy runs held at once may take (replicas' parameters,
 // gradients and momentum, and their saved activations), and the proxy
 // training work a command may ask for (about a day on one core).

@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   tta_cmd->add_option("--eval-samples", tta.eval_samples, "Held-out samples of each evaluation")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::int64_t{1}, dtsim::tools::kMaxTtaEvalSamples))
       ->capture_default_str();
   tta_cmd->add_option("--seeds", tta.seeds, "Seeds per setting (the band comes from them)")
       ->check(CLI::Range(1, dtsim::tools::kMaxTtaSeeds))

@@ -164,6 +164,7 @@ std::string Seconds(double s) {
 //                     momentum per replica and the average) + batch x saved
 //                     activations x 4 bytes
 //   work of a run   = steps x workers x batch x 3 x forward FLOPs per sample
+//                     + (steps / eval_every + 1) x eval_samples x forward FLOPs
 void CheckProxyCost(const models::ModelGraph& graph, const std::string& proxy, std::int64_t batch,
                     const std::vector<Run>& runs, const TtaOptions& o, std::ostream& err) {
   const models::GraphTotals t = graph.Totals();
@@ -177,6 +178,10 @@ void CheckProxyCost(const models::ModelGraph& graph, const std::string& proxy, s
                                  (w + 1) * static_cast<double>(t.params) * 12 +
                                      static_cast<double>(batch) * t.saved_elements * 4);
     flops += static_cast<double>(o.steps) * w * static_cast<double>(batch) * 3 * t.fwd_flops;
+    // Evaluations: every eval_every updates and at the end, a forward pass
+    // over eval_samples.
+    flops += (static_cast<double>(o.steps) / o.eval_every + 1) *
+             static_cast<double>(o.eval_samples) * t.fwd_flops;
   }
   const double bytes = largest_run_bytes * at_once;
   char line[400];

@@ -3,10 +3,8 @@
 // GraphBuilder derives every FLOP and byte.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>

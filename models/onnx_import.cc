@@ -2,13 +2,11 @@
 
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "common/error.h"

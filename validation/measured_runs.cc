@@ -1,7 +1,6 @@
 #include "validation/measured_runs.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 

@@ -277,6 +277,29 @@ ModelRef ReadModel(const YamlValue& v, const std::string& base) {
   return ref;
 }
 
+// SimGrid's precisions (its --help-cfg: precision/timing, default 1e-9 s;
+// precision/work-amount, default 1e-5; surf/precision and maxmin/precision
+// are their older names) bound how close two events may be. A value <= 0
+// keeps its solver from ever settling (the run never ends); above 1 it
+// merges events a second apart. Refused outside (0, 1].
+void CheckSimgridItem(const YamlValue& item, const std::string& text) {
+  const std::string name = text.substr(0, text.find(':'));
+  if (name != "precision/timing" && name != "precision/work-amount" && name != "surf/precision" &&
+      name != "maxmin/precision")
+    return;
+  const std::string value = text.substr(text.find(':') + 1);
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(v > 0 && v <= 1))
+    item.Fail("SimGrid's " + name + " must be a number in (0, 1], got '" + value + "'",
+              "SimGrid's defaults: precision/timing:1e-9, precision/work-amount:1e-5");
+}
+
 hw::Precision ReadPrecision(const YamlValue& v) {
   const std::string s = v.AsString();
   try {
@@ -778,6 +801,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
         if (text.find(':') == std::string::npos)
           item.Fail("expected a SimGrid configuration item 'name:value', got '" + text + "'",
                     "e.g. network/model:LV08 (see SimGrid's --help-cfg)");
+        CheckSimgridItem(item, text);
         s.simgrid.config.push_back(text);
       }
     }

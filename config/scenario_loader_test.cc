@@ -690,6 +690,16 @@ TEST(ScenarioLoaderTest, SimgridSection) {
   EXPECT_EQ(s.simgrid.log_threshold, "warning");
   EXPECT_TRUE(FailsAt("simgrid:\n  config: [LV08]\n", 2, "expected a SimGrid configuration item"));
   EXPECT_TRUE(FailsAt("simgrid:\n  log: loud\n", 2, "log threshold"));
+  // A precision <= 0 never lets SimGrid's solver settle: refused at the item.
+  EXPECT_TRUE(FailsAt("simgrid:\n  config: [\"surf/precision:-1\"]\n", 2,
+                      "SimGrid's surf/precision must be a number in (0, 1], got '-1'"));
+  EXPECT_TRUE(FailsAt("simgrid:\n  config:\n    - network/model:LV08\n    - precision/timing:0\n",
+                      4, "precision/timing must be a number in (0, 1]"));
+  EXPECT_TRUE(FailsAt("simgrid:\n  config: [\"maxmin/precision:nan\"]\n", 2, "(0, 1]"));
+  EXPECT_EQ(ParseScenario("engine: simgrid\nsimgrid:\n  config: [\"precision/work-amount:1e-5\"]\n",
+                          "t.yaml")
+                .simgrid.config.size(),
+            1u);
 }
 
 }  // namespace

@@ -3,14 +3,13 @@
 // GraphBuilder derives every FLOP and byte.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/input_file.h"
 #include "common/yaml_reader.h"
 #include "models/graph_builder.h"
 #include "models/model_file.h"
@@ -168,14 +167,7 @@ ModelGraph ParseModelYaml(const std::string& text, const std::string& filename) 
 
 ModelGraph LoadModelFile(const std::string& path) {
   if (IsOnnxPath(path)) return LoadOnnxModel(path);
-  std::ifstream in(path);
-  if (!in) {
-    throw UserError(SourceLocation{path, 0, 0}, "cannot open model file '" + path + "'",
-                    "check the path; model files are described in docs/model_file.md");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseModelYaml(text.str(), path);
+  return ParseModelYaml(ReadRegularFile(path, "model file"), path);
 }
 
 TransformerConfig ReadTransformerConfig(const YamlValue& v) {

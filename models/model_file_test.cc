@@ -204,7 +204,8 @@ TEST(ModelFile, MissingFileIsAUserError) {
     LoadModelFile("models/examples/no_such_file.yaml");
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find("cannot open"), std::string::npos);
+    EXPECT_NE(e.message().find("cannot read model file"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("no such file"), std::string::npos) << e.message();
   }
 }
 

@@ -3,14 +3,14 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "models/graph_builder.h"
 #include "models/onnx_model.pb.h"
 
@@ -40,6 +40,15 @@ class Importer {
 
   ModelGraph Run() {
     const onnx::GraphProto& g = model_.graph();
+    if (g.node_size() > kMaxOnnxNodes) {
+      FailModel("the graph has " + std::to_string(g.node_size()) + " nodes, more than " +
+                std::to_string(kMaxOnnxNodes));
+    }
+    if (g.input_size() > kMaxOnnxNodes || g.initializer_size() > kMaxOnnxNodes ||
+        g.output_size() > kMaxOnnxNodes) {
+      FailModel("the graph has more than " + std::to_string(kMaxOnnxNodes) +
+                " inputs, weights or outputs");
+    }
     for (const onnx::TensorProto& t : g.initializer()) initializers_[t.name()] = &t;
     if (g.output_size() == 0) FailModel("the graph has no output");
     output_name_ = g.output(0).name();
@@ -48,10 +57,12 @@ class Importer {
       AddInput(in);
     }
     if (values_.empty()) FailModel("the graph has no input that is not a weight");
+    FindLiveNodes();
     FindFusedBiases();
     for (int i = 0; i < g.node_size(); ++i) {
       node_index_ = i;
       const onnx::NodeProto& node = g.node(i);
+      if (!live_[static_cast<std::size_t>(i)]) continue;  // no graph output reads it
       try {
         Import(node);
       } catch (const UserError& e) {
@@ -66,7 +77,7 @@ class Importer {
     }
     const Tensor& logits = out->second;
     if (logits.shape.empty()) FailModel("the graph's output '" + output_name_ + "' is a scalar");
-    builder_.SoftmaxCrossEntropy("loss", logits, logits.shape.back());
+    builder_.SoftmaxCrossEntropy(UniqueName("loss", ""), logits, logits.shape.back());
     return Finish();
   }
 
@@ -102,9 +113,17 @@ class Importer {
       name += index;
     }
     name += suffix;
-    while (!used_names_.insert(name).second) {
+    return UniqueName(name, index);
+  }
+
+  // `name`, or `name` followed by "_tag" (or "_", then "_2", ...) until no
+  // op, input or earlier name uses it.
+  std::string UniqueName(std::string name, const std::string& tag) {
+    const std::string base = name;
+    for (int k = 1; !used_names_.insert(name).second; ++k) {
+      name = base;
       name += '_';
-      name += index;
+      name += tag.empty() || k > 1 ? std::to_string(k) : tag;
     }
     return name;
   }
@@ -115,6 +134,10 @@ class Importer {
     }
     const onnx::TypeProto::Tensor& t = in.type().tensor_type();
     const auto& dims = t.shape().dim();
+    if (dims.size() > kMaxOnnxRank + 1) {
+      FailModel("input '" + in.name() + "' has " + std::to_string(dims.size()) +
+                " dimensions, more than the batch and " + std::to_string(kMaxOnnxRank));
+    }
     if (dims.size() < 2) {
       FailModel("input '" + in.name() + "' has " + std::to_string(dims.size()) +
                 " dimensions; the first is the batch, so at least 2 are needed");
@@ -134,7 +157,29 @@ class Importer {
       FailModel("input '" + in.name() + "' has element type " + std::to_string(type) +
                 "; float inputs (images, features) and integer inputs (token ids) are read");
     }
+    if (!used_names_.insert(in.name()).second || values_.count(in.name()) != 0) {
+      FailModel("the input name '" + in.name() + "' is used twice");
+    }
     values_[in.name()] = builder_.Input(in.name(), shape);
+  }
+
+  // The nodes some graph output depends on (live_[i]): ONNX values no
+  // output reads are never computed, and skipping them keeps a file of
+  // unused copies from costing a model's worth of ops. Linear in the graph.
+  void FindLiveNodes() {
+    const onnx::GraphProto& g = model_.graph();
+    std::set<std::string> needed;
+    for (const onnx::ValueInfoProto& out : g.output()) needed.insert(out.name());
+    live_.assign(static_cast<std::size_t>(g.node_size()), false);
+    for (int i = g.node_size() - 1; i >= 0; --i) {
+      const onnx::NodeProto& node = g.node(i);
+      bool live = false;
+      for (const std::string& out : node.output()) live = live || needed.count(out) != 0;
+      // A node without outputs is kept: it is refused when imported.
+      if (!live && node.output_size() != 0) continue;
+      live_[static_cast<std::size_t>(i)] = true;
+      for (const std::string& in : node.input()) needed.insert(in);
+    }
   }
 
   // MatMul nodes with a weight whose only reader is an Add of a bias
@@ -157,7 +202,7 @@ class Importer {
       if (add.op_type() != "Add" || add.input_size() != 2) continue;
       const std::string& other = add.input(0) == m.output(0) ? add.input(1) : add.input(0);
       const onnx::TensorProto* bias = Initializer(other);
-      if (bias == nullptr || Elements(*bias) != w->dims(1)) continue;
+      if (bias == nullptr || Elements(*bias) != std::optional<std::int64_t>(w->dims(1))) continue;
       fused_bias_of_[i] = r->second[0];
       fused_add_.insert(r->second[0]);
     }
@@ -168,10 +213,43 @@ class Importer {
     return it == initializers_.end() ? nullptr : it->second;
   }
 
-  static std::int64_t Elements(const onnx::TensorProto& t) {
+  // The elements of `t`; nullopt when a dimension is below 1, there are
+  // more than kMaxOnnxRank + 1 dimensions or the product exceeds
+  // kMaxModelCount.
+  static std::optional<std::int64_t> Elements(const onnx::TensorProto& t) {
+    if (t.dims_size() > kMaxOnnxRank + 1) return std::nullopt;
     std::int64_t n = 1;
-    for (std::int64_t d : t.dims()) n *= d;
+    for (std::int64_t d : t.dims()) {
+      if (d < 1 || __builtin_mul_overflow(n, d, &n) || n > kMaxModelCount) return std::nullopt;
+    }
     return n;
+  }
+
+  // Refuses a weight whose dimensions are not all positive or whose size
+  // exceeds kMaxModelCount elements.
+  void CheckWeight(const onnx::NodeProto& node, const onnx::TensorProto& w) const {
+    if (!Elements(w)) {
+      std::string dims;
+      for (int k = 0; k < w.dims_size() && k <= kMaxOnnxRank; ++k) {
+        if (k > 0) dims += 'x';  // piece by piece: GCC 12 warns falsely (-Wrestrict)
+        dims += std::to_string(w.dims(k));
+      }
+      Fail(node, "the weight '" + w.name() + "' (" + dims + (w.dims_size() > kMaxOnnxRank + 1 ? "x..." : "") +
+                     ") needs 1 to " + std::to_string(kMaxOnnxRank + 1) +
+                     " positive dimensions and at most 2^53 elements");
+    }
+  }
+
+  // An int64 value (an attribute, a weight's dimension) used as an int
+  // (window size, stride, padding, groups): refused outside [lowest,
+  // INT_MAX] rather than cut.
+  int SmallInt(const onnx::NodeProto& node, std::int64_t v, const std::string& what,
+               std::int64_t lowest) const {
+    if (v < lowest || v > std::numeric_limits<int>::max()) {
+      Fail(node, what + " " + std::to_string(v) + " is outside [" + std::to_string(lowest) +
+                     ", " + std::to_string(std::numeric_limits<int>::max()) + "]");
+    }
+    return static_cast<int>(v);
   }
 
   const Tensor& Value(const onnx::NodeProto& node, int input) const {
@@ -198,6 +276,7 @@ class Importer {
       Fail(node, "input " + std::to_string(input) +
                      " must be a weight (an initializer of the graph)");
     }
+    CheckWeight(node, *w);
     return *w;
   }
 
@@ -219,13 +298,21 @@ class Importer {
     return {a->ints().begin(), a->ints().end()};
   }
 
-  // The integer values of a constant tensor (a shape).
+  // The integer values of a constant tensor (a shape: the batch and at most
+  // kMaxOnnxRank dimensions), counted before they are copied.
   std::vector<std::int64_t> IntegerData(const onnx::NodeProto& node,
                                         const onnx::TensorProto& t) const {
+    const std::size_t width = t.data_type() == kInt32 ? 4 : 8;
+    const std::size_t count = t.int64_data_size() > 0   ? static_cast<std::size_t>(t.int64_data_size())
+                              : t.int32_data_size() > 0 ? static_cast<std::size_t>(t.int32_data_size())
+                                                        : t.raw_data().size() / width;
+    if (count > static_cast<std::size_t>(kMaxOnnxRank) + 1) {
+      Fail(node, "the shape has " + std::to_string(count) + " dimensions, more than the batch and " +
+                     std::to_string(kMaxOnnxRank));
+    }
     if (t.int64_data_size() > 0) return {t.int64_data().begin(), t.int64_data().end()};
     if (t.int32_data_size() > 0) return {t.int32_data().begin(), t.int32_data().end()};
     const std::string& raw = t.raw_data();
-    const std::size_t width = t.data_type() == kInt32 ? 4 : 8;
     if (t.data_type() != kInt64 && t.data_type() != kInt32) {
       Fail(node, "a shape must be a tensor of int64 values");
     }
@@ -247,7 +334,7 @@ class Importer {
   std::vector<std::int64_t> ConstantInts(const onnx::NodeProto& node, int input) const {
     const std::string& name = input < node.input_size() ? node.input(input) : std::string();
     const auto c = constants_.find(name);
-    if (c != constants_.end()) return c->second;
+    if (c != constants_.end()) return IntegerData(node, *c->second);
     const onnx::TensorProto* t = Initializer(name);
     if (t == nullptr) {
       Fail(node, "input " + std::to_string(input) + " must be a constant (an initializer or a "
@@ -270,13 +357,13 @@ class Importer {
                      ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) +
                      ") is not supported");
     }
-    return {static_cast<int>(p[0]), static_cast<int>(p[1])};
+    return {SmallInt(node, p[0], "padding", 0), SmallInt(node, p[1], "padding", 0)};
   }
 
   std::pair<int, int> Strides(const onnx::NodeProto& node) const {
     const std::vector<std::int64_t> s = Ints(node, "strides", {1, 1});
     if (s.size() != 2) Fail(node, "strides must have 2 values for a 2-D window");
-    return {static_cast<int>(s[0]), static_cast<int>(s[1])};
+    return {SmallInt(node, s[0], "stride", 1), SmallInt(node, s[1], "stride", 1)};
   }
 
   // An axis of a per-sample shape of `rank` dimensions from an ONNX axis
@@ -299,6 +386,8 @@ class Importer {
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
       Fail(node, "operators of domain '" + node.domain() + "' are not supported");
     }
+    if (node.output_size() < 1 || node.output(0).empty()) Fail(node, "the node has no output");
+    if (node.input_size() > kMaxOnnxNodes) Fail(node, "the node has too many inputs");
     if (fused_add_.count(node_index_) != 0) {  // the bias of the MatMul before
       values_[node.output(0)] = fused_output_;
       return;
@@ -308,7 +397,7 @@ class Importer {
       const onnx::AttributeProto* v = Attr(node, "value");
       if (v == nullptr || !v->has_t()) Fail(node, "only tensor constants are read");
       if (v->t().data_type() == kInt64 || v->t().data_type() == kInt32) {
-        constants_[node.output(0)] = IntegerData(node, v->t());
+        constants_[node.output(0)] = &v->t();  // read when a Reshape reads it
       }
       return;
     }
@@ -338,7 +427,7 @@ class Importer {
       const std::int64_t size = Int(node, "size", 0);
       if (size < 1 || size % 2 == 0) Fail(node, "size must be odd and positive");
       return Output(node, builder_.LocalResponseNorm(OpName(node), Value(node, 0),
-                                                     static_cast<int>((size - 1) / 2)));
+                                                     SmallInt(node, (size - 1) / 2, "half size", 0)));
     }
     if (op == "MaxPool" || op == "AveragePool") return Pool(node);
     if (op == "GlobalAveragePool") {
@@ -372,16 +461,17 @@ class Importer {
     for (std::int64_t d : Ints(node, "dilations", {1, 1})) {
       if (d != 1) Fail(node, "dilated convolutions are not supported");
     }
-    const std::int64_t groups = Int(node, "group", 1);
-    if (w.dims(1) * groups != x.shape[0]) {
+    const std::int64_t groups = SmallInt(node, Int(node, "group", 1), "group", 1);
+    std::int64_t channels = 0;
+    if (__builtin_mul_overflow(w.dims(1), groups, &channels) || channels != x.shape[0]) {
       Fail(node, "the weight reads " + std::to_string(w.dims(1)) + " channels per group x " +
                      std::to_string(groups) + " groups, the input has " +
                      std::to_string(x.shape[0]));
     }
     ConvSpec spec;
     spec.out_channels = w.dims(0);
-    spec.kernel_h = static_cast<int>(w.dims(2));
-    spec.kernel_w = static_cast<int>(w.dims(3));
+    spec.kernel_h = SmallInt(node, w.dims(2), "kernel height", 1);
+    spec.kernel_w = SmallInt(node, w.dims(3), "kernel width", 1);
     std::tie(spec.stride_h, spec.stride_w) = Strides(node);
     std::tie(spec.pad_h, spec.pad_w) = Pads(node);
     spec.bias = node.input_size() > 2 && !node.input(2).empty();
@@ -406,9 +496,11 @@ class Importer {
   }
 
   void MatMul(const onnx::NodeProto& node) {
+    if (node.input_size() != 2) Fail(node, "a matrix product has two inputs");
     const Tensor& a = Value(node, 0);
     if (const onnx::TensorProto* w = Initializer(node.input(1))) {
       if (w->dims_size() != 2) Fail(node, "a weight of a MatMul must be a matrix");
+      CheckWeight(node, *w);
       if (a.shape.empty() || a.shape.back() != w->dims(0)) {
         Fail(node, "the input is " + ShapeToString(a.shape) + " per sample, the weight reads " +
                        std::to_string(w->dims(0)) + " features");
@@ -433,8 +525,8 @@ class Importer {
       if (d != 1) Fail(node, "dilated pooling is not supported");
     }
     PoolSpec spec;
-    spec.kernel_h = static_cast<int>(k[0]);
-    spec.kernel_w = static_cast<int>(k[1]);
+    spec.kernel_h = SmallInt(node, k[0], "kernel height", 1);
+    spec.kernel_w = SmallInt(node, k[1], "kernel width", 1);
     std::tie(spec.stride_h, spec.stride_w) = Strides(node);
     std::tie(spec.pad_h, spec.pad_w) = Pads(node);
     spec.ceil_mode = Int(node, "ceil_mode", 0) != 0;
@@ -465,15 +557,21 @@ class Importer {
       shape.push_back(d);
     }
     const std::int64_t elements = NumElements(x.shape);
+    std::int64_t rest = 1;
+    for (const std::int64_t d : shape) {
+      if (__builtin_mul_overflow(rest, d, &rest) || rest > kMaxModelCount) {
+        Fail(node, "the shape " + ShapeToString(shape) + " has more than 2^53 elements per sample");
+      }
+    }
     if (infer) {
-      const std::int64_t rest = NumElements(shape);
       if (rest == 0 || elements % rest != 0) {
         Fail(node, "cannot infer a dimension of " + ShapeToString(shape) + " from " +
                        ShapeToString(x.shape));
       }
       shape[*infer] = elements / rest;
+      rest = elements;
     }
-    if (NumElements(shape) != elements) {
+    if (rest != elements) {
       Fail(node, "reshaping " + ShapeToString(x.shape) + " to " + ShapeToString(shape) +
                      " changes the elements per sample (the batch must stay dimension 0)");
     }
@@ -526,10 +624,11 @@ class Importer {
   GraphBuilder builder_;
   std::map<std::string, const onnx::TensorProto*> initializers_;
   std::map<std::string, Tensor> values_;
-  std::map<std::string, std::vector<std::int64_t>> constants_;
+  std::map<std::string, const onnx::TensorProto*> constants_;  // integer Constant nodes
   std::set<std::string> used_names_;
   std::map<int, int> fused_bias_of_;  // MatMul node -> its bias Add
   std::set<int> fused_add_;
+  std::vector<bool> live_;  // per node: a graph output depends on it
   Tensor fused_output_;
   std::string output_name_;
   int node_index_ = 0;
@@ -549,18 +648,18 @@ ModelGraph ParseOnnxModel(const std::string& bytes, const std::string& filename)
   if (!model.has_graph()) {
     throw UserError(SourceLocation{filename, 0, 0}, "the ONNX model has no graph");
   }
-  return Importer(model, filename).Run();
+  try {
+    return Importer(model, filename).Run();
+  } catch (const UserError& e) {
+    // The graph builder's errors ("layer 'x': the name is already used")
+    // know the layer, not the file.
+    if (!e.where().file.empty()) throw;
+    throw UserError(SourceLocation{filename, 0, 0}, e.message(), e.hint());
+  }
 }
 
 ModelGraph LoadOnnxModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UserError(SourceLocation{path, 0, 0}, "cannot open ONNX file '" + path + "'",
-                    "check the path");
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return ParseOnnxModel(bytes.str(), path);
+  return ParseOnnxModel(ReadRegularFile(path, "ONNX file", kMaxOnnxFileBytes), path);
 }
 
 }  // namespace dtsim::models

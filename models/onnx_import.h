@@ -20,16 +20,31 @@
 //   inference: the loss dtsim trains with is softmax cross-entropy over the
 //   output's last dimension; a final Softmax becomes that loss.
 //
-// Anything else is refused with a UserError naming the file, the node's
-// index, name and operator, and what to change: never a silently wrong
-// graph.
+// Nodes no graph output depends on are skipped (a runtime never computes
+// them). Anything else is refused with a UserError naming the file, the
+// node's index, name and operator, and what to change: never a silently
+// wrong graph. Values that become ints (window sizes, strides, padding,
+// groups) are refused outside int's range rather than cut.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "models/graph.h"
+#include "models/op.h"
 
 namespace dtsim::models {
+
+// Bounds checked as a file is read, so that a small file cannot cost
+// minutes or gigabytes (docs/fuzzing.md):
+// - the file's size: protobuf parses messages below 2 GiB;
+constexpr std::int64_t kMaxOnnxFileBytes = (std::int64_t{1} << 31) - 1;
+// - nodes, graph inputs, weights and outputs, and the inputs of one node:
+//   as many as a model may have ops (kMaxModelOps);
+constexpr int kMaxOnnxNodes = static_cast<int>(kMaxModelOps);
+// - dimensions of a tensor besides the batch: images are (C, H, W), a
+//   transformer's activations (A, S, D); 8 leaves room for any layer read.
+constexpr int kMaxOnnxRank = 8;
 
 // True when `path` names an ONNX file (ends in ".onnx").
 bool IsOnnxPath(const std::string& path);

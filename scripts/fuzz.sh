@@ -7,7 +7,7 @@
 #                                  (default 10); exit status 1 on any finding
 #   scripts/fuzz.sh 0              replay only (seeds and regressions)
 #
-# Environment: DTSIM_FUZZ_TARGETS (default "scenario model_file"),
+# Environment: DTSIM_FUZZ_TARGETS (default "scenario model_file onnx fit_csv"),
 # DTSIM_FUZZ_RSS_LIMIT_MB (memory cap per fuzzing process, default 2048),
 # DTSIM_FUZZ_TIMEOUT_S (seconds per input, default 10). Installs clang-16 and
 # its runtime (libclang-rt-16-dev, which holds libFuzzer) when missing, and
@@ -22,12 +22,14 @@ case "${1:-}" in
   *[!0-9]*) echo "usage: $0 [MINUTES]" >&2; exit 2 ;;
   *) minutes=$1 ;;
 esac
-targets=(${DTSIM_FUZZ_TARGETS:-scenario model_file})
+targets=(${DTSIM_FUZZ_TARGETS:-scenario model_file onnx fit_csv})
 rss_limit_mb=${DTSIM_FUZZ_RSS_LIMIT_MB:-2048}
 timeout_s=${DTSIM_FUZZ_TIMEOUT_S:-10}
 build=build-fuzz
 seeds_scenario=(scenarios)
 seeds_model_file=(models/examples)
+seeds_onnx=(fuzz/corpus/onnx/seeds)
+seeds_fit_csv=(scenarios/fit)
 
 # --- install (idempotent, as scripts/setup.sh) -------------------------------
 scripts/setup.sh

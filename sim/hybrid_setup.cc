@@ -15,6 +15,7 @@
 #include "plan/tensor_parallel.h"
 #include "sim/collectives.h"
 #include "sim/memory.h"
+#include "sim/plan_size.h"
 #include "sim/simulator.h"
 
 namespace dtsim::sim {
@@ -155,6 +156,7 @@ void SetUpPipeDream(const config::Scenario& s, const models::ModelGraph& graph,
                         " chosen by PipeDream's planner: slowest stage " +
                         FormatSeconds(got.slowest_s) + " per minibatch";
   }
+  CheckPipeDreamPlanSize(s, graph, o.stage_replicas);
   o.micro_batches = plan::PipeDreamRound(o.stage_replicas);
 }
 

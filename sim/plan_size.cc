@@ -1,7 +1,9 @@
 #include "sim/plan_size.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/units.h"
@@ -29,7 +31,28 @@ std::int64_t Mul(std::int64_t a, std::int64_t b) {
   return a > kSaturated / b ? kSaturated : std::min(kSaturated, a * b);
 }
 
-Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph) {
+// The least common multiple of `replicas`, saturating at 2^31 (a PipeDream
+// round: minibatches per iteration, plan/pipedream.h).
+std::int64_t RoundOf(const std::vector<int>& replicas) {
+  std::int64_t l = 1;
+  for (const int r : replicas) {
+    if (r < 1) continue;
+    l = std::lcm(l, std::int64_t{r});
+    if (l >= (std::int64_t{1} << 31)) return std::int64_t{1} << 31;
+  }
+  return l;
+}
+
+// `replicas`: PipeDream's replicas per stage when known (given, or chosen
+// by its planner); else those of the scenario.
+// a + b for a, b in [0, 2^62], saturating at 2^62 as Mul does.
+std::int64_t Add(std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kSaturated = std::int64_t{1} << 62;
+  return a > kSaturated - b ? kSaturated : a + b;
+}
+
+Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
+                 const std::vector<int>* replicas = nullptr) {
   const config::ParallelismConfig& par = s.parallelism;
   const std::int64_t workers = std::int64_t{s.cluster.nodes} * s.cluster.devices_per_node;
   const std::int64_t ops = static_cast<std::int64_t>(graph.num_ops());
@@ -38,6 +61,23 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph) {
   e.ranks_key = "cluster";
   e.iterations_key = "workload.iterations";
   e.per_rank_key = "workload.model";
+  if (par.strategy == Strategy::kHybrid && par.hybrid.schedule == config::PipelineSchedule::kPipeDream) {
+    // Every device is materialized. An iteration is a round of lcm(replicas)
+    // minibatches; each passes every op forward and twice backward, with a
+    // send and a receive per stage; each replica all-reduces per bucket
+    // (at most one per op) once a round.
+    const std::vector<int>& r = replicas != nullptr ? *replicas : par.hybrid.stage_replicas;
+    const std::int64_t round = RoundOf(r);
+    const std::int64_t stages = std::max<std::int64_t>(1, par.hybrid.pipeline_parallel);
+    e.ranks = workers;
+    e.iterations = s.workload.iterations;
+    const std::int64_t per_iteration =
+        Add(Mul(round, Add(Mul(3, ops), Mul(4, stages))), Mul(workers, ops));
+    e.per_rank_iteration = std::max<std::int64_t>(1, per_iteration / std::max<std::int64_t>(1, workers));
+    e.per_rank_key = "parallelism.stage_replicas";
+    if (round > 1 && e.per_rank_iteration >= e.iterations) e.ranks_key = "parallelism.stage_replicas";
+    return e;
+  }
   if (par.strategy == Strategy::kHybrid || par.strategy == Strategy::kModel) {
     const bool model = par.strategy == Strategy::kModel;
     const std::int64_t t = model ? 1 : par.hybrid.tensor_parallel;
@@ -96,21 +136,10 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph) {
 
 }  // namespace
 
-std::int64_t EstimatePlanTasks(const config::Scenario& s, const models::ModelGraph& graph) {
-  const Estimate e = Factors(s, graph);
-  return Mul(e.ranks, Mul(e.iterations, e.per_rank_iteration));
-}
+namespace {
 
-void CheckPlanSize(const config::Scenario& s, const models::ModelGraph& graph) {
-  const std::int64_t devices = std::int64_t{s.cluster.nodes} * s.cluster.devices_per_node;
-  if (devices > kMaxDevices) {
-    throw UserError(s.Where("cluster"),
-                    "the cluster has " + std::to_string(devices) + " devices, more than the " +
-                        std::to_string(kMaxDevices) + " dtsim simulates",
-                    "the largest GPU clusters have about 10^5 devices");
-  }
-  const Estimate e = Factors(s, graph);
-  const std::int64_t tasks = EstimatePlanTasks(s, graph);
+void Refuse(const config::Scenario& s, const Estimate& e) {
+  const std::int64_t tasks = Mul(e.ranks, Mul(e.iterations, e.per_rank_iteration));
   if (tasks <= kMaxPlanTasks) return;
   const std::string& key = e.iterations >= e.ranks && e.iterations >= e.per_rank_iteration
                                ? e.iterations_key
@@ -124,6 +153,29 @@ void CheckPlanSize(const config::Scenario& s, const models::ModelGraph& graph) {
                       FormatCount(static_cast<double>(kMaxPlanTasks)) + " dtsim simulates",
                   "fewer iterations, devices, servers or micro-batches; a few iterations "
                   "suffice for a steady-state prediction");
+}
+
+}  // namespace
+
+std::int64_t EstimatePlanTasks(const config::Scenario& s, const models::ModelGraph& graph) {
+  const Estimate e = Factors(s, graph);
+  return Mul(e.ranks, Mul(e.iterations, e.per_rank_iteration));
+}
+
+void CheckPlanSize(const config::Scenario& s, const models::ModelGraph& graph) {
+  const std::int64_t devices = std::int64_t{s.cluster.nodes} * s.cluster.devices_per_node;
+  if (devices > kMaxDevices) {
+    throw UserError(s.Where("cluster"),
+                    "the cluster has " + std::to_string(devices) + " devices, more than the " +
+                        std::to_string(kMaxDevices) + " dtsim simulates",
+                    "the largest GPU clusters have about 10^5 devices");
+  }
+  Refuse(s, Factors(s, graph));
+}
+
+void CheckPipeDreamPlanSize(const config::Scenario& s, const models::ModelGraph& graph,
+                            const std::vector<int>& replicas) {
+  Refuse(s, Factors(s, graph, &replicas));
 }
 
 }  // namespace dtsim::sim

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "config/scenario.h"
 #include "models/graph.h"
@@ -31,5 +32,11 @@ std::int64_t EstimatePlanTasks(const config::Scenario& s, const models::ModelGra
 // file gave it) when the cluster has more than kMaxDevices devices or the
 // plan would have more than kMaxPlanTasks tasks, saying how many.
 void CheckPlanSize(const config::Scenario& s, const models::ModelGraph& graph);
+
+// The same for a PipeDream schedule once its replicas per stage are known
+// (`stage_replicas: auto` leaves them to PipeDream's planner): an iteration
+// is a round of lcm(replicas) minibatches.
+void CheckPipeDreamPlanSize(const config::Scenario& s, const models::ModelGraph& graph,
+                            const std::vector<int>& replicas);
 
 }  // namespace dtsim::sim

@@ -49,6 +49,35 @@ parallelism:
   averaging_period: 2147483647
 )",
                         4, "2 ranks x 2147483648 iterations"));
+  // PipeDream: all 8,008 devices are materialized (8,007 replicas of the
+  // first stage, 1 of the second), 65,536 iterations.
+  EXPECT_TRUE(RefusedAt(R"(cluster: {nodes: 1001, devices_per_node: 8}
+workload: {model: mnist-mlp, iterations: 65536}
+parallelism:
+  strategy: hybrid
+  schedule: pipedream
+  pipeline_parallel: 2
+  stage_replicas: [8007, 1]
+  micro_batch_size: 8
+)",
+                        2, "8008 ranks x 65536 iterations"));
+}
+
+// A round of a PipeDream schedule is lcm(replicas) minibatches: replicas
+// [7, 9] make 63 minibatches an iteration, each a forward and two backward
+// tasks per op: 2 iterations x 63 x 3 x ops at least.
+TEST(PlanSizeTest, PipeDreamRoundsScaleTheEstimate) {
+  const config::Scenario s = config::ParseScenario(R"(cluster: {nodes: 2, devices_per_node: 8}
+workload: {model: mnist-mlp, iterations: 2}
+parallelism: {strategy: hybrid, schedule: pipedream, pipeline_parallel: 2, stage_replicas: [7, 9],
+              micro_batch_size: 8}
+)", "p.yaml");
+  const models::ModelGraph graph = config::BuildWorkloadModel(s);
+  const auto ops = static_cast<std::int64_t>(graph.num_ops());
+  EXPECT_GE(EstimatePlanTasks(s, graph), 2 * 63 * 3 * ops);
+  // The replicas PipeDream's planner chooses are checked the same way.
+  EXPECT_THROW(CheckPipeDreamPlanSize(s, graph, {1048575, 1048573}), UserError);
+  EXPECT_NO_THROW(CheckPipeDreamPlanSize(s, graph, {7, 9}));
 }
 
 TEST(PlanSizeTest, EstimateCoversTheBuiltPlan) {
@@ -58,7 +87,10 @@ TEST(PlanSizeTest, EstimateCoversTheBuiltPlan) {
         "cluster: {nodes: 1, devices_per_node: 4}\nworkload: {model: gpt2}\n"
         "parallelism: {strategy: hybrid, pipeline_parallel: 2, global_batch: 16}\n",
         "cluster: {nodes: 4}\nparallelism: {strategy: parameter_server, "
-        "parameter_server: {servers: 2}}\n"}) {
+        "parameter_server: {servers: 2}}\n",
+        "cluster: {nodes: 1, devices_per_node: 4}\nworkload: {model: mnist-mlp}\n"
+        "parallelism: {strategy: hybrid, schedule: pipedream, pipeline_parallel: 2, "
+        "stage_replicas: [3, 1], micro_batch_size: 8}\n"}) {
     SCOPED_TRACE(yaml);
     const config::Scenario s = config::ParseScenario(yaml, "p.yaml");
     const models::ModelGraph graph = config::BuildWorkloadModel(s);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "config/scenario.h"
 #include "hw/catalog.h"
 #include "plan/chakra_import.h"
@@ -36,6 +37,15 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
       sim::DefaultComputeEfficiency(models::OpKind::kDense);
   options.algorithm = static_cast<plan::CollectiveAlgorithm>(s.parallelism.algorithm);
   options.samples_per_iteration = o.batch;
+  // The traces are read up to the first PREFIX.N.et that does not exist;
+  // each that exists must be a regular file (a FIFO would block the read,
+  // a link to /dev/zero never end it).
+  for (int r = 0;; ++r) {
+    const std::string name = o.prefix + "." + std::to_string(r) + ".et";
+    std::error_code ec;
+    if (!std::filesystem::exists(name, ec)) break;
+    RequireRegularFile(name, "Chakra trace");
+  }
   const std::vector<plan::ChakraTrace> traces = plan::ReadChakraTraces(o.prefix);
   const sim::TracePrediction p = sim::SimulateTracePlan(s, plan::ImportChakra(traces, options));
 

@@ -3,7 +3,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 
@@ -104,6 +107,10 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 void PlanCommand(const PlanOptions& o, std::ostream& out) {
+  if (!o.dot_path.empty() && !o.json_path.empty() &&
+      fs::absolute(o.dot_path).lexically_normal() == fs::absolute(o.json_path).lexically_normal())
+    throw UserError("--json and --dot name the same file '" + o.json_path + "'",
+                    "give each its own file");
   const config::Scenario scenario = config::LoadScenario(o.scenario_path);
   const models::ModelGraph graph = config::BuildWorkloadModel(scenario);
   const bool pipelined = scenario.parallelism.strategy == config::Strategy::kHybrid ||
@@ -150,14 +157,24 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
           << " ops), forward + backward " << FormatSeconds(seconds) << " per micro-batch\n";
     }
   }
-  if (!o.dot_path.empty()) {
-    WriteFileAtomic(o.dot_path, [&](std::ostream& f) { plan::WriteDot(f, plan, graph); });
+  // The files are all written or none: each staged in its folder's set, and
+  // the sets committed once every file is staged.
+  std::map<fs::path, std::unique_ptr<OutputSet>> sets;
+  auto stage = [&](const std::string& path, const std::function<void(std::ostream&)>& write) {
+    const fs::path file = fs::absolute(path).lexically_normal();
+    auto& set = sets[file.parent_path()];
+    if (set == nullptr) set = std::make_unique<OutputSet>(file.parent_path());
+    std::ostringstream text;
+    write(text);
+    WriteOutput(*set, file.filename().string(), text.str());
+  };
+  if (!o.dot_path.empty()) stage(o.dot_path, [&](std::ostream& f) { plan::WriteDot(f, plan, graph); });
+  if (!o.json_path.empty())
+    stage(o.json_path, [&](std::ostream& f) { plan::WritePlanJson(f, plan, graph); });
+  for (auto& [dir, set] : sets) set->Commit();
+  if (!o.dot_path.empty())
     out << "wrote Graphviz graph to " << o.dot_path << " (render: dot -Tsvg)\n";
-  }
-  if (!o.json_path.empty()) {
-    WriteFileAtomic(o.json_path, [&](std::ostream& f) { plan::WritePlanJson(f, plan, graph); });
-    out << "wrote task graph to " << o.json_path << "\n";
-  }
+  if (!o.json_path.empty()) out << "wrote task graph to " << o.json_path << "\n";
 }
 
 void ModelsCommand(std::ostream& out) {

@@ -59,10 +59,15 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
                                                    exec::MpiWorld* mpi, std::ostream& err,
                                                    double* seconds);
 
+// The largest global batch `dtsim search` splits (the largest published
+// data-parallel batches are about 10^5 samples).
+constexpr std::int64_t kMaxSearchGlobalBatch = std::int64_t{1} << 24;
+
 struct SearchOptions {
   std::string scenario_path;
   std::string out_dir;  // default: <the scenario's outputs.dir>/search
-  // The search space (sim::SearchSpace); empty lists keep its defaults.
+  // The search space (sim::SearchSpace); empty lists keep its defaults. A
+  // value given twice is searched once.
   std::vector<int> devices;
   std::vector<int> micro_batch_sizes;
   std::vector<int> zero_stages;
@@ -80,6 +85,21 @@ struct SearchOptions {
 // With `mpi`: as SweepCommand.
 void SearchCommand(const SearchOptions& options, exec::MpiWorld* mpi, std::ostream& out,
                    std::ostream& err);
+
+// Bounds of `dtsim tta`'s options (refused with exit status 2 beyond):
+// proxies converge in 10^2 to 10^4 updates; every worker is an in-process
+// replica of the proxy; seeds give a Student band that stops narrowing
+// long before 100.
+constexpr std::int64_t kMaxTtaSteps = 10'000'000;
+constexpr int kMaxTtaWorkers = 4096;
+constexpr int kMaxTtaSeeds = 100;
+constexpr std::int64_t kMaxTtaBatch = 65536;
+constexpr std::int64_t kMaxTtaEvalSamples = 1'000'000;  // per evaluation
+// The memory the proxy runs held at once may take (replicas' parameters,
+// gradients and momentum, and their saved activations), and the proxy
+// training work a command may ask for (about a day on one core).
+constexpr double kMaxTtaMemoryBytes = 8.0 * (1ull << 30);
+constexpr double kMaxTtaFlops = 1e16;
 
 struct TtaOptions {
   std::string scenario_path;  // a scenario or sweep of data / local SGD / PS points
@@ -161,6 +181,9 @@ struct PlanOptions {
   std::string dot_path;     // Graphviz DOT of the model coloured by device
   int max_ranks = 16;
 };
+// Prints the plan's placement; writes the JSON and DOT files all or nothing
+// (each folder's files committed once both are staged). Throws UserError
+// when both name the same file.
 void PlanCommand(const PlanOptions& options, std::ostream& out);
 
 void ModelsCommand(std::ostream& out);

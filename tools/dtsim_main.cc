@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "exec/comm/mpi_world.h"
+#include "sim/plan_size.h"
 #include "tools/commands.h"
 #include "tools/exec_command.h"
 #include "tools/heap_pages.h"
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
   search_cmd->add_option("--devices", search.devices,
                          "Device counts to try (default: the cluster's, halved down to one node)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, dtsim::sim::kMaxDevices));
   search_cmd->add_option("--micro-batch-sizes", search.micro_batch_sizes,
                          "Micro-batch sizes to try (default: the powers of two dividing a replica's batch, and that batch)")
       ->delimiter(',')
@@ -370,23 +371,23 @@ int main(int argc, char** argv) {
                       "synthetic set shaped like the model)");
   tta_cmd->add_option("--batch", tta.batch,
                       "Samples per worker per update on the proxy (default: batch_per_device)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, dtsim::tools::kMaxTtaBatch));
   tta_cmd->add_option("--workers", tta.workers,
                       "Worker counts to measure (default: each point's own); others are fitted "
                       "as a power law of the measured ones")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, dtsim::tools::kMaxTtaWorkers));
   tta_cmd->add_option("--steps", tta.steps, "Updates per run at most")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::int64_t{1}, dtsim::tools::kMaxTtaSteps))
       ->capture_default_str();
   tta_cmd->add_option("--eval-every", tta.eval_every, "Updates between loss evaluations")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   tta_cmd->add_option("--eval-samples", tta.eval_samples, "Held-out samples of each evaluation")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::int64_t{1}, dtsim::tools::kMaxTtaEvalSamples))
       ->capture_default_str();
   tta_cmd->add_option("--seeds", tta.seeds, "Seeds per setting (the band comes from them)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, dtsim::tools::kMaxTtaSeeds))
       ->capture_default_str();
   tta_cmd->add_option("--target", tta.target, "Target loss as a fraction of the initial loss")
       ->check(CLI::Range(0.0, 1.0))

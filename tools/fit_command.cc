@@ -29,6 +29,7 @@ std::string Percentages(const validation::ErrorSummary& e) {
 
 void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   const std::vector<validation::MeasuredRun> runs = validation::LoadMeasuredRuns(o.csv_path);
+  validation::CheckFolds(o.folds, runs.size());  // before any fit
   const std::vector<validation::FitConstant> constants =
       validation::ParseFitConstants(o.constants, runs.front().scenario);
   std::vector<std::string> keys;
@@ -55,8 +56,9 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
       validation::CrossValidate(constants, keys, measured, predict, o.folds, options);
   const std::vector<double>& before = cv.before_s;
   std::vector<double> after(runs.size(), 0);
+  std::vector<std::string> fitted_failure(runs.size());
   const validation::ErrorSummary fitted_all =
-      validation::ScoreRows(all, measured, predict, fit.values, o.jobs, &after);
+      validation::ScoreRows(all, measured, predict, fit.values, o.jobs, &after, &fitted_failure);
 
   config::Scenario fitted = runs.front().scenario;
   validation::ApplyFitConstants(constants, fit.values, &fitted);
@@ -72,12 +74,24 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
                            {"rule", "fold = FNV-1a(file:line) mod folds"},
                            {"held_out", validation::FitErrorsJson(cv.after)},
                            {"fold_values", cv.fold_values}};  // per fold, in the constants' order and units
-  std::string csv = "run,measured_s,predicted_before_s,predicted_fitted_s,predicted_held_out_s\n";
+  // A failed prediction is an empty field; `failure` says why (the first
+  // of: before fitting, with the fit, held out).
+  std::string csv =
+      "run,measured_s,predicted_before_s,predicted_fitted_s,predicted_held_out_s,failure\n";
+  std::vector<std::string> failures;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    char line[160];
-    std::snprintf(line, sizeof line, ",%.6g,%.6g,%.6g,%.6g\n", measured[i], before[i], after[i],
-                  cv.predicted_s[i]);
-    csv += sim::CsvField(keys[i]) + line;
+    auto field = [](double s) {
+      if (!(s > 0)) return std::string();
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6g", s);
+      return std::string(text);
+    };
+    std::string why = cv.before_failure[i];
+    if (why.empty()) why = fitted_failure[i];
+    if (why.empty()) why = cv.held_out_failure[i];
+    if (!why.empty()) failures.push_back(keys[i] + ": not predicted: " + why);
+    csv += sim::CsvField(keys[i]) + "," + field(measured[i]) + "," + field(before[i]) + "," +
+           field(after[i]) + "," + field(cv.predicted_s[i]) + "," + sim::CsvField(why) + "\n";
   }
   std::string comment = "fitted by dtsim fit " + o.csv_path + " --fit " + o.constants + "\n" +
                         "held-out error (" + std::to_string(cv.folds) + "-fold): " +
@@ -102,6 +116,11 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   WriteOutput(files, "fit.json", j.dump(2) + "\n");
   WriteOutput(files, "predictions.csv", csv);
   const auto written = files.Commit();
+  for (const std::string& f : failures) err << f << "\n";
+  for (std::size_t i = 0; i < constants.size(); ++i) {
+    const std::string warning = validation::ImplausibleWarning(constants[i], fit.values[i]);
+    if (!warning.empty()) err << "warning: " << warning << "\n";
+  }
   if (o.quiet) return;
   for (std::size_t i = 0; i < constants.size(); ++i)
     out << constants[i].name << " = " << validation::FormatFitValue(constants[i], fit.values[i])

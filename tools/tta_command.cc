@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 #include <memory>
 #include <ostream>
 #include <tuple>
@@ -156,6 +157,58 @@ std::string Seconds(double s) {
   return text;
 }
 
+// Refuses, before any proxy is trained, runs whose replicas would not fit
+// in kMaxTtaMemoryBytes at once or whose training exceeds kMaxTtaFlops;
+// else says the estimate on `err` (unless quiet).
+//   memory of a run = (workers + 1) x params x 12 bytes (weights, gradients,
+//                     momentum per replica and the average) + batch x saved
+//                     activations x 4 bytes
+//   work of a run   = steps x workers x batch x 3 x forward FLOPs per sample
+//                     + (steps / eval_every + 1) x eval_samples x forward FLOPs
+void CheckProxyCost(const models::ModelGraph& graph, const std::string& proxy, std::int64_t batch,
+                    const std::vector<Run>& runs, const TtaOptions& o, std::ostream& err) {
+  const models::GraphTotals t = graph.Totals();
+  const double at_once = std::min<double>(
+      static_cast<double>(runs.size()),
+      o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
+  double largest_run_bytes = 0, flops = 0;
+  for (const Run& r : runs) {
+    const double w = r.workers;
+    largest_run_bytes = std::max(largest_run_bytes,
+                                 (w + 1) * static_cast<double>(t.params) * 12 +
+                                     static_cast<double>(batch) * t.saved_elements * 4);
+    flops += static_cast<double>(o.steps) * w * static_cast<double>(batch) * 3 * t.fwd_flops;
+    // Evaluations: every eval_every updates and at the end, a forward pass
+    // over eval_samples.
+    flops += (static_cast<double>(o.steps) / o.eval_every + 1) *
+             static_cast<double>(o.eval_samples) * t.fwd_flops;
+  }
+  const double bytes = largest_run_bytes * at_once;
+  char line[400];
+  if (bytes > kMaxTtaMemoryBytes) {
+    std::snprintf(line, sizeof line,
+                  "the proxy %s (%.3g parameters) would take about %.3g GiB for %.0f run(s) at "
+                  "once, more than the %.0f GiB dtsim tta trains in memory",
+                  proxy.c_str(), static_cast<double>(t.params), bytes / (1ull << 30), at_once,
+                  kMaxTtaMemoryBytes / (1ull << 30));
+    throw UserError(line, "use a small proxy (--proxy mnist-mlp or cifar10-cnn), fewer --workers, "
+                          "a smaller --batch or fewer --jobs");
+  }
+  if (flops > kMaxTtaFlops) {
+    std::snprintf(line, sizeof line,
+                  "the proxy runs would take about %.3g FLOPs of training, more than the %.0e "
+                  "dtsim tta allows (about a day on one core)",
+                  flops, kMaxTtaFlops);
+    throw UserError(line, "fewer --steps, --seeds or --workers, a smaller --batch or proxy");
+  }
+  if (!o.quiet) {
+    std::snprintf(line, sizeof line,
+                  "estimate: about %.3g GFLOPs of proxy training, %.3g MiB per run\n", flops / 1e9,
+                  largest_run_bytes / (1 << 20));
+    err << line;
+  }
+}
+
 }  // namespace
 
 void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
@@ -205,6 +258,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
     s.lr = o.lr * LrScale(o.lr_scaling, s);
     return s;
   };
+  CheckProxyCost(graph, o.proxy.empty() ? graph.name() : o.proxy, batch, runs, o, err);
   if (!o.quiet) {
     err << sweep.name << ": " << points.size() << " points simulated; measuring " << runs.size()
         << " proxy runs (" << measured.size() << " settings x worker counts x " << o.seeds

@@ -267,6 +267,10 @@ std::string VtrainFitMarkdown(const VtrainFit& fit) {
     md += "| " + fit.constants[i].name + " | " +
           validation::FormatFitValue(fit.constants[i], fit.constants[i].initial) + " | " +
           validation::FormatFitValue(fit.constants[i], fit.result.values[i]) + " |\n";
+  for (std::size_t i = 0; i < fit.constants.size(); ++i) {
+    const std::string warning = validation::ImplausibleWarning(fit.constants[i], fit.result.values[i]);
+    if (!warning.empty()) md += "\nImplausible: " + warning + ".\n";
+  }
   md += "\n| scored rows | runs | MAPE % | median % | max % | signed % |\n|---|---:|---:|---:|---:|---:|\n";
   auto row = [&](const char* name, const validation::ErrorSummary& e) {
     char line[200];
@@ -373,7 +377,13 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     for (std::size_t i = 0; i < fit->constants.size(); ++i)
       out << " " << fit->constants[i].name << " = "
           << validation::FormatFitValue(fit->constants[i], fit->result.values[i]);
-    out << "\nscored on the other " << fit->scored.overall.runs << " rows:\n";
+    out << "\n";
+    for (std::size_t i = 0; i < fit->constants.size(); ++i) {
+      const std::string warning =
+          validation::ImplausibleWarning(fit->constants[i], fit->result.values[i]);
+      if (!warning.empty()) err << "warning: " << warning << "\n";
+    }
+    out << "scored on the other " << fit->scored.overall.runs << " rows:\n";
     out << ErrorLine("all", fit->scored.overall);
     out << ErrorLine("single-node", fit->scored.single_node);
     out << ErrorLine("multi-node", fit->scored.multi_node);

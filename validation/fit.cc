@@ -11,17 +11,25 @@
 namespace dtsim::validation {
 namespace {
 
-// Predictions of `rows` at `values`; NaN where a prediction failed.
+// Predictions of `rows` at `values`; NaN where a prediction failed, and
+// then (when `why` is given) why in (*why)[i].
 std::vector<double> PredictRows(const std::vector<std::size_t>& rows, const RowPredictor& predict,
-                                const std::vector<double>& values, int jobs) {
+                                const std::vector<double>& values, int jobs,
+                                std::vector<std::string>* why = nullptr) {
   std::vector<double> out(rows.size(), std::numeric_limits<double>::quiet_NaN());
+  if (why != nullptr) why->assign(rows.size(), "");
   ParallelFor(rows.size(), jobs, {}, 1.0, [&](std::size_t i) {
+    std::string reason;
     try {
       const double p = predict(rows[i], values);
       if (std::isfinite(p) && p > 0) out[i] = p;
-    } catch (const std::exception&) {
-      // stays NaN: the row failed
+      else reason = "the predicted step time is not a positive number";
+    } catch (const UserError& e) {
+      reason = e.message();  // stays NaN: the row failed
+    } catch (const std::exception& e) {
+      reason = e.what();
     }
+    if (why != nullptr) (*why)[i] = reason;
   });
   return out;
 }
@@ -87,12 +95,14 @@ int MinRowsToFit(std::size_t constants) { return static_cast<int>(3 * constants)
 
 ErrorSummary ScoreRows(const std::vector<std::size_t>& rows, const std::vector<double>& measured_s,
                        const RowPredictor& predict, const std::vector<double>& values, int jobs,
-                       std::vector<double>* predicted_s) {
-  const std::vector<double> p = PredictRows(rows, predict, values, jobs);
+                       std::vector<double>* predicted_s, std::vector<std::string>* failures) {
+  std::vector<std::string> why;
+  const std::vector<double> p = PredictRows(rows, predict, values, jobs, &why);
   std::vector<double> errors;
   int failed = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (predicted_s != nullptr) (*predicted_s)[rows[i]] = std::isnan(p[i]) ? 0 : p[i];
+    if (failures != nullptr) (*failures)[rows[i]] = why[i];
     if (std::isnan(p[i])) {
       ++failed;
       continue;
@@ -197,6 +207,15 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
   return r;
 }
 
+void CheckFolds(int folds, std::size_t rows) {
+  if (folds < 2) throw UserError("cross-validation needs at least 2 folds");
+  if (static_cast<std::size_t>(folds) > rows)
+    throw UserError("--folds " + std::to_string(folds) + " is more than the " +
+                        std::to_string(rows) + " measured runs: the folds past them would be "
+                        "empty refits",
+                    "give at most one fold per run (--folds " + std::to_string(rows) + ")");
+}
+
 int FoldOf(const std::string& key, int folds) {
   std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
   for (unsigned char c : key) {
@@ -211,7 +230,7 @@ CrossValidation CrossValidate(const std::vector<FitConstant>& constants,
                               const std::vector<double>& measured_s, const RowPredictor& predict,
                               int folds, const FitOptions& options) {
   DTSIM_CHECK(keys.size() == measured_s.size(), "one key per measured row");
-  if (folds < 2) throw UserError("cross-validation needs at least 2 folds");
+  CheckFolds(folds, keys.size());
   CrossValidation cv;
   cv.folds = folds;
   std::vector<std::size_t> all(keys.size());
@@ -219,14 +238,19 @@ CrossValidation CrossValidate(const std::vector<FitConstant>& constants,
   std::vector<double> initial;
   for (const FitConstant& c : constants) initial.push_back(c.initial);
   cv.before_s.assign(keys.size(), 0);
-  cv.before = ScoreRows(all, measured_s, predict, initial, options.jobs, &cv.before_s);
+  cv.before_failure.assign(keys.size(), "");
+  cv.before = ScoreRows(all, measured_s, predict, initial, options.jobs, &cv.before_s,
+                        &cv.before_failure);
   cv.predicted_s.assign(keys.size(), 0);
+  cv.held_out_failure.assign(keys.size(), "");
   for (int k = 0; k < folds; ++k) {
     std::vector<std::size_t> train, test;
     for (std::size_t i = 0; i < keys.size(); ++i) (FoldOf(keys[i], folds) == k ? test : train).push_back(i);
     const FitResult fit = FitConstants(constants, train, measured_s, predict, options);
     cv.fold_values.push_back(fit.values);
-    if (!test.empty()) ScoreRows(test, measured_s, predict, fit.values, options.jobs, &cv.predicted_s);
+    if (!test.empty())
+      ScoreRows(test, measured_s, predict, fit.values, options.jobs, &cv.predicted_s,
+                &cv.held_out_failure);
   }
   std::vector<double> errors;
   int failed = 0;

@@ -31,6 +31,12 @@ struct FitConstant {
   double lower = 0;   // > 0
   double upper = 0;   // >= lower
   bool seconds = true;  // a time; false: a dimensionless number (an efficiency)
+  // The range a physical value falls in (same unit as `initial`); a fitted
+  // value outside it is reported as implausible: the fit then stands in for
+  // a cost the model lacks. 0, 0: no range known.
+  double plausible_lower = 0;
+  double plausible_upper = 0;
+  std::string plausible_source = "";  // where the range comes from, for the report
 };
 
 // Predicted step time (seconds) of row `row` with the constants set to
@@ -62,6 +68,9 @@ FitResult FitConstants(const std::vector<FitConstant>& constants,
                        const std::vector<double>& measured_s, const RowPredictor& predict,
                        const FitOptions& options = {});
 
+// Throws UserError unless 2 <= folds <= rows.
+void CheckFolds(int folds, std::size_t rows);
+
 // The fold (in [0, folds)) of the row with key `key`: FNV-1a of the key.
 int FoldOf(const std::string& key, int folds);
 
@@ -69,23 +78,29 @@ struct CrossValidation {
   int folds = 0;
   ErrorSummary before;  // every row, with the initial constants
   std::vector<double> before_s;                  // per row: that prediction (0 = failed)
+  std::vector<std::string> before_failure;       // per row: why it failed ("" = it did not)
   ErrorSummary after;   // every row, each scored by the fit of the other folds
   std::vector<std::vector<double>> fold_values;  // fitted constants per fold
   std::vector<double> predicted_s;               // per row: held-out prediction (0 = failed)
+  std::vector<std::string> held_out_failure;     // per row: why it failed ("" = it did not)
 };
 
 // k-fold cross-validation of FitConstants over all rows (keys[i] names row
-// i). Throws UserError when a training set is smaller than MinRowsToFit.
+// i). Throws UserError when folds < 2, folds exceeds the rows, or a
+// training set is smaller than MinRowsToFit.
 CrossValidation CrossValidate(const std::vector<FitConstant>& constants,
                               const std::vector<std::string>& keys,
                               const std::vector<double>& measured_s, const RowPredictor& predict,
                               int folds, const FitOptions& options = {});
 
 // Errors of predicting rows `rows` with `values`; failed predictions count
-// as failed.
+// as failed. When given, (*predicted_s)[row] receives each row's prediction
+// (0 = failed) and (*failures)[row] why it failed ("" = it did not): both
+// indexed by row, sized for every row by the caller.
 ErrorSummary ScoreRows(const std::vector<std::size_t>& rows, const std::vector<double>& measured_s,
                        const RowPredictor& predict, const std::vector<double>& values, int jobs,
-                       std::vector<double>* predicted_s = nullptr);
+                       std::vector<double>* predicted_s = nullptr,
+                       std::vector<std::string>* failures = nullptr);
 
 // The errors as fit.json writes them: runs, failed, mape_percent,
 // median_ape_percent, max_ape_percent, mean_signed_percent.

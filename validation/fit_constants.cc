@@ -37,6 +37,72 @@ std::string Canonical(std::string name) {
 
 bool IsEfficiency(const std::string& name) { return name.ends_with(".efficiency"); }
 
+struct Range {
+  double lower;
+  double upper;
+  const char* source;
+};
+
+// The plausible range of each fittable constant, with its source. The
+// sources are those of config/framework.cc ([launch], [pytorch], [horovod]);
+// the rest are first-principles bounds, wide on purpose: a value outside
+// says the fit absorbed a cost the model does not have.
+Range PlausibleRange(const std::string& name) {
+  // [launch] HTA: "the launch time on the CPU side is between 5-20
+  // microseconds"; a fast host launches in ~1 us: [1 us, 40 us].
+  if (name == "per_kernel")
+    return {1e-6, 40e-6,
+            "host kernel launches take 5-20 us (HTA launch statistics)"};
+  // [pytorch] a torch call costs ~2 us without autograd; Python module code
+  // and autograd per op make tens of us: [0.1 us, 200 us].
+  if (name == "per_op")
+    return {0.1e-6, 200e-6,
+            "a framework op costs ~2 us to tens of us on the host (PyTorch overrides benchmark)"};
+  // One framework call plus one NCCL kernel launch ([pytorch] + [launch]),
+  // up to a Python-level wrapper with a stream sync: [1 us, 500 us].
+  if (name == "per_collective")
+    return {1e-6, 500e-6,
+            "one framework call and one kernel launch (first principles)"};
+  // A few to a few hundred host calls per step (zero_grad, loader handoff,
+  // scheduler, logging) at ~2-20 us each: [1 us, 100 ms].
+  if (name == "per_step")
+    return {1e-6, 100e-3,
+            "tens of host calls per step (first principles)"};
+  // [launch] a CUDA graph launches for about one kernel's cost, more for
+  // large graphs: [1 us, 2 ms].
+  if (name == "graph_launch")
+    return {1e-6, 2e-3,
+            "a graph launch costs about one kernel launch (PyTorch CUDA graphs blog; HTA)"};
+  // [horovod] HOROVOD_CYCLE_TIME: 1 ms by default, 5 ms before v0.21; users
+  // tune it within [0.1 ms, 100 ms].
+  if (name == "cycle_time")
+    return {100e-6, 100e-3,
+            "Horovod's cycle time: 1 ms by default, 5 ms before v0.21"};
+  // One core decoding and augmenting one sample: a CIFAR image in ~10 us,
+  // an ImageNet JPEG in ~1-10 ms (first principles): [1 us, 100 ms].
+  if (name == "input.per_sample")
+    return {1e-6, 100e-3,
+            "decoding and augmenting one sample on one core (first principles)"};
+  // One message's software cost: ~1 us over RDMA, tens of us through a
+  // kernel TCP stack and gRPC (first principles): [0.5 us, 1 ms].
+  if (name.ends_with(".per_message"))
+    return {0.5e-6, 1e-3,
+            "a message costs ~1 us over RDMA, tens of us over TCP/gRPC (first principles)"};
+  // Headers take ~3-6% of a link (Ethernet/IP/TCP, InfiniBand); NCCL reaches
+  // 70-90% of the bus bandwidth: below 0.5 is congestion or a wrong link,
+  // not an efficiency (first principles).
+  if (name.ends_with(".efficiency"))
+    return {0.5, 1.0,
+            "headers take a few % of a link; collectives reach 70-90% of it (first principles)"};
+  return {0, 0, ""};
+}
+
+FitConstant MakeConstant(const std::string& name, double initial, double lower, double upper,
+                         bool seconds) {
+  const Range r = PlausibleRange(name);
+  return {name, initial, lower, upper, seconds, r.lower, r.upper, r.source};
+}
+
 }  // namespace
 
 const std::vector<std::string>& FittableConstants() {
@@ -65,9 +131,9 @@ std::vector<FitConstant> ParseFitConstants(const std::string& names, const confi
     for (const FitConstant& c : out)
       if (c.name == name) throw UserError("constant '" + item + "' named twice");
     if (IsEfficiency(name))
-      out.push_back({name, std::clamp(*field, 0.05, 1.0), 0.05, 1.0, false});
+      out.push_back(MakeConstant(name, std::clamp(*field, 0.05, 1.0), 0.05, 1.0, false));
     else
-      out.push_back({name, *field > 0 ? *field : 1e-6, 1e-9, 1.0});
+      out.push_back(MakeConstant(name, *field > 0 ? *field : 1e-6, 1e-9, 1.0, true));
   }
   if (out.empty()) throw UserError("name at least one constant to fit",
                                    UnknownNameHint("", FittableConstants(), "constants"));
@@ -94,9 +160,25 @@ std::string FormatFitValue(const FitConstant& c, double value) {
   return text;
 }
 
+bool IsPlausible(const FitConstant& c, double value) {
+  if (c.plausible_upper <= 0) return true;
+  return value >= c.plausible_lower && value <= c.plausible_upper;
+}
+
+std::string ImplausibleWarning(const FitConstant& c, double value) {
+  if (IsPlausible(c, value)) return "";
+  return c.name + " = " + FormatFitValue(c, value) + " is outside its plausible range [" +
+         FormatFitValue(c, c.plausible_lower) + ", " + FormatFitValue(c, c.plausible_upper) +
+         "]: " + c.plausible_source + "; the fit likely stands in for a cost the model lacks";
+}
+
 nlohmann::ordered_json FitConstantJson(const FitConstant& c, double fitted) {
-  if (c.seconds) return {{"name", c.name}, {"initial_s", c.initial}, {"fitted_s", fitted}};
-  return {{"name", c.name}, {"initial", c.initial}, {"fitted", fitted}};
+  const nlohmann::ordered_json range = {c.plausible_lower, c.plausible_upper};
+  if (c.seconds)
+    return {{"name", c.name}, {"initial_s", c.initial}, {"fitted_s", fitted},
+            {"plausible_s", range}, {"plausible", IsPlausible(c, fitted)}};
+  return {{"name", c.name}, {"initial", c.initial}, {"fitted", fitted},
+          {"plausible_range", range}, {"plausible", IsPlausible(c, fitted)}};
 }
 
 }  // namespace dtsim::validation

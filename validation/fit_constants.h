@@ -11,7 +11,9 @@
 //       and within them
 //
 // A time is fitted within [1 ns, 1 s] from the scenario's value (1 us when
-// that is 0); an efficiency within [0.05, 1].
+// that is 0); an efficiency within [0.05, 1]. Each constant also has a
+// narrower plausible range (PlausibleRange in fit_constants.cc, with its
+// source; docs/fit.md): a fitted value outside it is flagged in the report.
 #pragma once
 
 #include <string>
@@ -34,9 +36,17 @@ std::vector<FitConstant> ParseFitConstants(const std::string& names, const confi
 // Sets constant `names[i]` to values[i] in `s`.
 // "12.3 us" for a time, "0.873" for an efficiency.
 std::string FormatFitValue(const FitConstant& c, double value);
-// {"name", "initial_s", "fitted_s"} for a time, {"name", "initial",
-// "fitted"} for an efficiency: for fit.json.
+// {"name", "initial_s", "fitted_s", "plausible_s": [lower, upper],
+// "plausible": bool} for a time, {"name", "initial", "fitted",
+// "plausible_range": [lower, upper], "plausible": bool} for an efficiency:
+// for fit.json.
 nlohmann::ordered_json FitConstantJson(const FitConstant& c, double fitted);
+
+// Whether `value` lies in c's plausible range (true when it has none).
+bool IsPlausible(const FitConstant& c, double value);
+// "per_kernel = 80.8 us is outside its plausible range [1 us, 40 us]: SOURCE; ...";
+// "" when the value is plausible.
+std::string ImplausibleWarning(const FitConstant& c, double value);
 
 void ApplyFitConstants(const std::vector<FitConstant>& constants, const std::vector<double>& values,
                        config::Scenario* s);

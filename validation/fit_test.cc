@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/error.h"
 #include "config/scenario.h"
 #include "sim/simulator.h"
 #include "validation/fit_constants.h"
@@ -159,6 +160,63 @@ TEST(Fit, RecoversATransportEfficiency) {
   EXPECT_NEAR(r.values[0], 0.7, 0.05);
   EXPECT_LT(r.mape, 3.0);
   EXPECT_EQ(FormatFitValue(c[0], 0.7), "0.7");
+}
+
+TEST(Fit, FailedRowsSayWhy) {
+  // Rows 0 and 2 predict 1 s; row 1 throws; row 3 predicts NaN.
+  const RowPredictor predict = [](std::size_t row, const std::vector<double>&) {
+    if (row == 1) throw UserError("the plan does not fit in memory");
+    return row == 3 ? std::nan("") : 1.0;
+  };
+  const std::vector<std::size_t> rows = {0, 1, 2, 3};
+  std::vector<double> predicted(4, -1);
+  std::vector<std::string> failures(4, "unset");
+  const ErrorSummary e = ScoreRows(rows, {1, 1, 1, 1}, predict, {1e-6}, 1, &predicted, &failures);
+  EXPECT_EQ(e.failed, 2);
+  EXPECT_EQ(predicted, (std::vector<double>{1, 0, 1, 0}));
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "the plan does not fit in memory");  // the message, no "error:"
+  EXPECT_EQ(failures[2], "");
+  EXPECT_NE(failures[3].find("not a positive number"), std::string::npos) << failures[3];
+}
+
+TEST(Fit, EveryConstantHasAPlausibleRangeThatTheReportChecks) {
+  const config::Scenario base;
+  for (const std::string& name : FittableConstants()) {
+    const FitConstant c = ParseFitConstants(name, base)[0];
+    // Each range lies inside the fit's own bounds and names its source.
+    EXPECT_GT(c.plausible_lower, 0) << name;
+    EXPECT_GE(c.plausible_lower, c.lower) << name;
+    EXPECT_LE(c.plausible_upper, c.upper) << name;
+    EXPECT_LT(c.plausible_lower, c.plausible_upper) << name;
+    EXPECT_FALSE(c.plausible_source.empty()) << name;
+  }
+  const FitConstant k = ParseFitConstants("per_kernel", base)[0];
+  // HTA's 5-20 us per launch: 8 us is plausible; 80.8 us (a fit that
+  // absorbed something else) is not, and the warning gives value and range.
+  EXPECT_TRUE(IsPlausible(k, 8e-6));
+  EXPECT_EQ(ImplausibleWarning(k, 8e-6), "");
+  EXPECT_FALSE(IsPlausible(k, 80.8e-6));
+  const std::string w = ImplausibleWarning(k, 80.8e-6);
+  EXPECT_NE(w.find("per_kernel = 80.8 us"), std::string::npos) << w;
+  EXPECT_NE(w.find("[1 us, 40 us]"), std::string::npos) << w;
+  EXPECT_EQ(FitConstantJson(k, 80.8e-6)["plausible"], false);
+  const FitConstant eff = ParseFitConstants("transport.efficiency", base)[0];
+  EXPECT_FALSE(IsPlausible(eff, 0.1));  // below the 0.5 floor of a working link
+  EXPECT_EQ(FitConstantJson(eff, 0.9)["plausible"], true);
+}
+
+TEST(Fit, FoldsAreAtMostTheRows) {
+  // 6 rows: 6 folds hold one row each; 100 would leave 94 folds empty.
+  EXPECT_NO_THROW(CheckFolds(6, 6));
+  try {
+    CheckFolds(100, 6);
+    ADD_FAILURE() << "100 folds of 6 rows accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("--folds 100 is more than the 6 measured runs"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CheckFolds(1, 6), UserError);
 }
 
 TEST(Fit, FoldsAreAFixedFunctionOfTheKey) {

@@ -71,5 +71,51 @@ TEST_F(MeasuredRunsTest, ErrorsNameTheRow) {
   fails_at("scenario,step_time\n", 0, "no measured runs");
 }
 
+
+// An override into a scenario that is a list or a scalar, and override values
+// that are not one YAML value, are the row's errors (runs.csv:2), not a crash
+// or a yaml-cpp exception.
+TEST_F(MeasuredRunsTest, OverrideErrorsNameTheRow) {
+  std::ofstream(dir_ / "list.yaml") << "- 1\n- 2\n";
+  std::ofstream(dir_ / "scalar.yaml") << "42\n";
+  auto fails_at_row_2 = [&](const std::string& scenario, const std::string& overrides,
+                            const std::string& what) {
+    const std::string text = "scenario,overrides,step_time\n" + scenario + "," + overrides + ",1s\n";
+    try {
+      ParseMeasuredRuns(text, Csv());
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.where().file, Csv()) << e.what();
+      EXPECT_EQ(e.where().line, 2) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "no error for " << text;
+  };
+  fails_at_row_2("list.yaml", "workload.batch_per_device=64", "the scenario is not a mapping");
+  fails_at_row_2("scalar.yaml", "workload.batch_per_device=64", "the scenario is not a mapping");
+  fails_at_row_2("base.yaml", "workload.batch_per_device.x=64", "'batch_per_device' is not a mapping");
+  fails_at_row_2("base.yaml", "workload.batch_per_device=[", "is not one YAML value");
+  // 100 levels of '[' closed: deeper than kMaxYamlDepth (64).
+  fails_at_row_2("base.yaml", "workload.batch_per_device=" + std::string(100, '[') +
+                                  std::string(100, ']'), "is not one YAML value");
+  fails_at_row_2("base.yaml", "workload.batch_per_device=*undefined", "is not one YAML value");
+  fails_at_row_2("base.yaml", "=3", "empty key");
+}
+
+// A mistyped override key surfaces in the scenario's parser; the error is the
+// row's, and still says what the scenario parser found.
+TEST_F(MeasuredRunsTest, MistypedOverrideKeyNamesTheRow) {
+  try {
+    ParseMeasuredRuns("scenario,overrides,step_time\nbase.yaml,,1s\n"
+                      "base.yaml,workload.batch_per_devic=64,1s\n", Csv());
+    ADD_FAILURE() << "no error for a mistyped key";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.where().file, Csv()) << e.what();
+    EXPECT_EQ(e.where().line, 3) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch_per_devic"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("workload.batch_per_devic=64"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::validation

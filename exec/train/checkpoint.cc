@@ -9,6 +9,7 @@
 #include <boost/crc.hpp>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -253,7 +254,7 @@ void SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
   RemoveDeadWritersTemps(dir, [&base](const std::string& b) { return b == base; });
 }
 
-Checkpoint LoadCheckpoint(const std::string& path) {
+Checkpoint LoadCheckpoint(const std::string& path, const LoadCheckpointOptions& options) {
   const std::vector<unsigned char> bytes = ReadFileBytes(path);
   ByteReader r(bytes, path,
                "the checkpoint is incomplete; resume from an older checkpoint or start over");
@@ -338,6 +339,18 @@ Checkpoint LoadCheckpoint(const std::string& path) {
     std::vector<float> t(static_cast<std::size_t>(count));
     LoadFloatsLE(t.data(), data.data(), t.size());
     if (c.tensors.count(name) != 0) duplicate(at, name);
+    if (options.finite_tensors) {
+      const auto bad = std::find_if(t.begin(), t.end(), [](float v) { return !std::isfinite(v); });
+      if (bad != t.end()) {
+        const auto k = static_cast<std::uint64_t>(bad - t.begin());
+        std::ostringstream m;
+        m << "tensor \"" << name << "\" holds " << *bad << " at element " << k
+          << " (byte offset " << at + 4 + name.size() + 8 + 4 * k
+          << "): training cannot resume from non-finite values";
+        r.Fail(m.str(), "the run diverged before this checkpoint; resume from an older one or "
+                        "start over with a lower learning rate");
+      }
+    }
     c.tensors.emplace(std::move(name), std::move(t));
   }
   if (r.remaining() != 0) {

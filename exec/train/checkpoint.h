@@ -60,10 +60,18 @@ struct Checkpoint {
 // temp file is left.
 void SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 
+struct LoadCheckpointOptions {
+  // Refuse a tensor holding NaN or an infinity (default): training resumed
+  // from it could only produce NaN losses. false reads the file's floats as
+  // they are (the format carries every bit pattern).
+  bool finite_tensors = true;
+};
+
 // Reads and validates a checkpoint. Throws UserError naming the file and the
 // byte offset on: unreadable file, wrong magic, unknown version, truncated
-// file, trailing bytes, checksum mismatch, or a malformed payload.
-Checkpoint LoadCheckpoint(const std::string& path);
+// file, trailing bytes, checksum mismatch, a malformed payload, or (with
+// options.finite_tensors) a non-finite value, naming the tensor and element.
+Checkpoint LoadCheckpoint(const std::string& path, const LoadCheckpointOptions& options = {});
 
 // "<dir>/ckpt-<step as 12 digits>.dtck". REQUIRES: step >= 0.
 std::string CheckpointPath(const std::string& dir, std::int64_t step);

@@ -1,0 +1,41 @@
+#include "common/input_file.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace dtsim {
+
+namespace fs = std::filesystem;
+
+void RequireRegularFile(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return;
+  const std::string why = fs::exists(path, ec) ? "not a regular file" : "no such file";
+  throw UserError(SourceLocation{path}, "cannot read " + what + " '" + path + "': " + why,
+                  "name a file (a FIFO, a device or a folder is not read)");
+}
+
+std::string ReadRegularFile(const std::string& path, const std::string& what,
+                            std::int64_t max_bytes) {
+  RequireRegularFile(path, what);
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw UserError(SourceLocation{path}, "cannot read " + what + " '" + path + "'");
+  if (size > static_cast<std::uintmax_t>(max_bytes)) {
+    throw UserError(SourceLocation{path},
+                    what + " '" + path + "' has " + std::to_string(size) + " bytes, more than the " +
+                        std::to_string(max_bytes) + " dtsim reads");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!in && !in.eof()) {
+    throw UserError(SourceLocation{path}, "cannot read " + what + " '" + path + "'");
+  }
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
+}
+
+}  // namespace dtsim

@@ -363,4 +363,6 @@ std::string FrameworkProfileYaml(const FrameworkProfile& p, const std::string& c
   return o.str();
 }
 
+const std::vector<std::string>& FrameworkProfileKeys() { return kProfileKeys; }
+
 }  // namespace dtsim::config

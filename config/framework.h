@@ -101,6 +101,8 @@ const std::vector<InputPipeline>& BuiltInDatasets();
 // .yaml or .yml, relative to `base`'s folder), or a mapping {base: NAME or
 // FILE, KEY: VALUE...} overriding keys. Throws UserError at the value.
 FrameworkProfile ReadFramework(const YamlValue& v, const std::string& base);
+// The keys of ReadFramework's mapping form (`base` and each profile field).
+const std::vector<std::string>& FrameworkProfileKeys();
 // workload.input: a dataset name or {dataset, per_sample, cores, prefetch}.
 InputPipeline ReadInputPipeline(const YamlValue& v);
 

@@ -50,6 +50,14 @@ const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
     "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model", "framework",
     "input"};
+const std::vector<std::string> kClusterKeys = {
+    "nodes", "devices_per_node", "device", "intra_node_link", "host_link", "network", "devices",
+    "links", "device_profile"};
+const std::vector<std::string> kNetworkKeys = {
+    "link", "topology", "nics_per_node", "nodes_per_leaf", "oversubscription", "spine_latency",
+    "collective_latency", "protocols", "transport", "intra_node_transport"};
+const std::vector<std::string> kParameterServerKeys = {
+    "servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation"};
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "averaging_groups", "post_local_steps", "outer_optimizer", "averaging_compression",
@@ -160,9 +168,7 @@ std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) 
 }
 
 NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
-  const YamlMap m = v.AsMap({"link", "topology", "nics_per_node", "nodes_per_leaf",
-                             "oversubscription", "spine_latency", "collective_latency",
-                             "protocols", "transport", "intra_node_transport"});
+  const YamlMap m = v.AsMap(kNetworkKeys);
   NetworkConfig n;
   if (auto x = m.Get("topology")) n.topology = ReadEnum(*x, kTopologies, TopologyName, "topology");
   if (auto x = m.Get("nics_per_node")) n.nics_per_node = x->AsInt(1);
@@ -189,8 +195,7 @@ NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog
 
 // `base` is the scenario file; a relative device profile is found next to it.
 ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
-  const YamlMap m = v.AsMap({"nodes", "devices_per_node", "device", "intra_node_link",
-                             "host_link", "network", "devices", "links", "device_profile"});
+  const YamlMap m = v.AsMap(kClusterKeys);
   ClusterConfig c;
   if (auto x = m.Get("nodes")) c.nodes = x->AsInt(1);
   if (auto x = m.Get("devices_per_node")) c.devices_per_node = x->AsInt(1);
@@ -364,8 +369,7 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
 }
 
 ParameterServerConfig ReadParameterServer(const YamlValue& v) {
-  const YamlMap m =
-      v.AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation"});
+  const YamlMap m = v.AsMap(kParameterServerKeys);
   ParameterServerConfig ps;
   if (auto x = m.Get("servers")) ps.servers = x->AsInt(1);
   if (auto x = m.Get("placement")) {
@@ -651,20 +655,32 @@ std::string NameProblem(const std::string& name) {
 // The entries of `root`'s top level and of its workload and parallelism
 // sections. REQUIRES: those sections were read (they are mappings).
 std::vector<YamlMap::Entry> MainEntries(const YamlMap& root) {
+  // The mappings whose keys are checked, by path, with their allowed keys.
+  const std::vector<std::pair<std::string, const std::vector<std::string>*>> sections = {
+      {"cluster", &kClusterKeys},
+      {"cluster.network", &kNetworkKeys},
+      {"workload", &kWorkloadKeys},
+      {"workload.framework", &FrameworkProfileKeys()},
+      {"parallelism", &kParallelismKeys},
+      {"parallelism.parameter_server", &kParameterServerKeys}};
   std::vector<YamlMap::Entry> entries;
-  for (const YamlMap::Entry& e : root.entries()) {
+  std::vector<YamlMap::Entry> pending(root.entries().begin(), root.entries().end());
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const YamlMap::Entry e = pending[i];
     entries.push_back(e);
-    const std::vector<std::string>* section = e.key == "workload"      ? &kWorkloadKeys
-                                              : e.key == "parallelism" ? &kParallelismKeys
-                                                                       : nullptr;
-    if (section == nullptr) continue;
-    const YamlMap inner = e.value.AsMap(*section);
-    entries.insert(entries.end(), inner.entries().begin(), inner.entries().end());
+    if (!e.value.IsMap()) continue;
+    const std::string path = e.value.path();
+    for (const auto& [section, keys] : sections) {
+      if (section != path) continue;
+      const YamlMap inner = e.value.AsMap(*keys);
+      pending.insert(pending.end(), inner.entries().begin(), inner.entries().end());
+    }
   }
   return entries;
 }
 
-// Keys of `root` (top level, workload, parallelism) that the scenario's
+// Keys of `root` (top level, cluster and its network, workload and its
+// framework, parallelism and its parameter servers) that the scenario's
 // strategy or engine does not use: an error at the first one, or, with
 // `unused`, all of them appended there.
 void CheckKeysUsed(const Scenario& s, const YamlMap& root, std::vector<UnusedKey>* unused) {
@@ -746,8 +762,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
     if (ps.aggregate_in_machine) {
       const YamlValue at = x->AsMap(kParallelismKeys)
                                .Require("parameter_server")
-                               .AsMap({"servers", "placement", "device", "replicas_to_aggregate",
-                                       "payload", "local_aggregation"})
+                               .AsMap(kParameterServerKeys)
                                .Require("local_aggregation");
       if (s.parallelism.sync == SyncMode::kAsynchronous)
         at.Fail("local_aggregation is synchronous (a machine sums its devices' "
@@ -760,7 +775,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
     if (ps.replicas_to_aggregate > s.cluster.num_devices()) {
       x->AsMap(kParallelismKeys)
           .Require("parameter_server")
-          .AsMap({"servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation"})
+          .AsMap(kParameterServerKeys)
           .Require("replicas_to_aggregate")
           .Fail("expected at most the cluster's " + std::to_string(s.cluster.num_devices()) +
                     " workers, got " + std::to_string(ps.replicas_to_aggregate),

@@ -123,6 +123,49 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
                            "tensor parallelism replicates: it needs strategy hybrid with "
                            "tensor_parallel > 1");
   }
+  // Keys that other keys make moot.
+  const NetworkConfig& net = s.cluster.network;
+  if ((path == "cluster.network.nodes_per_leaf" || path == "cluster.network.oversubscription" ||
+       path == "cluster.network.spine_latency") &&
+      net.topology != Topology::kFatTree) {
+    return std::string(path) + " has no effect without cluster.network.topology: fat_tree (a "
+                               "single switch has no leaves or spine)";
+  }
+  if ((path == "cluster.network.collective_latency" || path == "cluster.network.protocols") &&
+      UsesServers(s)) {
+    return Unused(s, path, "it prices collectives, and parameters move through the servers");
+  }
+  const FrameworkProfile& fw = s.workload.framework;
+  if (path == "workload.framework.optimizer_kernels_per_tensor" &&
+      fw.optimizer_loop != OptimizerLoop::kPerTensor) {
+    return "workload.framework.optimizer_kernels_per_tensor has no effect: the optimizer loop is "
+           "multi_tensor (optimizer_tensors_per_launch sets it)";
+  }
+  if (path == "workload.framework.optimizer_tensors_per_launch" &&
+      fw.optimizer_loop != OptimizerLoop::kMultiTensor) {
+    return "workload.framework.optimizer_tensors_per_launch has no effect: the optimizer loop is "
+           "per_tensor (optimizer_kernels_per_tensor sets it)";
+  }
+  if (path == "workload.framework.graph_launch" && !fw.cuda_graphs) {
+    return "workload.framework.graph_launch has no effect without cuda_graphs: true";
+  }
+  if (path == "workload.framework.sync_each_step" && UsesServers(s)) {
+    return Unused(s, path, "a parameter-server worker's host waits for the servers' reply every "
+                           "step anyway");
+  }
+  if (path == "workload.framework.sync_on_p2p" && !Pipelined(s)) {
+    return Unused(s, path, "only the pipelines of hybrid and model transfer between stages");
+  }
+  if ((path == "workload.framework.fusion_buffer" || path == "workload.framework.cycle_time") &&
+      !BucketedAllReduce(s)) {
+    return Unused(s, path,
+                  "Horovod's fusion buffer and cycle belong to the gradient all-reduce of "
+                  "strategies data and local_sgd with averaging all_reduce");
+  }
+  if (path == "parallelism.bucket_size" && BucketedAllReduce(s) && fw.fusion_buffer_bytes > 0) {
+    return "parallelism.bucket_size has no effect: workload.framework's fusion_buffer sets the "
+           "gradient buckets (Horovod)";
+  }
   if (path == "parallelism.partition" && !p.hybrid.stage_layers.empty()) {
     return "parallelism.partition has no effect when parallelism.stage_layers gives the chunks "
            "by hand";

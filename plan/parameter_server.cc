@@ -148,7 +148,9 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
                                          : std::function<void(OpId, TaskId)>{},
                                  o.recompute)
                         .last;
-      if (h > 1) {  // local SGD: the worker updates its own replica every step
+      // A worker that pushes parameters (local SGD, model averaging) has
+      // updated its own replica first, every step.
+      if (h > 1 || o.push_parameters) {
         Task opt;
         opt.kind = TaskKind::kOptimizer;
         opt.rank = w;

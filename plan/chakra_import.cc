@@ -152,6 +152,9 @@ std::optional<CollectiveOp> CollectiveOf(std::int64_t comm_type) {
     case cf::ALL_GATHER: return CollectiveOp::kAllGather;
     case cf::REDUCE_SCATTER: return CollectiveOp::kReduceScatter;
     case cf::BROADCAST: return CollectiveOp::kBroadcast;
+    case cf::REDUCE: return CollectiveOp::kReduce;
+    case cf::ALL_TO_ALL: return CollectiveOp::kAllToAll;
+    case cf::BARRIER: return CollectiveOp::kBarrier;
     default: return std::nullopt;
   }
 }
@@ -286,8 +289,8 @@ class Builder {
         const std::int64_t type = RequireInt(t, n, "comm_type", 0);
         if (!CollectiveOf(type)) {
           Fail(t.name, NodeText(n) + ": collective type " + std::to_string(type) +
-                           " is not supported (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
-                           "BROADCAST are)");
+                           " is not supported (ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, "
+                           "ALL_TO_ALL, REDUCE_SCATTER and BARRIER are)");
         }
         RequireInt(t, n, "comm_size", 0);
         arrived_[r] = true;

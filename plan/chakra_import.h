@@ -8,10 +8,11 @@
 //                   node's duration_micros; without one, num_ops FLOPs at
 //                   ChakraImportOptions::compute_flops_per_s.
 //   COMM_COLL_NODE  the rank's part of a collective (comm_type ALL_REDUCE,
-//                   ALL_GATHER, REDUCE_SCATTER or BROADCAST; comm_size bytes,
-//                   the plan's Collective::bytes). The k-th collective of
-//                   each rank is one collective over all ranks: every rank
-//                   must list the same sequence (type and size).
+//                   REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL,
+//                   REDUCE_SCATTER or BARRIER; comm_size bytes, the plan's
+//                   Collective::bytes). The k-th collective of each rank is
+//                   one collective over all ranks: every rank must list the
+//                   same sequence (type and size).
 //   COMM_SEND_NODE  a transfer of comm_size bytes to comm_dst;
 //   COMM_RECV_NODE  the matching receive (comm_src; the i-th receive from
 //                   a source matches that source's i-th send to this rank,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -90,6 +91,29 @@ TEST(ChakraImport, NumOpsAtTheGivenRate) {
             std::string::npos);
 }
 
+// Every collective type dtsim prices becomes its plan collective.
+TEST(ChakraImport, CollectiveTypes) {
+  const std::vector<std::pair<cf::CollectiveCommType, CollectiveOp>> types = {
+      {cf::ALL_REDUCE, CollectiveOp::kAllReduce},   {cf::REDUCE, CollectiveOp::kReduce},
+      {cf::ALL_GATHER, CollectiveOp::kAllGather},   {cf::BROADCAST, CollectiveOp::kBroadcast},
+      {cf::ALL_TO_ALL, CollectiveOp::kAllToAll},    {cf::REDUCE_SCATTER, CollectiveOp::kReduceScatter},
+      {cf::BARRIER, CollectiveOp::kBarrier}};
+  std::vector<ChakraTrace> traces;
+  for (int r = 0; r < 2; ++r) {
+    TraceWriter w;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      cf::Node* n = w.Node(i + 1, cf::COMM_COLL_NODE);
+      chakra_test::SetInt(n, "comm_type", types[i].first);
+      chakra_test::SetInt(n, "comm_size", types[i].first == cf::BARRIER ? 0 : 1024);
+    }
+    traces.push_back(w.Finish("t." + std::to_string(r) + ".et"));
+  }
+  const Plan plan = ImportChakra(traces, {});
+  ASSERT_EQ(plan.collectives().size(), types.size());
+  for (std::size_t i = 0; i < types.size(); ++i)
+    EXPECT_EQ(plan.collectives()[i].op, types[i].second) << CollectiveOpName(types[i].second);
+}
+
 TEST(ChakraImport, RefusesWhatItCannotRepresent) {
   {  // collectives that differ between ranks
     TraceWriter a, b;
@@ -132,12 +156,12 @@ TEST(ChakraImport, RefusesWhatItCannotRepresent) {
                   .find("node 1 'n1' depends on node 7, which the trace does not hold"),
               std::string::npos);
   }
-  {  // an all-to-all, which dtsim's plans do not express
+  {  // a gather, which dtsim's plans do not express
     TraceWriter a;
     cf::Node* n = a.Node(1, cf::COMM_COLL_NODE);
-    chakra_test::SetInt(n, "comm_type", cf::ALL_TO_ALL);
+    chakra_test::SetInt(n, "comm_type", cf::GATHER);
     chakra_test::SetInt(n, "comm_size", 8);
-    EXPECT_NE(ImportError({a.Finish("a.et")}).find("collective type 6 is not supported"),
+    EXPECT_NE(ImportError({a.Finish("a.et")}).find("collective type 3 is not supported"),
               std::string::npos);
   }
   {  // bytes that are not a trace, and a trace cut short

@@ -4,14 +4,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
 #include <queue>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -385,23 +382,6 @@ Plan ImportChakra(const std::vector<ChakraTrace>& traces, const ChakraImportOpti
   std::vector<RankTrace> decoded;
   for (const ChakraTrace& t : traces) decoded.push_back(Decode(t));
   return Builder(std::move(decoded), options).Build();
-}
-
-std::vector<ChakraTrace> ReadChakraTraces(const std::string& prefix) {
-  std::vector<ChakraTrace> traces;
-  for (int r = 0;; ++r) {
-    const std::string name = prefix + "." + std::to_string(r) + ".et";
-    std::ifstream in(name, std::ios::binary);
-    if (!in) break;
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    traces.push_back({name, bytes.str()});
-  }
-  if (traces.empty()) {
-    throw UserError(SourceLocation{prefix + ".0.et", 0, 0}, "no Chakra trace at this path",
-                    "give the traces' common prefix: PREFIX.0.et, PREFIX.1.et, ... one per rank");
-  }
-  return traces;
 }
 
 }  // namespace dtsim::plan

@@ -44,7 +44,8 @@ struct ChakraImportOptions {
   std::int64_t samples_per_iteration = 0;
 };
 
-// One trace: a name for messages and the file's bytes.
+// One trace: a name for messages and the file's bytes (plan/chakra_files.h
+// reads them from disk).
 struct ChakraTrace {
   std::string name;
   std::string bytes;
@@ -52,9 +53,5 @@ struct ChakraTrace {
 
 // The plan of `traces`, traces[r] being rank r's. REQUIRES: at least one.
 Plan ImportChakra(const std::vector<ChakraTrace>& traces, const ChakraImportOptions& options);
-
-// Reads PREFIX.0.et, PREFIX.1.et, ... (Chakra's naming) up to the first
-// that does not exist. Throws UserError when there is none.
-std::vector<ChakraTrace> ReadChakraTraces(const std::string& prefix);
 
 }  // namespace dtsim::plan

@@ -1233,8 +1233,20 @@ TEST_F(Cli, ChakraTraceOnAScenariosCluster) {
   Result bad = Dtsim("chakra " + (dir_ / "t").string() + " --cluster " +
                      (dir_ / "four.yaml").string() + " --out " + (dir_ / "c").string());
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("the trace has 2 ranks and the cluster 4 devices"), std::string::npos)
+  EXPECT_NE(bad.err.find((dir_ / "t").string() +
+                         ".2.et: error: rank 2's trace does not exist: the cluster has 4 devices"),
+            std::string::npos)
       << bad.err;
+  // A gap in the rank files is named, whatever the cluster: with t.3.et
+  // beside t.0.et and t.1.et, two devices no longer run ranks 0-1 alone.
+  fs::copy_file(dir_ / "t.1.et", dir_ / "t.3.et");
+  bad = Dtsim("chakra " + (dir_ / "t").string() + " --cluster " + (dir_ / "c.yaml").string() +
+              " --out " + (dir_ / "c").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find((dir_ / "t").string() + ".2.et: error: rank 2's trace does not exist, but"),
+            std::string::npos)
+      << bad.err;
+  fs::remove(dir_ / "t.3.et");
   bad = Dtsim("chakra " + (dir_ / "none").string() + " --cluster " + (dir_ / "c.yaml").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("none.0.et: error: no Chakra trace at this path"), std::string::npos)

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "config/scenario.h"
 #include "hw/catalog.h"
+#include "plan/chakra_files.h"
 #include "plan/chakra_import.h"
 #include "sim/cost_model.h"
 #include "sim/trace_simulation.h"
@@ -36,7 +37,8 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
       sim::DefaultComputeEfficiency(models::OpKind::kDense);
   options.algorithm = static_cast<plan::CollectiveAlgorithm>(s.parallelism.algorithm);
   options.samples_per_iteration = o.batch;
-  const std::vector<plan::ChakraTrace> traces = plan::ReadChakraTraces(o.prefix);
+  const std::vector<plan::ChakraTrace> traces =
+      plan::ReadChakraTraces(o.prefix, s.cluster.num_devices());
   const sim::TracePrediction p = sim::SimulateTracePlan(s, plan::ImportChakra(traces, options));
 
   std::size_t compute = 0, sends = 0;

@@ -8,11 +8,13 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <stdexcept>
 #include <set>
 #include <unordered_map>
 
 #include "common/error.h"
 #include "plan/chakra_et.pb.h"
+#include "plan/chakra_process_groups.h"
 
 namespace dtsim::plan {
 namespace {
@@ -132,6 +134,17 @@ std::optional<std::int64_t> IntAttr(const cf::Node& n, const std::string& name) 
   return std::nullopt;
 }
 
+std::optional<std::string> StringAttr(const cf::Node& n, const std::string& name) {
+  for (const cf::AttributeProto& a : n.attr()) {
+    if (a.name() == name && a.value_case() == cf::AttributeProto::kStringVal) return a.string_val();
+    if (a.name() == name && a.value_case() != cf::AttributeProto::VALUE_NOT_SET) {
+      // Some writers give a group's name as a number.
+      if (const std::optional<std::int64_t> v = IntAttr(n, name)) return std::to_string(*v);
+    }
+  }
+  return std::nullopt;
+}
+
 std::int64_t RequireInt(const RankTrace& t, const cf::Node& n, const std::string& name,
                         std::int64_t min) {
   const std::optional<std::int64_t> v = IntAttr(n, name);
@@ -168,13 +181,13 @@ class Builder {
     std::vector<RankId> all(static_cast<std::size_t>(ranks));
     for (RankId r = 0; r < ranks; ++r) all[static_cast<std::size_t>(r)] = r;
     group_ = plan_.AddGroup(all);
+    ReadProcessGroups();
     plan_.strategy = "chakra";
     plan_.iterations = 1;
     plan_.samples_per_iteration = options_.samples_per_iteration;
     done_.resize(traces_.size());
     pos_.assign(traces_.size(), 0);
-    collectives_seen_.assign(traces_.size(), 0);
-    arrived_.assign(traces_.size(), false);
+    arrival_.resize(traces_.size());
     index_.resize(traces_.size());
     for (std::size_t r = 0; r < traces_.size(); ++r) {
       done_[r].resize(traces_[r].nodes.size());
@@ -282,7 +295,7 @@ class Builder {
         break;
       }
       case cf::COMM_COLL_NODE: {
-        if (arrived_[r]) return false;  // waiting for the other ranks
+        if (arrival_[r].waiting) return false;  // for the other members
         const std::int64_t type = RequireInt(t, n, "comm_type", 0);
         if (!CollectiveOf(type)) {
           Fail(t.name, NodeText(n) + ": collective type " + std::to_string(type) +
@@ -290,9 +303,7 @@ class Builder {
                            "ALL_TO_ALL, REDUCE_SCATTER and BARRIER are)");
         }
         RequireInt(t, n, "comm_size", 0);
-        arrived_[r] = true;
-        arrival_deps_.resize(traces_.size());
-        arrival_deps_[r] = std::move(deps);
+        arrival_[r] = {true, GroupOf(r, n), std::move(deps)};
         return false;
       }
       default:
@@ -303,52 +314,158 @@ class Builder {
     return true;
   }
 
-  // When every rank has reached its next collective: adds it.
+  // Adds every collective whose group's members have all reached it;
+  // true when it added one.
   bool TryCollective() {
-    for (bool a : arrived_) {
-      if (!a) return false;
+    bool added = false;
+    for (std::size_t r = 0; r < traces_.size(); ++r) {
+      if (arrival_[r].waiting && GroupReady(arrival_[r].group)) {
+        AddGroupCollective(arrival_[r].group);
+        added = true;
+      }
     }
-    const cf::Node& first = traces_[0].nodes[pos_[0]];
+    return added;
+  }
+
+  bool GroupReady(std::int32_t group) const {
+    for (RankId m : plan_.groups()[static_cast<std::size_t>(group)]) {
+      const Arrival& a = arrival_[static_cast<std::size_t>(m)];
+      if (!a.waiting || a.group != group) return false;
+    }
+    return true;
+  }
+
+  // The collective every member of `group` waits at. REQUIRES: GroupReady.
+  void AddGroupCollective(std::int32_t group) {
+    const auto& members = plan_.groups()[static_cast<std::size_t>(group)];
+    const auto first_rank = static_cast<std::size_t>(members.front());
+    const cf::Node& first = traces_[first_rank].nodes[pos_[first_rank]];
     const std::int64_t type = *IntAttr(first, "comm_type");
     const std::int64_t size = *IntAttr(first, "comm_size");
-    for (std::size_t r = 1; r < traces_.size(); ++r) {
+    std::vector<std::vector<TaskId>> deps;
+    for (RankId m : members) {
+      const auto r = static_cast<std::size_t>(m);
       const cf::Node& n = traces_[r].nodes[pos_[r]];
       if (*IntAttr(n, "comm_type") != type || *IntAttr(n, "comm_size") != size) {
         Fail(traces_[r].name,
-             NodeText(n) + ": collective " + std::to_string(collectives_seen_[r]) +
-                 " of this rank (type " + std::to_string(*IntAttr(n, "comm_type")) + ", " +
-                 std::to_string(*IntAttr(n, "comm_size")) + " bytes) differs from rank 0's (" +
-                 NodeText(first) + ", type " + std::to_string(type) + ", " +
-                 std::to_string(size) + " bytes)",
-             "every rank lists the same collectives in the same order");
+             NodeText(n) + ": collective " + std::to_string(seen_[{m, group}]) + " of this rank" +
+                 GroupText(group) + " (type " + std::to_string(*IntAttr(n, "comm_type")) + ", " +
+                 std::to_string(*IntAttr(n, "comm_size")) + " bytes) differs from rank " +
+                 std::to_string(members.front()) + "'s (" + NodeText(first) + ", type " +
+                 std::to_string(type) + ", " + std::to_string(size) + " bytes)",
+             "every member of a group lists the group's collectives in the same order");
       }
+      deps.push_back(std::move(arrival_[r].deps));
     }
     Collective c;
     c.op = *CollectiveOf(type);
     c.algorithm = options_.algorithm;
     c.bytes = static_cast<double>(size);
-    c.group = group_;
-    c.bucket = collectives_seen_[0];
-    const std::int32_t index = plan_.AddCollective(c, arrival_deps_, 0);
-    for (std::size_t r = 0; r < traces_.size(); ++r) {
-      done_[r][pos_[r]] = {plan_.collectives()[static_cast<std::size_t>(index)].tasks[r]};
+    c.group = group;
+    c.bucket = seen_[{members.front(), group}];
+    const std::int32_t index = plan_.AddCollective(c, deps, 0);
+    const auto& tasks = plan_.collectives()[static_cast<std::size_t>(index)].tasks;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const auto r = static_cast<std::size_t>(members[k]);
+      done_[r][pos_[r]] = {tasks[k]};
       ++pos_[r];
-      ++collectives_seen_[r];
-      arrived_[r] = false;
+      ++seen_[{members[k], group}];
+      arrival_[r] = {};
     }
-    return true;
+  }
+
+  // " on process group 'NAME'" for a named group, "" for all ranks.
+  std::string GroupText(std::int32_t group) const {
+    for (const auto& [name, g] : named_groups_) {
+      if (g == group) return " on process group '" + name + "'";
+    }
+    return "";
+  }
+
+  // The plan group of collective node `n` of rank r: its pg_name's, or all
+  // ranks without one.
+  std::int32_t GroupOf(std::size_t r, const cf::Node& n) {
+    const std::optional<std::string> pg = StringAttr(n, "pg_name");
+    if (!pg) return group_;
+    const auto it = named_groups_.find(*pg);
+    if (it == named_groups_.end()) {
+      Fail(traces_[r].name,
+           NodeText(n) + ": process group '" + *pg + "' has no list of members",
+           "a METADATA_NODE '## process_group:init ##' (PyTorch records it when the "
+           "execution-trace observer runs before the groups are made) or a communicator-group "
+           "file (--comm-groups) lists each group's ranks");
+    }
+    const auto& members = plan_.groups()[static_cast<std::size_t>(it->second)];
+    if (std::find(members.begin(), members.end(), static_cast<RankId>(r)) == members.end()) {
+      Fail(traces_[r].name, NodeText(n) + ": rank " + std::to_string(r) +
+                                " is not a member of process group '" + *pg + "'");
+    }
+    return it->second;
+  }
+
+  // Plan groups for the process groups of the options and of the traces'
+  // metadata nodes; every definition of a group must give the same ranks.
+  void ReadProcessGroups() {
+    std::map<std::string, std::pair<std::vector<RankId>, std::string>> defined;  // -> where
+    auto define = [&](const ChakraProcessGroups& groups, const std::string& where,
+                      const std::string& file) {
+      for (const auto& [name, ranks] : groups) {
+        std::vector<RankId> members;
+        for (int q : ranks) {
+          if (q >= static_cast<int>(traces_.size())) {
+            Fail(file, where + ": process group '" + name + "' lists rank " + std::to_string(q) +
+                           ", and there are " + std::to_string(traces_.size()) + " ranks");
+          }
+          members.push_back(q);
+        }
+        if (members.empty()) members = plan_.groups()[static_cast<std::size_t>(group_)];
+        std::sort(members.begin(), members.end());
+        if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
+          Fail(file, where + ": process group '" + name + "' lists a rank twice");
+        }
+        const auto [it, added] = defined.emplace(name, std::make_pair(members, where));
+        if (!added && it->second.first != members) {
+          Fail(file, where + ": process group '" + name + "' has other ranks than " +
+                         it->second.second + " gives it");
+        }
+      }
+    };
+    define(options_.process_groups, "the communicator groups", options_.process_groups_file);
+    for (const RankTrace& t : traces_) {
+      for (const cf::Node& n : t.nodes) {
+        if (n.type() != cf::METADATA_NODE || !n.has_inputs()) continue;
+        std::optional<ChakraProcessGroups> groups;
+        try {
+          groups = ParseProcessGroupMetadata(n.inputs().values());
+        } catch (const std::invalid_argument& e) {
+          Fail(t.name, NodeText(n) + ": " + e.what());
+        }
+        if (groups) define(*groups, t.name + " " + NodeText(n), t.name);
+      }
+    }
+    std::map<std::vector<RankId>, std::int32_t> index{{plan_.groups()[0], group_}};
+    for (const auto& [name, def] : defined) {
+      const auto [it, added] = index.emplace(def.first, 0);
+      if (added) it->second = plan_.AddGroup(def.first);
+      named_groups_[name] = it->second;
+    }
   }
 
   [[noreturn]] void Stuck(std::size_t r) const {
     const cf::Node& n = traces_[r].nodes[pos_[r]];
     if (n.type() == cf::COMM_COLL_NODE) {
+      const std::int32_t group = arrival_[r].group;
       std::string missing;
-      for (std::size_t q = 0; q < traces_.size(); ++q) {
-        if (!arrived_[q]) missing += (missing.empty() ? "" : ", ") + std::to_string(q);
+      for (RankId q : plan_.groups()[static_cast<std::size_t>(group)]) {
+        const Arrival& a = arrival_[static_cast<std::size_t>(q)];
+        if (!a.waiting || a.group != group)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(q);
       }
+      const auto it = seen_.find({static_cast<RankId>(r), group});
       Fail(traces_[r].name, NodeText(n) + " is collective " +
-                                std::to_string(collectives_seen_[r]) +
-                                " of this rank, which ranks " + missing + " never reach");
+                                std::to_string(it == seen_.end() ? 0 : it->second) +
+                                " of this rank" + GroupText(group) + ", which ranks " + missing +
+                                " never reach");
     }
     Fail(traces_[r].name, NodeText(n) + " receives from rank " +
                               std::to_string(IntAttr(n, "comm_src").value_or(-1)) +
@@ -368,9 +485,15 @@ class Builder {
   std::vector<std::vector<std::vector<TaskId>>> done_;  // per rank, per node
   std::vector<std::unordered_map<std::uint64_t, std::size_t>> index_;  // node id -> position
   std::vector<std::size_t> pos_;
-  std::vector<std::int32_t> collectives_seen_;
-  std::vector<bool> arrived_;  // at its next collective
-  std::vector<std::vector<TaskId>> arrival_deps_;
+  // A rank at a collective, waiting for the other members of its group.
+  struct Arrival {
+    bool waiting = false;
+    std::int32_t group = 0;
+    std::vector<TaskId> deps;
+  };
+  std::vector<Arrival> arrival_;                             // per rank
+  std::map<std::pair<RankId, std::int32_t>, std::int32_t> seen_;  // (rank, group) -> collectives
+  std::map<std::string, std::int32_t> named_groups_;         // process group -> plan group
   std::map<std::pair<RankId, RankId>, std::vector<Sent>> sends_;
   std::map<std::pair<RankId, RankId>, std::size_t> received_;
 };

@@ -10,8 +10,10 @@
 //   COMM_COLL_NODE  the rank's part of a collective (comm_type ALL_REDUCE,
 //                   REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL,
 //                   REDUCE_SCATTER or BARRIER; comm_size bytes, the plan's
-//                   Collective::bytes). The k-th collective of each rank is
-//                   one collective over all ranks: every rank must list the
+//                   Collective::bytes) over the ranks of its process group
+//                   (pg_name, plan/chakra_process_groups.h), or over all
+//                   ranks without one. The k-th collective of each member on
+//                   a group is one collective: every member must list the
 //                   same sequence (type and size).
 //   COMM_SEND_NODE  a transfer of comm_size bytes to comm_dst;
 //   COMM_RECV_NODE  the matching receive (comm_src; the i-th receive from
@@ -20,6 +22,7 @@
 //                   wait for the transfer.
 //   METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE
 //                   no time; nodes after them wait for what they wait for.
+//                   A METADATA_NODE may list the process groups.
 // data_deps and ctrl_deps both order nodes; a rank's nodes run in an order
 // that respects them (the file's order where it does).
 //
@@ -30,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/chakra_process_groups.h"
 #include "plan/plan.h"
 
 namespace dtsim::plan {
@@ -42,6 +46,10 @@ struct ChakraImportOptions {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   // The plan's global batch (for throughput); 0 = unknown.
   std::int64_t samples_per_iteration = 0;
+  // Process groups besides those the traces' metadata nodes list (an
+  // ASTRA-sim communicator-group file), and that file's name for messages.
+  ChakraProcessGroups process_groups;
+  std::string process_groups_file;
 };
 
 // One trace: a name for messages and the file's bytes (plan/chakra_files.h

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "plan/chakra_process_groups.h"
 #include "plan/chakra_test_traces.h"
 
 namespace dtsim::plan {
@@ -173,6 +176,116 @@ TEST(ChakraImport, RefusesWhatItCannotRepresent) {
     t.bytes.pop_back();
     EXPECT_NE(ImportError({t}).find("cut.et: message 1"), std::string::npos) << ImportError({t});
   }
+}
+
+
+// Process groups as PyTorch records them and Chakra's converter keeps them:
+// a METADATA_NODE listing each group's ranks (empty = all), and pg_name on
+// every collective.
+cf::Node* ProcessGroupInit(TraceWriter& w, std::uint64_t id, const std::string& groups) {
+  cf::Node* n = w.Node(id, cf::METADATA_NODE);
+  n->set_name("## process_group:init ##");
+  n->mutable_inputs()->set_values("['" + groups + "']");
+  return n;
+}
+
+void SetString(cf::Node* n, const std::string& name, const std::string& v) {
+  cf::AttributeProto* a = n->add_attr();
+  a->set_name(name);
+  a->set_string_val(v);
+}
+
+// Four ranks, tensor-parallel pairs {0, 1} and {2, 3} (groups "1" and "2")
+// and data-parallel pairs {0, 2} and {1, 3} ("3" and "4"); the default
+// group "0" is every rank. Each rank all-reduces in its tensor-parallel
+// group, then in its data-parallel group, then a barrier over group "0".
+// Collectives with a pg_name used to run over all four ranks.
+TEST(ChakraImport, CollectivesRunOverTheirProcessGroup) {
+  const std::string groups =
+      R"([{"pg_name": "0", "pg_desc": "default_pg", "ranks": []}, )"
+      R"({"pg_name": "1", "ranks": [0, 1]}, {"pg_name": "2", "ranks": [2, 3]}, )"
+      R"({"pg_name": "3", "ranks": [0, 2]}, {"pg_name": "4", "ranks": [1, 3]}])";
+  std::vector<ChakraTrace> traces;
+  for (int r = 0; r < 4; ++r) {
+    TraceWriter w;
+    ProcessGroupInit(w, 1, groups);
+    SetString(AllReduce(w, 2, 1000, {1}), "pg_name", r < 2 ? "1" : "2");
+    SetString(AllReduce(w, 3, 2000, {2}), "pg_name", r % 2 == 0 ? "3" : "4");
+    cf::Node* b = w.Node(4, cf::COMM_COLL_NODE, {3});
+    chakra_test::SetInt(b, "comm_type", cf::BARRIER);
+    chakra_test::SetInt(b, "comm_size", 0);
+    SetString(b, "pg_name", "0");
+    traces.push_back(w.Finish("pg." + std::to_string(r) + ".et"));
+  }
+  const Plan plan = ImportChakra(traces, {});
+  // 2 tensor-parallel + 2 data-parallel all-reduces + 1 barrier.
+  ASSERT_EQ(plan.collectives().size(), 5u);
+  std::vector<std::pair<std::vector<RankId>, double>> seen;
+  for (const Collective& c : plan.collectives())
+    seen.push_back({plan.groups()[static_cast<std::size_t>(c.group)], c.bytes});
+  std::sort(seen.begin(), seen.end());
+  const std::vector<std::pair<std::vector<RankId>, double>> expected = {
+      {{0, 1}, 1000}, {{0, 1, 2, 3}, 0}, {{0, 2}, 2000}, {{1, 3}, 2000}, {{2, 3}, 1000}};
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(ChakraImport, RefusesProcessGroupsItCannotPlace) {
+  const auto trace = [](const std::string& groups, const std::string& pg, int rank) {
+    TraceWriter w;
+    if (!groups.empty()) ProcessGroupInit(w, 1, groups);
+    SetString(AllReduce(w, 2, 8), "pg_name", pg);
+    return w.Finish("g." + std::to_string(rank) + ".et");
+  };
+  {  // a group the trace does not list
+    const std::string e = ImportError({trace("", "5", 0), trace("", "5", 1)});
+    EXPECT_NE(e.find("g.0.et: node 2 'n2': process group '5' has no list of members"),
+              std::string::npos)
+        << e;
+  }
+  {  // a rank outside the group it names
+    const std::string g = R"([{"pg_name": "1", "ranks": [0]}])";
+    const std::string e = ImportError({trace(g, "1", 0), trace(g, "1", 1)});
+    EXPECT_NE(e.find("g.1.et: node 2 'n2': rank 1 is not a member of process group '1'"),
+              std::string::npos)
+        << e;
+  }
+  {  // ranks that disagree on a group's members
+    const std::string e = ImportError({trace(R"([{"pg_name": "1", "ranks": [0, 1]}])", "1", 0),
+                                       trace(R"([{"pg_name": "1", "ranks": [1]}])", "1", 1)});
+    EXPECT_NE(e.find("process group '1' has other ranks than g.0.et node 1"), std::string::npos)
+        << e;
+  }
+  {  // metadata that mentions pg_name but is not the form
+    const std::string e = ImportError({trace(R"({"pg_name": 1})", "1", 0)});
+    EXPECT_NE(e.find("g.0.et: node 1 '## process_group:init ##': process-group metadata is not a "
+                     "list of groups"),
+              std::string::npos)
+        << e;
+  }
+  {  // a group's collective one member never reaches
+    const std::string g = R"([{"pg_name": "1", "ranks": [0, 1]}])";
+    TraceWriter b;
+    ProcessGroupInit(b, 1, g);
+    Comp(b, 2, 10);
+    const std::string e = ImportError({trace(g, "1", 0), b.Finish("g.1.et")});
+    EXPECT_NE(e.find("g.0.et: node 2 'n2' is collective 0 of this rank on process group '1', "
+                     "which ranks 1 never reach"),
+              std::string::npos)
+        << e;
+  }
+}
+
+TEST(ChakraProcessGroups, ParsesBothForms) {
+  const auto meta = ParseProcessGroupMetadata(
+      R"(['[{"pg_name": "0", "ranks": []}, {"pg_name": "7", "pg_desc": "it\'s", "ranks": [3, 1]}]'])");
+  ASSERT_TRUE(meta.has_value());
+  EXPECT_EQ(meta->at("0"), std::vector<int>{});
+  EXPECT_EQ(meta->at("7"), (std::vector<int>{3, 1}));
+  EXPECT_FALSE(ParseProcessGroupMetadata("['[1, 2]']").has_value());  // not about groups
+  const ChakraProcessGroups file = ParseCommGroupFile(R"({"1": [0, 1], "2": [2, 3]})");
+  EXPECT_EQ(file.at("2"), (std::vector<int>{2, 3}));
+  EXPECT_THROW(ParseCommGroupFile("[1]"), std::invalid_argument);
+  EXPECT_THROW(ParseCommGroupFile(R"({"1": [-1]})"), std::invalid_argument);
 }
 
 }  // namespace

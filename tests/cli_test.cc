@@ -1247,6 +1247,31 @@ TEST_F(Cli, ChakraTraceOnAScenariosCluster) {
             std::string::npos)
       << bad.err;
   fs::remove(dir_ / "t.3.et");
+
+  // A collective on a process group ("1": ranks 0 and 1) that the traces do
+  // not list: refused, unless a communicator-group file gives its ranks.
+  for (int rank = 0; rank < 2; ++rank) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    dtsim::chakra_format::AttributeProto* name = w.AllReduce(1, 1 << 20)->add_attr();
+    name->set_name("pg_name");
+    name->set_string_val("1");
+    std::ofstream(dir_ / ("pg." + std::to_string(rank) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  const std::string pg_args = "chakra " + (dir_ / "pg").string() + " --cluster " +
+                              (dir_ / "c.yaml").string() + " --out " + (dir_ / "pg").string();
+  bad = Dtsim(pg_args);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("process group '1' has no list of members"), std::string::npos) << bad.err;
+  std::ofstream(dir_ / "groups.json") << R"({"1": [0, 1]})";
+  const Result pg = Dtsim(pg_args + " --comm-groups " + (dir_ / "groups.json").string());
+  ASSERT_EQ(pg.status, 0) << pg.err;
+  EXPECT_EQ(nlohmann::json::parse(Slurp(dir_ / "pg" / "summary.json"))["collectives"], 1);
+  std::ofstream(dir_ / "groups.json") << R"([0, 1])";
+  bad = Dtsim(pg_args + " --comm-groups " + (dir_ / "groups.json").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find((dir_ / "groups.json").string() + ": error: not a JSON object"),
+            std::string::npos)
+      << bad.err;
   bad = Dtsim("chakra " + (dir_ / "none").string() + " --cluster " + (dir_ / "c.yaml").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("none.0.et: error: no Chakra trace at this path"), std::string::npos)

@@ -2,7 +2,10 @@
 // file per rank, PREFIX.<rank>.et) simulated on a scenario's cluster.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
+#include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +40,20 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
       sim::DefaultComputeEfficiency(models::OpKind::kDense);
   options.algorithm = static_cast<plan::CollectiveAlgorithm>(s.parallelism.algorithm);
   options.samples_per_iteration = o.batch;
+  if (!o.comm_groups.empty()) {
+    std::ifstream in(o.comm_groups);
+    if (!in) throw UserError(SourceLocation{o.comm_groups, 0, 0}, "cannot be read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+      options.process_groups = plan::ParseCommGroupFile(text.str());
+    } catch (const std::invalid_argument& e) {
+      throw UserError(SourceLocation{o.comm_groups, 0, 0}, e.what(),
+                      "a communicator-group file maps each process group's name to its ranks: "
+                      "{\"1\": [0, 1], \"2\": [2, 3]}");
+    }
+    options.process_groups_file = o.comm_groups;
+  }
   const std::vector<plan::ChakraTrace> traces =
       plan::ReadChakraTraces(o.prefix, s.cluster.num_devices());
   const sim::TracePrediction p = sim::SimulateTracePlan(s, plan::ImportChakra(traces, options));

@@ -110,6 +110,7 @@ struct ChakraOptions {
   std::string engine;        // overrides the scenario's when set
   std::string out_dir;       // default results/chakra-<prefix's file name>
   std::int64_t batch = 0;    // samples per step of the trace, for throughput
+  std::string comm_groups;   // ASTRA-sim communicator-group JSON; "" = none
 };
 // Simulates a Chakra trace (plan/chakra_import.h) on a scenario's cluster
 // (sim/trace_simulation.h): prints the step time and its breakdown, writes

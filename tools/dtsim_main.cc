@@ -421,6 +421,9 @@ int main(int argc, char** argv) {
                          "Output folder (default results/chakra-<prefix's file name>)");
   chakra_cmd->add_option("--batch", chakra.batch, "Samples per step of the trace, for throughput")
       ->check(CLI::PositiveNumber);
+  chakra_cmd->add_option("--comm-groups", chakra.comm_groups,
+                         "ASTRA-sim communicator-group file ({\"1\": [0, 1], ...}): the ranks of "
+                         "each pg_name the traces' metadata does not list");
 
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(

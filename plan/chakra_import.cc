@@ -60,7 +60,7 @@ bool ReadDelimited(google::protobuf::io::CodedInputStream& in, int total, Messag
 
 // Decodes a trace and orders its nodes: by their dependencies, the file's
 // order among nodes that are ready together.
-RankTrace Decode(const ChakraTrace& t) {
+RankTrace Decode(const ChakraTrace& t, const ChakraCleanup& cleanup, ChakraImportReport* report) {
   RankTrace r{t.name, {}};
   if (t.bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     Fail(t.name, "the trace is larger than 2 GiB");
@@ -82,19 +82,38 @@ RankTrace Decode(const ChakraTrace& t) {
       Fail(t.name, "two nodes have id " + std::to_string(nodes[i].id()));
     }
   }
+  // Each node's dependencies become its data_deps (the builder reads
+  // those): both lists, less what the clean-up drops.
+  bool ctrl_ordered = false;  // a ctrl_dep orders some node
+  for (cf::Node& n : nodes) {
+    std::set<std::uint64_t> deps(n.data_deps().begin(), n.data_deps().end());
+    if (cleanup.ignore_ctrl_deps) {
+      report->ctrl_deps_ignored += n.ctrl_deps_size();
+    } else {
+      ctrl_ordered |= n.ctrl_deps_size() > 0;
+      deps.insert(n.ctrl_deps().begin(), n.ctrl_deps().end());
+    }
+    n.clear_data_deps();
+    n.clear_ctrl_deps();
+    for (std::uint64_t d : deps) {
+      if (index.count(d)) {
+        n.add_data_deps(d);
+      } else if (cleanup.drop_dangling_deps) {
+        ++report->dangling_deps_dropped;
+      } else {
+        Fail(t.name, NodeText(n) + " depends on node " + std::to_string(d) +
+                         ", which the trace does not hold",
+             "Chakra's PyTorch converter drops nodes others still depend on; "
+             "--drop-dangling-deps drops such dependencies");
+      }
+    }
+  }
   // Kahn's algorithm, smallest file position first.
   std::vector<std::vector<std::size_t>> after(nodes.size());
   std::vector<int> waiting(nodes.size(), 0);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    std::set<std::uint64_t> deps(nodes[i].data_deps().begin(), nodes[i].data_deps().end());
-    deps.insert(nodes[i].ctrl_deps().begin(), nodes[i].ctrl_deps().end());
-    for (std::uint64_t d : deps) {
-      const auto it = index.find(d);
-      if (it == index.end()) {
-        Fail(t.name, NodeText(nodes[i]) + " depends on node " + std::to_string(d) +
-                         ", which the trace does not hold");
-      }
-      after[it->second].push_back(i);
+    for (std::uint64_t d : nodes[i].data_deps()) {
+      after[index.at(d)].push_back(i);
       ++waiting[i];
     }
   }
@@ -112,7 +131,13 @@ RankTrace Decode(const ChakraTrace& t) {
   }
   if (r.nodes.size() != nodes.size()) {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (waiting[i] > 0) Fail(t.name, NodeText(nodes[i]) + " is on a dependency cycle");
+      if (waiting[i] > 0) {
+        Fail(t.name, NodeText(nodes[i]) + " is on a dependency cycle (or waits for one)",
+             ctrl_ordered ? "in Chakra's PyTorch converter output ctrl_deps name a node's caller "
+                            "(its parent operator), not an order; --ignore-ctrl-deps orders "
+                            "nodes by their data_deps only"
+                          : "");
+      }
     }
   }
   return r;
@@ -130,6 +155,13 @@ std::optional<std::int64_t> IntAttr(const cf::Node& n, const std::string& name) 
             a.uint64_val(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
       default: return std::nullopt;
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> BoolAttr(const cf::Node& n, const std::string& name) {
+  for (const cf::AttributeProto& a : n.attr()) {
+    if (a.name() == name && a.value_case() == cf::AttributeProto::kBoolVal) return a.bool_val();
   }
   return std::nullopt;
 }
@@ -171,8 +203,9 @@ std::optional<CollectiveOp> CollectiveOf(std::int64_t comm_type) {
 
 class Builder {
  public:
-  Builder(std::vector<RankTrace> traces, const ChakraImportOptions& options)
-      : traces_(std::move(traces)), options_(options) {}
+  Builder(std::vector<RankTrace> traces, const ChakraImportOptions& options,
+          ChakraImportReport* report)
+      : traces_(std::move(traces)), options_(options), report_(report) {}
 
   Plan Build() {
     const auto ranks = static_cast<RankId>(traces_.size());
@@ -218,8 +251,7 @@ class Builder {
       const std::size_t i = index_[r].at(id);  // earlier in the order (Decode)
       tasks.insert(done_[r][i].begin(), done_[r][i].end());
     };
-    for (std::uint64_t d : n.data_deps()) add(d);
-    for (std::uint64_t d : n.ctrl_deps()) add(d);
+    for (std::uint64_t d : n.data_deps()) add(d);  // both lists (Decode)
     return {tasks.begin(), tasks.end()};
   }
 
@@ -238,6 +270,21 @@ class Builder {
         mine = deps;
         break;
       case cf::COMP_NODE: {
+        if (BoolAttr(n, "is_cpu_op").value_or(false)) {
+          if (options_.cleanup.host_ops == ChakraHostOps::kDrop) {
+            ++report_->host_ops_dropped;
+            mine = deps;
+            break;
+          }
+          if (options_.cleanup.host_ops == ChakraHostOps::kRefuse && n.duration_micros() > 0) {
+            Fail(t.name, NodeText(n) + " is a host operator (is_cpu_op) of " +
+                             std::to_string(n.duration_micros()) +
+                             " us, and dtsim simulates a rank's GPU stream only",
+                 "--host-ops drop gives host operators no time; --host-ops serialize runs them "
+                 "on the GPU's compute stream with its kernels (one after the other)");
+          }
+          ++report_->host_ops_serialized;
+        }
         Task task;
         task.kind = TaskKind::kForward;
         task.stream = StreamKind::kCompute;
@@ -253,6 +300,8 @@ class Builder {
             task.seconds = static_cast<double>(*flops) / options_.compute_flops_per_s;
           }
         }
+        ++report_->compute_nodes;
+        report_->zero_duration_compute_nodes += task.seconds == 0;
         mine = {plan_.AddTask(task, deps)};
         break;
       }
@@ -480,6 +529,7 @@ class Builder {
 
   std::vector<RankTrace> traces_;
   ChakraImportOptions options_;
+  ChakraImportReport* report_;
   Plan plan_;
   std::int32_t group_ = 0;
   std::vector<std::vector<std::vector<TaskId>>> done_;  // per rank, per node
@@ -500,11 +550,15 @@ class Builder {
 
 }  // namespace
 
-Plan ImportChakra(const std::vector<ChakraTrace>& traces, const ChakraImportOptions& options) {
+Plan ImportChakra(const std::vector<ChakraTrace>& traces, const ChakraImportOptions& options,
+                  ChakraImportReport* report) {
   DTSIM_CHECK(!traces.empty(), "at least one trace");
+  ChakraImportReport local;
+  if (report == nullptr) report = &local;
+  *report = {};
   std::vector<RankTrace> decoded;
-  for (const ChakraTrace& t : traces) decoded.push_back(Decode(t));
-  return Builder(std::move(decoded), options).Build();
+  for (const ChakraTrace& t : traces) decoded.push_back(Decode(t, options.cleanup, report));
+  return Builder(std::move(decoded), options, report).Build();
 }
 
 }  // namespace dtsim::plan

@@ -288,5 +288,108 @@ TEST(ChakraProcessGroups, ParsesBothForms) {
   EXPECT_THROW(ParseCommGroupFile(R"({"1": [-1]})"), std::invalid_argument);
 }
 
+
+void SetBool(cf::Node* n, const std::string& name, bool v) {
+  cf::AttributeProto* a = n->add_attr();
+  a->set_name(name);
+  a->set_bool_val(v);
+}
+
+// What Chakra's PyTorch converter writes, in small: host operators
+// (is_cpu_op) whose ctrl_deps name their caller, GPU kernels after them,
+// a dependency on a node the converter dropped (99), and a caller whose
+// data_deps wait for its callee (a cycle through ctrl_deps):
+//   1 aten::linear (host, 30 us)  data_deps [2]
+//   2 aten::addmm  (host, 20 us)  ctrl_deps [1]
+//   3 gemm kernel  (GPU, 100 us)  ctrl_deps [2], data_deps [2]
+//   4 add kernel   (GPU, 50 us)   data_deps [3, 99]
+ChakraTrace ConverterShapedTrace() {
+  TraceWriter w;
+  cf::Node* linear = Comp(w, 1, 30, {2});
+  SetBool(linear, "is_cpu_op", true);
+  cf::Node* addmm = Comp(w, 2, 20);
+  addmm->add_ctrl_deps(1);
+  SetBool(addmm, "is_cpu_op", true);
+  cf::Node* gemm = Comp(w, 3, 100, {2});
+  gemm->add_ctrl_deps(2);
+  SetBool(gemm, "is_cpu_op", false);
+  SetBool(Comp(w, 4, 50, {3, 99}), "is_cpu_op", false);
+  return w.Finish("conv.0.et");
+}
+
+std::string ImportError(const ChakraTrace& trace, const ChakraCleanup& cleanup) {
+  ChakraImportOptions options;
+  options.cleanup = cleanup;
+  try {
+    ImportChakra({trace}, options);
+  } catch (const UserError& e) {
+    return e.where().ToString() + ": " + e.message() + " hint: " + e.hint();
+  }
+  return "";
+}
+
+// Each defect of converter output is refused by default, with the clean-up
+// that removes it named; with every clean-up the GPU kernels remain.
+TEST(ChakraImport, ConverterOutputIsCleanedUpOnlyWhenAsked) {
+  const ChakraTrace trace = ConverterShapedTrace();
+  ChakraCleanup cleanup;
+  std::string e = ImportError(trace, cleanup);
+  EXPECT_NE(e.find("conv.0.et: node 4 'n4' depends on node 99, which the trace does not hold"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--drop-dangling-deps"), std::string::npos) << e;
+  cleanup.drop_dangling_deps = true;
+  e = ImportError(trace, cleanup);
+  EXPECT_NE(e.find("is on a dependency cycle"), std::string::npos) << e;
+  EXPECT_NE(e.find("--ignore-ctrl-deps"), std::string::npos) << e;
+  cleanup.ignore_ctrl_deps = true;
+  e = ImportError(trace, cleanup);
+  EXPECT_NE(e.find("conv.0.et: node 2 'n2' is a host operator (is_cpu_op) of 20 us"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--host-ops drop"), std::string::npos) << e;
+
+  // Dropped host operators: the two kernels, 100 + 50 us, the second after
+  // the first; 1 dangling dependency and 2 ctrl_deps (nodes 2 and 3) gone.
+  ChakraImportOptions options;
+  options.cleanup = cleanup;
+  options.cleanup.host_ops = ChakraHostOps::kDrop;
+  ChakraImportReport report;
+  Plan plan = ImportChakra({trace}, options, &report);
+  ASSERT_EQ(plan.num_tasks(), 2u);
+  EXPECT_DOUBLE_EQ(plan.tasks()[0].seconds, 100e-6);
+  EXPECT_DOUBLE_EQ(plan.tasks()[1].seconds, 50e-6);
+  EXPECT_EQ(std::vector<TaskId>(plan.deps(1).begin(), plan.deps(1).end()), std::vector<TaskId>{0});
+  EXPECT_EQ(report.dangling_deps_dropped, 1);
+  EXPECT_EQ(report.ctrl_deps_ignored, 2);
+  EXPECT_EQ(report.host_ops_dropped, 2);
+  EXPECT_EQ(report.compute_nodes, 2);
+  EXPECT_EQ(report.zero_duration_compute_nodes, 0);
+
+  // Serialized: all four on the compute stream, 30 + 20 + 100 + 50 us, in
+  // an order of their data_deps (2, then 1 and 3, then 4).
+  options.cleanup.host_ops = ChakraHostOps::kSerialize;
+  plan = ImportChakra({trace}, options, &report);
+  ASSERT_EQ(plan.num_tasks(), 4u);
+  double total = 0;
+  for (const Task& t : plan.tasks()) total += t.seconds;
+  EXPECT_NEAR(total, 200e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(plan.tasks()[0].seconds, 20e-6);
+  EXPECT_EQ(report.host_ops_serialized, 2);
+  EXPECT_EQ(report.host_ops_dropped, 0);
+}
+
+// A trace whose compute nodes all lack durations (and FLOPs): counted, so
+// the command warns instead of reporting a 0 ms step as a result.
+TEST(ChakraImport, ZeroDurationComputeIsCounted) {
+  TraceWriter w;
+  Comp(w, 1, 0);
+  Comp(w, 2, 0, {1});
+  ChakraImportReport report;
+  ImportChakra({w.Finish("zero.0.et")}, {}, &report);
+  EXPECT_EQ(report.compute_nodes, 2);
+  EXPECT_EQ(report.zero_duration_compute_nodes, 2);
+}
+
 }  // namespace
 }  // namespace dtsim::plan

@@ -1272,6 +1272,54 @@ TEST_F(Cli, ChakraTraceOnAScenariosCluster) {
   EXPECT_NE(bad.err.find((dir_ / "groups.json").string() + ": error: not a JSON object"),
             std::string::npos)
       << bad.err;
+
+  // Compute nodes without durations: the 0 ms step comes with a warning in
+  // summary.json, not as a plain result.
+  for (int rank = 0; rank < 2; ++rank) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    w.Compute(1, 0);
+    std::ofstream(dir_ / ("zero." + std::to_string(rank) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  const Result zero = Dtsim("chakra " + (dir_ / "zero").string() + " --cluster " +
+                            (dir_ / "c.yaml").string() + " --out " + (dir_ / "zero").string());
+  ASSERT_EQ(zero.status, 0) << zero.err;
+  const nlohmann::json z = nlohmann::json::parse(Slurp(dir_ / "zero" / "summary.json"));
+  EXPECT_EQ(z["step_time_s"], 0.0);
+  ASSERT_EQ(z["warnings"].size(), 1u);
+  EXPECT_NE(z["warnings"][0].get<std::string>().find("every compute node of the trace (2) has "
+                                                     "duration 0"),
+            std::string::npos);
+
+  // Converter output: a host operator (is_cpu_op, 20 us) calling a GPU
+  // kernel (100 us, ctrl_deps naming its caller), which also depends on a
+  // node the converter dropped. Refused as it is; with the clean-up the
+  // kernel alone is simulated (100 us) and what was removed is counted.
+  for (int rank = 0; rank < 2; ++rank) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    dtsim::chakra_format::Node* host = w.Compute(1, 20);
+    dtsim::chakra_format::Node* kernel = w.Compute(2, 100, {1, 99});
+    kernel->add_ctrl_deps(1);
+    for (auto [node, cpu] : {std::pair{host, true}, std::pair{kernel, false}}) {
+      dtsim::chakra_format::AttributeProto* is_cpu_op = node->add_attr();
+      is_cpu_op->set_name("is_cpu_op");
+      is_cpu_op->set_bool_val(cpu);
+    }
+    std::ofstream(dir_ / ("conv." + std::to_string(rank) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  const std::string conv_args = "chakra " + (dir_ / "conv").string() + " --cluster " +
+                                (dir_ / "c.yaml").string() + " --out " + (dir_ / "conv").string();
+  bad = Dtsim(conv_args);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("depends on node 99, which the trace does not hold"), std::string::npos)
+      << bad.err;
+  const Result conv =
+      Dtsim(conv_args + " --drop-dangling-deps --ignore-ctrl-deps --host-ops drop");
+  ASSERT_EQ(conv.status, 0) << conv.err;
+  const nlohmann::json cleaned = nlohmann::json::parse(Slurp(dir_ / "conv" / "summary.json"));
+  EXPECT_DOUBLE_EQ(cleaned["step_time_s"].get<double>(), 100e-6);
+  EXPECT_EQ(cleaned["cleanup"]["dangling_deps_dropped"], 2);  // one per rank
+  EXPECT_EQ(cleaned["cleanup"]["ctrl_deps_ignored"], 2);
+  EXPECT_EQ(cleaned["cleanup"]["host_ops_dropped"], 2);
   bad = Dtsim("chakra " + (dir_ / "none").string() + " --cluster " + (dir_ / "c.yaml").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("none.0.et: error: no Chakra trace at this path"), std::string::npos)

@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -54,9 +57,21 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
     }
     options.process_groups_file = o.comm_groups;
   }
+  options.cleanup.drop_dangling_deps = o.drop_dangling_deps;
+  options.cleanup.ignore_ctrl_deps = o.ignore_ctrl_deps;
+  options.cleanup.host_ops = o.host_ops == "drop"        ? plan::ChakraHostOps::kDrop
+                             : o.host_ops == "serialize" ? plan::ChakraHostOps::kSerialize
+                                                         : plan::ChakraHostOps::kRefuse;
   const std::vector<plan::ChakraTrace> traces =
       plan::ReadChakraTraces(o.prefix, s.cluster.num_devices());
-  const sim::TracePrediction p = sim::SimulateTracePlan(s, plan::ImportChakra(traces, options));
+  plan::ChakraImportReport report;
+  const sim::TracePrediction p =
+      sim::SimulateTracePlan(s, plan::ImportChakra(traces, options, &report));
+  std::vector<std::string> warnings;
+  if (report.compute_nodes > 0 && report.zero_duration_compute_nodes == report.compute_nodes) {
+    warnings.push_back("every compute node of the trace (" + std::to_string(report.compute_nodes) +
+                       ") has duration 0: the step time is communication only");
+  }
 
   std::size_t compute = 0, sends = 0;
   for (const plan::Task& t : p.plan.tasks()) {
@@ -83,6 +98,12 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
   j["compute_s"] = m.breakdown.compute_s;
   j["exposed_comm_s"] = m.breakdown.exposed_comm_s;
   j["idle_s"] = m.breakdown.idle_s;
+  j["cleanup"] = {{"dangling_deps_dropped", report.dangling_deps_dropped},
+                  {"ctrl_deps_ignored", report.ctrl_deps_ignored},
+                  {"host_ops_dropped", report.host_ops_dropped},
+                  {"host_ops_serialized", report.host_ops_serialized}};
+  j["zero_duration_compute_nodes"] = report.zero_duration_compute_nodes;
+  j["warnings"] = warnings;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < m.per_rank.size(); ++i) {
     ranks.push_back({{"rank", m.ranks[i]},
@@ -109,6 +130,17 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
                 collective_bytes / 1e6, sends, s.name.c_str(), s.cluster.num_devices(),
                 device->name.c_str(), p.engine_name.c_str());
   out << line;
+  if (o.drop_dangling_deps || o.ignore_ctrl_deps || o.host_ops != "refuse") {
+    std::snprintf(line, sizeof line,
+                  "clean-up: %lld dependencies on missing nodes dropped, %lld ctrl_deps ignored, "
+                  "%lld host operators dropped, %lld serialized\n",
+                  static_cast<long long>(report.dangling_deps_dropped),
+                  static_cast<long long>(report.ctrl_deps_ignored),
+                  static_cast<long long>(report.host_ops_dropped),
+                  static_cast<long long>(report.host_ops_serialized));
+    out << line;
+  }
+  for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
   std::snprintf(line, sizeof line,
                 "step time %.3f ms: compute %.3f ms, exposed communication %.3f ms, idle %.3f "
                 "ms (mean over ranks)\n",

@@ -1,18 +1,14 @@
 #include "plan/chakra_import.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <optional>
-#include <queue>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "plan/chakra_decode.h"
 #include "plan/chakra_et.pb.h"
 #include "plan/chakra_process_groups.h"
 
@@ -21,169 +17,13 @@ namespace {
 
 namespace cf = dtsim::chakra_format;
 
-struct RankTrace {
-  std::string name;
-  std::vector<cf::Node> nodes;  // in an order that respects their dependencies
-};
-
-[[noreturn]] void Fail(const std::string& trace, const std::string& message,
-                       const std::string& hint = "") {
-  throw UserError(SourceLocation{trace, 0, 0}, message,
-                  hint.empty() ? "dtsim reads Chakra traces as docs/chakra.md describes" : hint);
-}
-
-std::string NodeText(const cf::Node& n) {
-  return "node " + std::to_string(n.id()) + (n.name().empty() ? "" : " '" + n.name() + "'");
-}
-
-// Reads one length-delimited message (Chakra's framing: a varint length,
-// then the message) into `m`; false at the end of the input.
-template <typename Message>
-bool ReadDelimited(google::protobuf::io::CodedInputStream& in, int total, Message* m,
-                   const std::string& trace, int index) {
-  if (in.CurrentPosition() >= total) return false;
-  std::uint32_t size = 0;
-  if (!in.ReadVarint32(&size)) {
-    Fail(trace, "message " + std::to_string(index) + ": its length is cut off");
-  }
-  const auto limit = in.PushLimit(static_cast<int>(size));
-  const int before = in.CurrentPosition();
-  if (!m->ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() ||
-      in.CurrentPosition() - before != static_cast<int>(size)) {
-    Fail(trace, "message " + std::to_string(index) + " (" + std::to_string(size) +
-                    " bytes) is not a Chakra " + (index == 0 ? "GlobalMetadata" : "Node") +
-                    " or is cut off");
-  }
-  in.PopLimit(limit);
-  return true;
-}
-
-// Decodes a trace and orders its nodes: by their dependencies, the file's
-// order among nodes that are ready together.
-RankTrace Decode(const ChakraTrace& t, const ChakraCleanup& cleanup, ChakraImportReport* report) {
-  RankTrace r{t.name, {}};
-  if (t.bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    Fail(t.name, "the trace is larger than 2 GiB");
-  }
-  google::protobuf::io::ArrayInputStream raw(t.bytes.data(), static_cast<int>(t.bytes.size()));
-  google::protobuf::io::CodedInputStream in(&raw);
-  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
-  const auto total = static_cast<int>(t.bytes.size());
-  cf::GlobalMetadata meta;
-  if (!ReadDelimited(in, total, &meta, t.name, 0)) Fail(t.name, "the trace is empty");
-  std::vector<cf::Node> nodes;
-  for (cf::Node n; ReadDelimited(in, total, &n, t.name, static_cast<int>(nodes.size()) + 1);) {
-    nodes.push_back(n);
-    n.Clear();
-  }
-  std::map<std::uint64_t, std::size_t> index;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!index.emplace(nodes[i].id(), i).second) {
-      Fail(t.name, "two nodes have id " + std::to_string(nodes[i].id()));
-    }
-  }
-  // Each node's dependencies become its data_deps (the builder reads
-  // those): both lists, less what the clean-up drops.
-  bool ctrl_ordered = false;  // a ctrl_dep orders some node
-  for (cf::Node& n : nodes) {
-    std::set<std::uint64_t> deps(n.data_deps().begin(), n.data_deps().end());
-    if (cleanup.ignore_ctrl_deps) {
-      report->ctrl_deps_ignored += n.ctrl_deps_size();
-    } else {
-      ctrl_ordered |= n.ctrl_deps_size() > 0;
-      deps.insert(n.ctrl_deps().begin(), n.ctrl_deps().end());
-    }
-    n.clear_data_deps();
-    n.clear_ctrl_deps();
-    for (std::uint64_t d : deps) {
-      if (index.count(d)) {
-        n.add_data_deps(d);
-      } else if (cleanup.drop_dangling_deps) {
-        ++report->dangling_deps_dropped;
-      } else {
-        Fail(t.name, NodeText(n) + " depends on node " + std::to_string(d) +
-                         ", which the trace does not hold",
-             "Chakra's PyTorch converter drops nodes others still depend on; "
-             "--drop-dangling-deps drops such dependencies");
-      }
-    }
-  }
-  // Kahn's algorithm, smallest file position first.
-  std::vector<std::vector<std::size_t>> after(nodes.size());
-  std::vector<int> waiting(nodes.size(), 0);
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    for (std::uint64_t d : nodes[i].data_deps()) {
-      after[index.at(d)].push_back(i);
-      ++waiting[i];
-    }
-  }
-  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (waiting[i] == 0) ready.push(i);
-  }
-  while (!ready.empty()) {
-    const std::size_t i = ready.top();
-    ready.pop();
-    r.nodes.push_back(nodes[i]);
-    for (std::size_t j : after[i]) {
-      if (--waiting[j] == 0) ready.push(j);
-    }
-  }
-  if (r.nodes.size() != nodes.size()) {
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (waiting[i] > 0) {
-        Fail(t.name, NodeText(nodes[i]) + " is on a dependency cycle (or waits for one)",
-             ctrl_ordered ? "in Chakra's PyTorch converter output ctrl_deps name a node's caller "
-                            "(its parent operator), not an order; --ignore-ctrl-deps orders "
-                            "nodes by their data_deps only"
-                          : "");
-      }
-    }
-  }
-  return r;
-}
-
-std::optional<std::int64_t> IntAttr(const cf::Node& n, const std::string& name) {
-  for (const cf::AttributeProto& a : n.attr()) {
-    if (a.name() != name) continue;
-    switch (a.value_case()) {
-      case cf::AttributeProto::kInt32Val: return a.int32_val();
-      case cf::AttributeProto::kInt64Val: return a.int64_val();
-      case cf::AttributeProto::kUint32Val: return a.uint32_val();
-      case cf::AttributeProto::kUint64Val:
-        return static_cast<std::int64_t>(std::min<std::uint64_t>(
-            a.uint64_val(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
-      default: return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<bool> BoolAttr(const cf::Node& n, const std::string& name) {
-  for (const cf::AttributeProto& a : n.attr()) {
-    if (a.name() == name && a.value_case() == cf::AttributeProto::kBoolVal) return a.bool_val();
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> StringAttr(const cf::Node& n, const std::string& name) {
-  for (const cf::AttributeProto& a : n.attr()) {
-    if (a.name() == name && a.value_case() == cf::AttributeProto::kStringVal) return a.string_val();
-    if (a.name() == name && a.value_case() != cf::AttributeProto::VALUE_NOT_SET) {
-      // Some writers give a group's name as a number.
-      if (const std::optional<std::int64_t> v = IntAttr(n, name)) return std::to_string(*v);
-    }
-  }
-  return std::nullopt;
-}
-
 std::int64_t RequireInt(const RankTrace& t, const cf::Node& n, const std::string& name,
                         std::int64_t min) {
   const std::optional<std::int64_t> v = IntAttr(n, name);
-  if (!v) Fail(t.name, NodeText(n) + " has no integer attribute '" + name + "'");
+  if (!v) ChakraFail(t.name, NodeText(n) + " has no integer attribute '" + name + "'");
   if (*v < min) {
-    Fail(t.name, NodeText(n) + ": " + name + " = " + std::to_string(*v) + " is below " +
-                     std::to_string(min));
+    ChakraFail(t.name, NodeText(n) + ": " + name + " = " + std::to_string(*v) + " is below " +
+                           std::to_string(min));
   }
   return *v;
 }
@@ -277,11 +117,13 @@ class Builder {
             break;
           }
           if (options_.cleanup.host_ops == ChakraHostOps::kRefuse && n.duration_micros() > 0) {
-            Fail(t.name, NodeText(n) + " is a host operator (is_cpu_op) of " +
-                             std::to_string(n.duration_micros()) +
-                             " us, and dtsim simulates a rank's GPU stream only",
-                 "--host-ops drop gives host operators no time; --host-ops serialize runs them "
-                 "on the GPU's compute stream with its kernels (one after the other)");
+            ChakraFail(
+                t.name,
+                NodeText(n) + " is a host operator (is_cpu_op) of " +
+                    std::to_string(n.duration_micros()) +
+                    " us, and dtsim simulates a rank's GPU stream only",
+                "--host-ops drop gives host operators no time; --host-ops serialize runs them "
+                "on the GPU's compute stream with its kernels (one after the other)");
           }
           ++report_->host_ops_serialized;
         }
@@ -294,8 +136,8 @@ class Builder {
           if (const std::optional<std::int64_t> flops = IntAttr(n, "num_ops");
               flops && *flops > 0) {
             if (options_.compute_flops_per_s <= 0) {
-              Fail(t.name, NodeText(n) + " has num_ops but no duration_micros",
-                   "give durations, or a device to price FLOPs on");
+              ChakraFail(t.name, NodeText(n) + " has num_ops but no duration_micros",
+                         "give durations, or a device to price FLOPs on");
             }
             task.seconds = static_cast<double>(*flops) / options_.compute_flops_per_s;
           }
@@ -308,8 +150,8 @@ class Builder {
       case cf::COMM_SEND_NODE: {
         const std::int64_t dst = RequireInt(t, n, "comm_dst", 0);
         if (dst >= static_cast<std::int64_t>(traces_.size()) || dst == rank) {
-          Fail(t.name, NodeText(n) + ": comm_dst " + std::to_string(dst) +
-                           " is not another rank of the " + std::to_string(traces_.size()));
+          ChakraFail(t.name, NodeText(n) + ": comm_dst " + std::to_string(dst) +
+                                 " is not another rank of the " + std::to_string(traces_.size()));
         }
         Task task;
         task.kind = TaskKind::kSend;
@@ -325,8 +167,8 @@ class Builder {
       case cf::COMM_RECV_NODE: {
         const std::int64_t src = RequireInt(t, n, "comm_src", 0);
         if (src >= static_cast<std::int64_t>(traces_.size()) || src == rank) {
-          Fail(t.name, NodeText(n) + ": comm_src " + std::to_string(src) +
-                           " is not another rank of the " + std::to_string(traces_.size()));
+          ChakraFail(t.name, NodeText(n) + ": comm_src " + std::to_string(src) +
+                                 " is not another rank of the " + std::to_string(traces_.size()));
         }
         const std::pair<RankId, RankId> key{static_cast<RankId>(src), rank};
         const std::size_t k = received_[key];
@@ -334,9 +176,9 @@ class Builder {
         if (sent == sends_.end() || sent->second.size() <= k) return false;
         const std::optional<std::int64_t> tag = IntAttr(n, "comm_tag");
         if (tag && sent->second[k].tag && *tag != *sent->second[k].tag) {
-          Fail(t.name, NodeText(n) + ": receive " + std::to_string(k) + " from rank " +
-                           std::to_string(src) + " has tag " + std::to_string(*tag) +
-                           ", the matching send tag " + std::to_string(*sent->second[k].tag));
+          ChakraFail(t.name, NodeText(n) + ": receive " + std::to_string(k) + " from rank " +
+                                 std::to_string(src) + " has tag " + std::to_string(*tag) +
+                                 ", the matching send tag " + std::to_string(*sent->second[k].tag));
         }
         ++received_[key];
         deps.push_back(sent->second[k].task);
@@ -347,17 +189,17 @@ class Builder {
         if (arrival_[r].waiting) return false;  // for the other members
         const std::int64_t type = RequireInt(t, n, "comm_type", 0);
         if (!CollectiveOf(type)) {
-          Fail(t.name, NodeText(n) + ": collective type " + std::to_string(type) +
-                           " is not supported (ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, "
-                           "ALL_TO_ALL, REDUCE_SCATTER and BARRIER are)");
+          ChakraFail(t.name, NodeText(n) + ": collective type " + std::to_string(type) +
+                                 " is not supported (ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, "
+                                 "ALL_TO_ALL, REDUCE_SCATTER and BARRIER are)");
         }
         RequireInt(t, n, "comm_size", 0);
         arrival_[r] = {true, GroupOf(r, n), std::move(deps)};
         return false;
       }
       default:
-        Fail(t.name, NodeText(n) + " has node type " + std::to_string(n.type()) +
-                         ", which dtsim does not read");
+        ChakraFail(t.name, NodeText(n) + " has node type " + std::to_string(n.type()) +
+                               ", which dtsim does not read");
     }
     ++pos_[r];
     return true;
@@ -396,13 +238,14 @@ class Builder {
       const auto r = static_cast<std::size_t>(m);
       const cf::Node& n = traces_[r].nodes[pos_[r]];
       if (*IntAttr(n, "comm_type") != type || *IntAttr(n, "comm_size") != size) {
-        Fail(traces_[r].name,
-             NodeText(n) + ": collective " + std::to_string(seen_[{m, group}]) + " of this rank" +
-                 GroupText(group) + " (type " + std::to_string(*IntAttr(n, "comm_type")) + ", " +
-                 std::to_string(*IntAttr(n, "comm_size")) + " bytes) differs from rank " +
-                 std::to_string(members.front()) + "'s (" + NodeText(first) + ", type " +
-                 std::to_string(type) + ", " + std::to_string(size) + " bytes)",
-             "every member of a group lists the group's collectives in the same order");
+        ChakraFail(traces_[r].name,
+                   NodeText(n) + ": collective " + std::to_string(seen_[{m, group}]) +
+                       " of this rank" + GroupText(group) + " (type " +
+                       std::to_string(*IntAttr(n, "comm_type")) + ", " +
+                       std::to_string(*IntAttr(n, "comm_size")) + " bytes) differs from rank " +
+                       std::to_string(members.front()) + "'s (" + NodeText(first) + ", type " +
+                       std::to_string(type) + ", " + std::to_string(size) + " bytes)",
+                   "every member of a group lists the group's collectives in the same order");
       }
       deps.push_back(std::move(arrival_[r].deps));
     }
@@ -438,16 +281,16 @@ class Builder {
     if (!pg) return group_;
     const auto it = named_groups_.find(*pg);
     if (it == named_groups_.end()) {
-      Fail(traces_[r].name,
-           NodeText(n) + ": process group '" + *pg + "' has no list of members",
-           "a METADATA_NODE '## process_group:init ##' (PyTorch records it when the "
-           "execution-trace observer runs before the groups are made) or a communicator-group "
-           "file (--comm-groups) lists each group's ranks");
+      ChakraFail(
+          traces_[r].name, NodeText(n) + ": process group '" + *pg + "' has no list of members",
+          "a METADATA_NODE '## process_group:init ##' (PyTorch records it when the "
+          "execution-trace observer runs before the groups are made) or a communicator-group "
+          "file (--comm-groups) lists each group's ranks");
     }
     const auto& members = plan_.groups()[static_cast<std::size_t>(it->second)];
     if (std::find(members.begin(), members.end(), static_cast<RankId>(r)) == members.end()) {
-      Fail(traces_[r].name, NodeText(n) + ": rank " + std::to_string(r) +
-                                " is not a member of process group '" + *pg + "'");
+      ChakraFail(traces_[r].name, NodeText(n) + ": rank " + std::to_string(r) +
+                                      " is not a member of process group '" + *pg + "'");
     }
     return it->second;
   }
@@ -462,20 +305,21 @@ class Builder {
         std::vector<RankId> members;
         for (int q : ranks) {
           if (q >= static_cast<int>(traces_.size())) {
-            Fail(file, where + ": process group '" + name + "' lists rank " + std::to_string(q) +
-                           ", and there are " + std::to_string(traces_.size()) + " ranks");
+            ChakraFail(file, where + ": process group '" + name + "' lists rank " +
+                                 std::to_string(q) + ", and there are " +
+                                 std::to_string(traces_.size()) + " ranks");
           }
           members.push_back(q);
         }
         if (members.empty()) members = plan_.groups()[static_cast<std::size_t>(group_)];
         std::sort(members.begin(), members.end());
         if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
-          Fail(file, where + ": process group '" + name + "' lists a rank twice");
+          ChakraFail(file, where + ": process group '" + name + "' lists a rank twice");
         }
         const auto [it, added] = defined.emplace(name, std::make_pair(members, where));
         if (!added && it->second.first != members) {
-          Fail(file, where + ": process group '" + name + "' has other ranks than " +
-                         it->second.second + " gives it");
+          ChakraFail(file, where + ": process group '" + name + "' has other ranks than " +
+                               it->second.second + " gives it");
         }
       }
     };
@@ -487,7 +331,7 @@ class Builder {
         try {
           groups = ParseProcessGroupMetadata(n.inputs().values());
         } catch (const std::invalid_argument& e) {
-          Fail(t.name, NodeText(n) + ": " + e.what());
+          ChakraFail(t.name, NodeText(n) + ": " + e.what());
         }
         if (groups) define(*groups, t.name + " " + NodeText(n), t.name);
       }
@@ -511,15 +355,15 @@ class Builder {
           missing += (missing.empty() ? "" : ", ") + std::to_string(q);
       }
       const auto it = seen_.find({static_cast<RankId>(r), group});
-      Fail(traces_[r].name, NodeText(n) + " is collective " +
-                                std::to_string(it == seen_.end() ? 0 : it->second) +
-                                " of this rank" + GroupText(group) + ", which ranks " + missing +
-                                " never reach");
+      ChakraFail(traces_[r].name, NodeText(n) + " is collective " +
+                                      std::to_string(it == seen_.end() ? 0 : it->second) +
+                                      " of this rank" + GroupText(group) + ", which ranks " +
+                                      missing + " never reach");
     }
-    Fail(traces_[r].name, NodeText(n) + " receives from rank " +
-                              std::to_string(IntAttr(n, "comm_src").value_or(-1)) +
-                              ", which never sends it (or sends it only after this rank's "
-                              "next collective)");
+    ChakraFail(traces_[r].name, NodeText(n) + " receives from rank " +
+                                    std::to_string(IntAttr(n, "comm_src").value_or(-1)) +
+                                    ", which never sends it (or sends it only after this rank's "
+                                    "next collective)");
   }
 
   struct Sent {
@@ -557,7 +401,8 @@ Plan ImportChakra(const std::vector<ChakraTrace>& traces, const ChakraImportOpti
   if (report == nullptr) report = &local;
   *report = {};
   std::vector<RankTrace> decoded;
-  for (const ChakraTrace& t : traces) decoded.push_back(Decode(t, options.cleanup, report));
+  for (const ChakraTrace& t : traces)
+    decoded.push_back(DecodeChakraTrace(t, options.cleanup, report));
   return Builder(std::move(decoded), options, report).Build();
 }
 

@@ -22,6 +22,9 @@ dtsim_require(CLI11_FOUND libcli11-dev "CLI11")
 # Protocol buffers: the TensorBoard event files (report/tensorboard_event.proto).
 find_package(Protobuf QUIET)
 dtsim_require(Protobuf_FOUND "libprotobuf-dev protobuf-compiler" "Protocol Buffers")
+# zlib: gzip-compressed Chakra traces (plan/chakra_files.h).
+find_package(ZLIB QUIET)
+dtsim_require(ZLIB_FOUND zlib1g-dev "zlib")
 find_package(MPI QUIET COMPONENTS CXX)
 dtsim_require(MPI_CXX_FOUND libopenmpi-dev "OpenMPI")
 find_package(PkgConfig QUIET)

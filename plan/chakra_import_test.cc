@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "plan/chakra_process_groups.h"
 #include "plan/chakra_test_traces.h"
 
 namespace dtsim::plan {
@@ -90,6 +94,29 @@ TEST(ChakraImport, NumOpsAtTheGivenRate) {
             std::string::npos);
 }
 
+// Every collective type dtsim prices becomes its plan collective.
+TEST(ChakraImport, CollectiveTypes) {
+  const std::vector<std::pair<cf::CollectiveCommType, CollectiveOp>> types = {
+      {cf::ALL_REDUCE, CollectiveOp::kAllReduce},   {cf::REDUCE, CollectiveOp::kReduce},
+      {cf::ALL_GATHER, CollectiveOp::kAllGather},   {cf::BROADCAST, CollectiveOp::kBroadcast},
+      {cf::ALL_TO_ALL, CollectiveOp::kAllToAll},    {cf::REDUCE_SCATTER, CollectiveOp::kReduceScatter},
+      {cf::BARRIER, CollectiveOp::kBarrier}};
+  std::vector<ChakraTrace> traces;
+  for (int r = 0; r < 2; ++r) {
+    TraceWriter w;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      cf::Node* n = w.Node(i + 1, cf::COMM_COLL_NODE);
+      chakra_test::SetInt(n, "comm_type", types[i].first);
+      chakra_test::SetInt(n, "comm_size", types[i].first == cf::BARRIER ? 0 : 1024);
+    }
+    traces.push_back(w.Finish("t." + std::to_string(r) + ".et"));
+  }
+  const Plan plan = ImportChakra(traces, {});
+  ASSERT_EQ(plan.collectives().size(), types.size());
+  for (std::size_t i = 0; i < types.size(); ++i)
+    EXPECT_EQ(plan.collectives()[i].op, types[i].second) << CollectiveOpName(types[i].second);
+}
+
 TEST(ChakraImport, RefusesWhatItCannotRepresent) {
   {  // collectives that differ between ranks
     TraceWriter a, b;
@@ -132,12 +159,12 @@ TEST(ChakraImport, RefusesWhatItCannotRepresent) {
                   .find("node 1 'n1' depends on node 7, which the trace does not hold"),
               std::string::npos);
   }
-  {  // an all-to-all, which dtsim's plans do not express
+  {  // a gather, which dtsim's plans do not express
     TraceWriter a;
     cf::Node* n = a.Node(1, cf::COMM_COLL_NODE);
-    chakra_test::SetInt(n, "comm_type", cf::ALL_TO_ALL);
+    chakra_test::SetInt(n, "comm_type", cf::GATHER);
     chakra_test::SetInt(n, "comm_size", 8);
-    EXPECT_NE(ImportError({a.Finish("a.et")}).find("collective type 6 is not supported"),
+    EXPECT_NE(ImportError({a.Finish("a.et")}).find("collective type 3 is not supported"),
               std::string::npos);
   }
   {  // bytes that are not a trace, and a trace cut short
@@ -149,7 +176,219 @@ TEST(ChakraImport, RefusesWhatItCannotRepresent) {
     t.bytes.pop_back();
     EXPECT_NE(ImportError({t}).find("cut.et: message 1"), std::string::npos) << ImportError({t});
   }
-  EXPECT_THROW(ReadChakraTraces("/nonexistent/prefix"), UserError);
+}
+
+
+// Process groups as PyTorch records them and Chakra's converter keeps them:
+// a METADATA_NODE listing each group's ranks (empty = all), and pg_name on
+// every collective.
+cf::Node* ProcessGroupInit(TraceWriter& w, std::uint64_t id, const std::string& groups) {
+  cf::Node* n = w.Node(id, cf::METADATA_NODE);
+  n->set_name("## process_group:init ##");
+  n->mutable_inputs()->set_values("['" + groups + "']");
+  return n;
+}
+
+void SetString(cf::Node* n, const std::string& name, const std::string& v) {
+  cf::AttributeProto* a = n->add_attr();
+  a->set_name(name);
+  a->set_string_val(v);
+}
+
+// Four ranks, tensor-parallel pairs {0, 1} and {2, 3} (groups "1" and "2")
+// and data-parallel pairs {0, 2} and {1, 3} ("3" and "4"); the default
+// group "0" is every rank. Each rank all-reduces in its tensor-parallel
+// group, then in its data-parallel group, then a barrier over group "0".
+// Collectives with a pg_name used to run over all four ranks.
+TEST(ChakraImport, CollectivesRunOverTheirProcessGroup) {
+  const std::string groups =
+      R"([{"pg_name": "0", "pg_desc": "default_pg", "ranks": []}, )"
+      R"({"pg_name": "1", "ranks": [0, 1]}, {"pg_name": "2", "ranks": [2, 3]}, )"
+      R"({"pg_name": "3", "ranks": [0, 2]}, {"pg_name": "4", "ranks": [1, 3]}])";
+  std::vector<ChakraTrace> traces;
+  for (int r = 0; r < 4; ++r) {
+    TraceWriter w;
+    ProcessGroupInit(w, 1, groups);
+    SetString(AllReduce(w, 2, 1000, {1}), "pg_name", r < 2 ? "1" : "2");
+    SetString(AllReduce(w, 3, 2000, {2}), "pg_name", r % 2 == 0 ? "3" : "4");
+    cf::Node* b = w.Node(4, cf::COMM_COLL_NODE, {3});
+    chakra_test::SetInt(b, "comm_type", cf::BARRIER);
+    chakra_test::SetInt(b, "comm_size", 0);
+    SetString(b, "pg_name", "0");
+    traces.push_back(w.Finish("pg." + std::to_string(r) + ".et"));
+  }
+  const Plan plan = ImportChakra(traces, {});
+  // 2 tensor-parallel + 2 data-parallel all-reduces + 1 barrier.
+  ASSERT_EQ(plan.collectives().size(), 5u);
+  std::vector<std::pair<std::vector<RankId>, double>> seen;
+  for (const Collective& c : plan.collectives())
+    seen.push_back({plan.groups()[static_cast<std::size_t>(c.group)], c.bytes});
+  std::sort(seen.begin(), seen.end());
+  const std::vector<std::pair<std::vector<RankId>, double>> expected = {
+      {{0, 1}, 1000}, {{0, 1, 2, 3}, 0}, {{0, 2}, 2000}, {{1, 3}, 2000}, {{2, 3}, 1000}};
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(ChakraImport, RefusesProcessGroupsItCannotPlace) {
+  const auto trace = [](const std::string& groups, const std::string& pg, int rank) {
+    TraceWriter w;
+    if (!groups.empty()) ProcessGroupInit(w, 1, groups);
+    SetString(AllReduce(w, 2, 8), "pg_name", pg);
+    return w.Finish("g." + std::to_string(rank) + ".et");
+  };
+  {  // a group the trace does not list
+    const std::string e = ImportError({trace("", "5", 0), trace("", "5", 1)});
+    EXPECT_NE(e.find("g.0.et: node 2 'n2': process group '5' has no list of members"),
+              std::string::npos)
+        << e;
+  }
+  {  // a rank outside the group it names
+    const std::string g = R"([{"pg_name": "1", "ranks": [0]}])";
+    const std::string e = ImportError({trace(g, "1", 0), trace(g, "1", 1)});
+    EXPECT_NE(e.find("g.1.et: node 2 'n2': rank 1 is not a member of process group '1'"),
+              std::string::npos)
+        << e;
+  }
+  {  // ranks that disagree on a group's members
+    const std::string e = ImportError({trace(R"([{"pg_name": "1", "ranks": [0, 1]}])", "1", 0),
+                                       trace(R"([{"pg_name": "1", "ranks": [1]}])", "1", 1)});
+    EXPECT_NE(e.find("process group '1' has other ranks than g.0.et node 1"), std::string::npos)
+        << e;
+  }
+  {  // metadata that mentions pg_name but is not the form
+    const std::string e = ImportError({trace(R"({"pg_name": 1})", "1", 0)});
+    EXPECT_NE(e.find("g.0.et: node 1 '## process_group:init ##': process-group metadata is not a "
+                     "list of groups"),
+              std::string::npos)
+        << e;
+  }
+  {  // a group's collective one member never reaches
+    const std::string g = R"([{"pg_name": "1", "ranks": [0, 1]}])";
+    TraceWriter b;
+    ProcessGroupInit(b, 1, g);
+    Comp(b, 2, 10);
+    const std::string e = ImportError({trace(g, "1", 0), b.Finish("g.1.et")});
+    EXPECT_NE(e.find("g.0.et: node 2 'n2' is collective 0 of this rank on process group '1', "
+                     "which ranks 1 never reach"),
+              std::string::npos)
+        << e;
+  }
+}
+
+TEST(ChakraProcessGroups, ParsesBothForms) {
+  const auto meta = ParseProcessGroupMetadata(
+      R"(['[{"pg_name": "0", "ranks": []}, {"pg_name": "7", "pg_desc": "it\'s", "ranks": [3, 1]}]'])");
+  ASSERT_TRUE(meta.has_value());
+  EXPECT_EQ(meta->at("0"), std::vector<int>{});
+  EXPECT_EQ(meta->at("7"), (std::vector<int>{3, 1}));
+  EXPECT_FALSE(ParseProcessGroupMetadata("['[1, 2]']").has_value());  // not about groups
+  const ChakraProcessGroups file = ParseCommGroupFile(R"({"1": [0, 1], "2": [2, 3]})");
+  EXPECT_EQ(file.at("2"), (std::vector<int>{2, 3}));
+  EXPECT_THROW(ParseCommGroupFile("[1]"), std::invalid_argument);
+  EXPECT_THROW(ParseCommGroupFile(R"({"1": [-1]})"), std::invalid_argument);
+}
+
+
+void SetBool(cf::Node* n, const std::string& name, bool v) {
+  cf::AttributeProto* a = n->add_attr();
+  a->set_name(name);
+  a->set_bool_val(v);
+}
+
+// What Chakra's PyTorch converter writes, in small: host operators
+// (is_cpu_op) whose ctrl_deps name their caller, GPU kernels after them,
+// a dependency on a node the converter dropped (99), and a caller whose
+// data_deps wait for its callee (a cycle through ctrl_deps):
+//   1 aten::linear (host, 30 us)  data_deps [2]
+//   2 aten::addmm  (host, 20 us)  ctrl_deps [1]
+//   3 gemm kernel  (GPU, 100 us)  ctrl_deps [2], data_deps [2]
+//   4 add kernel   (GPU, 50 us)   data_deps [3, 99]
+ChakraTrace ConverterShapedTrace() {
+  TraceWriter w;
+  cf::Node* linear = Comp(w, 1, 30, {2});
+  SetBool(linear, "is_cpu_op", true);
+  cf::Node* addmm = Comp(w, 2, 20);
+  addmm->add_ctrl_deps(1);
+  SetBool(addmm, "is_cpu_op", true);
+  cf::Node* gemm = Comp(w, 3, 100, {2});
+  gemm->add_ctrl_deps(2);
+  SetBool(gemm, "is_cpu_op", false);
+  SetBool(Comp(w, 4, 50, {3, 99}), "is_cpu_op", false);
+  return w.Finish("conv.0.et");
+}
+
+std::string ImportError(const ChakraTrace& trace, const ChakraCleanup& cleanup) {
+  ChakraImportOptions options;
+  options.cleanup = cleanup;
+  try {
+    ImportChakra({trace}, options);
+  } catch (const UserError& e) {
+    return e.where().ToString() + ": " + e.message() + " hint: " + e.hint();
+  }
+  return "";
+}
+
+// Each defect of converter output is refused by default, with the clean-up
+// that removes it named; with every clean-up the GPU kernels remain.
+TEST(ChakraImport, ConverterOutputIsCleanedUpOnlyWhenAsked) {
+  const ChakraTrace trace = ConverterShapedTrace();
+  ChakraCleanup cleanup;
+  std::string e = ImportError(trace, cleanup);
+  EXPECT_NE(e.find("conv.0.et: node 4 'n4' depends on node 99, which the trace does not hold"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--drop-dangling-deps"), std::string::npos) << e;
+  cleanup.drop_dangling_deps = true;
+  e = ImportError(trace, cleanup);
+  EXPECT_NE(e.find("is on a dependency cycle"), std::string::npos) << e;
+  EXPECT_NE(e.find("--ignore-ctrl-deps"), std::string::npos) << e;
+  cleanup.ignore_ctrl_deps = true;
+  e = ImportError(trace, cleanup);
+  EXPECT_NE(e.find("conv.0.et: node 2 'n2' is a host operator (is_cpu_op) of 20 us"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--host-ops drop"), std::string::npos) << e;
+
+  // Dropped host operators: the two kernels, 100 + 50 us, the second after
+  // the first; 1 dangling dependency and 2 ctrl_deps (nodes 2 and 3) gone.
+  ChakraImportOptions options;
+  options.cleanup = cleanup;
+  options.cleanup.host_ops = ChakraHostOps::kDrop;
+  ChakraImportReport report;
+  Plan plan = ImportChakra({trace}, options, &report);
+  ASSERT_EQ(plan.num_tasks(), 2u);
+  EXPECT_DOUBLE_EQ(plan.tasks()[0].seconds, 100e-6);
+  EXPECT_DOUBLE_EQ(plan.tasks()[1].seconds, 50e-6);
+  EXPECT_EQ(std::vector<TaskId>(plan.deps(1).begin(), plan.deps(1).end()), std::vector<TaskId>{0});
+  EXPECT_EQ(report.dangling_deps_dropped, 1);
+  EXPECT_EQ(report.ctrl_deps_ignored, 2);
+  EXPECT_EQ(report.host_ops_dropped, 2);
+  EXPECT_EQ(report.compute_nodes, 2);
+  EXPECT_EQ(report.zero_duration_compute_nodes, 0);
+
+  // Serialized: all four on the compute stream, 30 + 20 + 100 + 50 us, in
+  // an order of their data_deps (2, then 1 and 3, then 4).
+  options.cleanup.host_ops = ChakraHostOps::kSerialize;
+  plan = ImportChakra({trace}, options, &report);
+  ASSERT_EQ(plan.num_tasks(), 4u);
+  double total = 0;
+  for (const Task& t : plan.tasks()) total += t.seconds;
+  EXPECT_NEAR(total, 200e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(plan.tasks()[0].seconds, 20e-6);
+  EXPECT_EQ(report.host_ops_serialized, 2);
+  EXPECT_EQ(report.host_ops_dropped, 0);
+}
+
+// A trace whose compute nodes all lack durations (and FLOPs): counted, so
+// the command warns instead of reporting a 0 ms step as a result.
+TEST(ChakraImport, ZeroDurationComputeIsCounted) {
+  TraceWriter w;
+  Comp(w, 1, 0);
+  Comp(w, 2, 0, {1});
+  ChakraImportReport report;
+  ImportChakra({w.Finish("zero.0.et")}, {}, &report);
+  EXPECT_EQ(report.compute_nodes, 2);
+  EXPECT_EQ(report.zero_duration_compute_nodes, 2);
 }
 
 }  // namespace

@@ -28,6 +28,9 @@ const char* CollectiveOpName(CollectiveOp op) {
     case CollectiveOp::kReduceScatter: return "reduce_scatter";
     case CollectiveOp::kAllGather: return "all_gather";
     case CollectiveOp::kBroadcast: return "broadcast";
+    case CollectiveOp::kReduce: return "reduce";
+    case CollectiveOp::kAllToAll: return "all_to_all";
+    case CollectiveOp::kBarrier: return "barrier";
   }
   return "?";
 }

@@ -50,7 +50,17 @@ enum class StreamKind : std::uint8_t { kCompute = 0, kComm = 1 };
 constexpr int kNumStreams = 2;
 const char* StreamKindName(StreamKind s);
 
-enum class CollectiveOp : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
+// Broadcast and reduce have their root at the group's first rank; a
+// barrier moves no data (its bytes are 0).
+enum class CollectiveOp : std::uint8_t {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kBarrier,
+};
 const char* CollectiveOpName(CollectiveOp op);
 
 // Matches config::CollectiveAlgorithm; the plan does not depend on config.

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libboost-graph-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsimgrid-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler
+  libsimgrid-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler zlib1g-dev
   # Tests only: ONNX's own generated classes write a test model that dtsim's
   # importer reads (models/onnx_fixture_writer.cc); a headless browser opens
   # the sweep page (report/sweep_page_test.cc).

@@ -165,6 +165,47 @@ std::vector<CollectiveStep> RingReduceScatter(const std::vector<int>& ranks, dou
   return steps;
 }
 
+std::vector<CollectiveStep> ChainBroadcast(const std::vector<int>& ranks, double bytes,
+                                           double chunk_bytes) {
+  const int n = static_cast<int>(ranks.size());
+  if (n <= 1 || bytes <= 0) return {};
+  DTSIM_CHECK(chunk_bytes > 0, "chunk size must be positive");
+  const int chunks = std::max(1, static_cast<int>(std::ceil(bytes / chunk_bytes)));
+  CollectiveStep step;
+  step.repeat = n - 2 + chunks;
+  for (std::size_t i = 1; i < ranks.size(); ++i)
+    step.transfers.push_back({ranks[i - 1], ranks[i], bytes / chunks});
+  return {step};
+}
+
+std::vector<CollectiveStep> ChainReduce(const std::vector<int>& ranks, double bytes,
+                                        double chunk_bytes) {
+  std::vector<CollectiveStep> steps = ChainBroadcast(ranks, bytes, chunk_bytes);
+  for (CollectiveStep& step : steps)
+    for (Transfer& t : step.transfers) std::swap(t.src, t.dst);
+  return steps;
+}
+
+std::vector<CollectiveStep> PairwiseAllToAll(const std::vector<int>& ranks, double bytes) {
+  const std::size_t n = ranks.size();
+  if (n <= 1 || bytes <= 0) return {};
+  std::vector<CollectiveStep> steps(n - 1);
+  for (std::size_t k = 1; k < n; ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      steps[k - 1].transfers.push_back({ranks[i], ranks[(i + k) % n], bytes / static_cast<double>(n)});
+  return steps;
+}
+
+std::vector<CollectiveStep> DisseminationBarrier(const std::vector<int>& ranks) {
+  const std::size_t n = ranks.size();
+  std::vector<CollectiveStep> steps;
+  for (std::size_t distance = 1; distance < n; distance *= 2) {
+    CollectiveStep& step = steps.emplace_back();
+    for (std::size_t i = 0; i < n; ++i) step.transfers.push_back({ranks[i], ranks[(i + distance) % n], 1});
+  }
+  return steps;
+}
+
 std::vector<CollectiveStep> CollectiveSchedule(const Network& network, plan::CollectiveOp op,
                                                plan::CollectiveAlgorithm algorithm,
                                                const std::vector<int>& ranks, double bytes) {
@@ -172,7 +213,10 @@ std::vector<CollectiveStep> CollectiveSchedule(const Network& network, plan::Col
     case plan::CollectiveOp::kAllReduce: return AllReduceSchedule(network, algorithm, ranks, bytes);
     case plan::CollectiveOp::kReduceScatter:
     case plan::CollectiveOp::kAllGather: return RingReduceScatter(ranks, bytes);
-    case plan::CollectiveOp::kBroadcast: break;
+    case plan::CollectiveOp::kBroadcast: return ChainBroadcast(ranks, bytes);
+    case plan::CollectiveOp::kReduce: return ChainReduce(ranks, bytes);
+    case plan::CollectiveOp::kAllToAll: return PairwiseAllToAll(ranks, bytes);
+    case plan::CollectiveOp::kBarrier: return DisseminationBarrier(ranks);
   }
   DTSIM_CHECK(false, std::string("no schedule for collective ") + plan::CollectiveOpName(op));
   return {};

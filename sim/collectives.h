@@ -68,10 +68,38 @@ std::vector<CollectiveStep> AllReduceSchedule(const Network& network,
 // Operations"; its tree algorithm is for all-reduce only).
 std::vector<CollectiveStep> RingReduceScatter(const std::vector<int>& ranks, double bytes);
 
+// Broadcast of a `bytes` buffer from ranks[0] down the chain ranks[0] ->
+// ranks[1] -> ... -> ranks[N-1], cut into C = ceil(bytes / chunk_bytes)
+// chunks that follow each other down the chain (NCCL runs broadcast as a
+// pipelined ring from the root; NCCL documentation, "Collective
+// Operations"): N - 2 + C steps, each moving one chunk over every link of
+// the chain. Time on a uniform network:
+//   (N - 2 + C)(alpha + bytes / (C B)),
+// close to bytes / B for large buffers.
+std::vector<CollectiveStep> ChainBroadcast(const std::vector<int>& ranks, double bytes,
+                                           double chunk_bytes = 1 << 20);
+// Reduce to ranks[0]: the same chain run towards the root (each rank adds
+// its part to the chunk it passes on), so the same time as ChainBroadcast.
+std::vector<CollectiveStep> ChainReduce(const std::vector<int>& ranks, double bytes,
+                                        double chunk_bytes = 1 << 20);
+
+// All-to-all of a `bytes` buffer per rank (bytes / N to every rank) by
+// pairwise exchange: in step k = 1 .. N-1 rank i sends its block for rank
+// i + k (mod N). Time on a uniform network: (N - 1)(alpha + bytes / (N B)).
+std::vector<CollectiveStep> PairwiseAllToAll(const std::vector<int>& ranks, double bytes);
+
+// Dissemination barrier (Hensgen, Finkel & Manber 1988): ceil(log2 N)
+// steps; in step k rank i signals rank i + 2^k (mod N) with a 1-byte
+// token (not an empty message: SimGrid plays concurrent empty flows on one
+// link one after the other). Time on a uniform network:
+// ceil(log2 N)(alpha + 1 byte / B).
+std::vector<CollectiveStep> DisseminationBarrier(const std::vector<int>& ranks);
+
 // The schedule of collective `op` of a `bytes` buffer over `ranks`:
 // all-reduce with `algorithm` (AllReduceSchedule), reduce-scatter and
-// all-gather as rings. Broadcast is not priced (no plan emits it): it
-// throws InternalError.
+// all-gather as rings, broadcast and reduce as pipelined chains from or to
+// ranks[0], all-to-all as a pairwise exchange, barrier as a dissemination
+// barrier (`bytes` unused); `algorithm` matters for all-reduce only.
 std::vector<CollectiveStep> CollectiveSchedule(const Network& network, plan::CollectiveOp op,
                                                plan::CollectiveAlgorithm algorithm,
                                                const std::vector<int>& ranks, double bytes);

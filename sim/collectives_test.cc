@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace dtsim::sim {
 namespace {
@@ -230,6 +233,89 @@ TEST(Collectives, SingleRankCostsNothing) {
   for (auto a : {plan::CollectiveAlgorithm::kRing, plan::CollectiveAlgorithm::kTree,
                  plan::CollectiveAlgorithm::kHierarchical})
     EXPECT_EQ(AllReduceSeconds(net, a, {0}, 1e6), 0.0);
+}
+
+TEST(ChainBroadcast, MatchesPipelinedChainClosedForm) {
+  // A chain of N ranks, C = ceil(M / 1 MiB) chunks: the last chunk leaves
+  // the root after C steps and reaches the end N - 2 steps later,
+  //   T = (N - 2 + C)(alpha + M / (C B)).
+  // 8 ranks, 8 MiB: C = 8, T = 14 (5 us + 1 MiB / 12.5 GB/s)
+  //   = 14 x (5 + 83.886) us = 1244.4 us. Reduce runs the chain backwards
+  // in the same time; neither depends on the all-reduce algorithm.
+  const double alpha = 5e-6, b = 12.5e9;
+  for (int n : {2, 3, 8, 64}) {
+    for (double m : {1e3, 8.0 * (1 << 20), 1e9}) {
+      Network net(FlatNetwork(n, b, alpha));
+      const double c = std::max(1.0, std::ceil(m / (1 << 20)));
+      const double expected = (n - 2 + c) * (alpha + m / (c * b));
+      for (plan::CollectiveOp op : {plan::CollectiveOp::kBroadcast, plan::CollectiveOp::kReduce})
+        for (auto a : {plan::CollectiveAlgorithm::kRing, plan::CollectiveAlgorithm::kTree,
+                       plan::CollectiveAlgorithm::kHierarchical})
+          EXPECT_NEAR(CollectiveSeconds(net, op, a, Iota(n), m), expected, 1e-9 * expected)
+              << plan::CollectiveOpName(op) << " N=" << n << " M=" << m;
+    }
+  }
+  Network net(FlatNetwork(8, b, alpha));
+  EXPECT_NEAR(CollectiveSeconds(net, plan::CollectiveOp::kBroadcast, plan::CollectiveAlgorithm::kRing,
+                                Iota(8), 8.0 * (1 << 20)),
+              1244.4e-6, 0.1e-6);
+}
+
+TEST(ChainBroadcast, RootSendsAndTheChainRunsBackForReduce) {
+  const std::vector<CollectiveStep> b = ChainBroadcast({3, 1, 2}, 100);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(b[0].transfers.size(), 2u);
+  EXPECT_EQ(b[0].transfers[0].src, 3);  // the root is the group's first rank
+  EXPECT_EQ(b[0].transfers[0].dst, 1);
+  EXPECT_EQ(b[0].transfers[1].src, 1);
+  EXPECT_EQ(b[0].transfers[1].dst, 2);
+  const std::vector<CollectiveStep> r = ChainReduce({3, 1, 2}, 100);
+  EXPECT_EQ(r[0].transfers[0].src, 1);
+  EXPECT_EQ(r[0].transfers[0].dst, 3);
+}
+
+TEST(PairwiseAllToAll, MatchesClosedForm) {
+  // N - 1 exchange steps of M / N per rank, each rank sending to one rank
+  // and receiving from another: T = (N - 1)(alpha + M / (N B)), and
+  // (N - 1) M bytes on the wire in all (each rank keeps its own block).
+  const double alpha = 5e-6, b = 12.5e9;
+  for (int n : {2, 3, 8, 32}) {
+    for (double m : {1e3, 25e6}) {
+      Network net(FlatNetwork(n, b, alpha));
+      const double expected = (n - 1.0) * (alpha + m / (n * b));
+      EXPECT_NEAR(CollectiveSeconds(net, plan::CollectiveOp::kAllToAll, plan::CollectiveAlgorithm::kRing,
+                                    Iota(n), m),
+                  expected, 1e-9 * expected)
+          << "N=" << n;
+      EXPECT_NEAR(CollectiveTotalBytes(net, plan::CollectiveOp::kAllToAll,
+                                       plan::CollectiveAlgorithm::kRing, Iota(n), m),
+                  (n - 1.0) * m, 1e-6 * m);
+    }
+  }
+}
+
+TEST(DisseminationBarrier, IsLogTwoRoundsOfTokens) {
+  // ceil(log2 N) rounds of 1-byte tokens: 2 ranks 1 round, 5 ranks 3
+  // (distances 1, 2, 4), 8 ranks 3, 9 ranks 4; each round costs
+  // alpha + 1 byte / B.
+  const double alpha = 5e-6, b = 12.5e9;
+  for (auto [n, rounds] : {std::pair{2, 1}, {5, 3}, {8, 3}, {9, 4}}) {
+    Network net(FlatNetwork(n, b, alpha));
+    EXPECT_NEAR(CollectiveSeconds(net, plan::CollectiveOp::kBarrier, plan::CollectiveAlgorithm::kRing,
+                                  Iota(n), 0),
+                rounds * (alpha + 1 / b), 1e-15)
+        << "N=" << n;
+  }
+}
+
+TEST(Collectives, EveryOpOnOneRankCostsNothing) {
+  Network net(FlatNetwork(1, 1e9, 1e-6));
+  for (auto op : {plan::CollectiveOp::kAllReduce, plan::CollectiveOp::kReduceScatter,
+                  plan::CollectiveOp::kAllGather, plan::CollectiveOp::kBroadcast,
+                  plan::CollectiveOp::kReduce, plan::CollectiveOp::kAllToAll,
+                  plan::CollectiveOp::kBarrier})
+    EXPECT_EQ(CollectiveSeconds(net, op, plan::CollectiveAlgorithm::kRing, {0}, 1e6), 0.0)
+        << plan::CollectiveOpName(op);
 }
 
 }  // namespace

@@ -39,10 +39,6 @@ void RequireSupported(const plan::Plan& plan, const NetworkSpec& spec,
     if (c.via_host)
       throw UserError("engine simgrid does not simulate collectives summed on the host yet",
                       "use engine: analytic, or parallelism.aggregation: device");
-  for (const plan::Collective& c : plan.collectives())
-    if (c.op == plan::CollectiveOp::kBroadcast)
-      throw UserError(std::string("engine simgrid does not support collective ") +
-                      plan::CollectiveOpName(c.op) + " yet");
   for (const plan::Task& t : plan.tasks())
     if (t.kind == plan::TaskKind::kRecv)
       throw UserError("engine simgrid: plans express transfers as kSend tasks");

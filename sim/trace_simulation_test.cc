@@ -27,6 +27,9 @@ cf::CollectiveCommType CommType(plan::CollectiveOp op) {
     case plan::CollectiveOp::kAllGather: return cf::ALL_GATHER;
     case plan::CollectiveOp::kReduceScatter: return cf::REDUCE_SCATTER;
     case plan::CollectiveOp::kBroadcast: return cf::BROADCAST;
+    case plan::CollectiveOp::kReduce: return cf::REDUCE;
+    case plan::CollectiveOp::kAllToAll: return cf::ALL_TO_ALL;
+    case plan::CollectiveOp::kBarrier: return cf::BARRIER;
   }
   return cf::ALL_REDUCE;
 }
@@ -194,6 +197,85 @@ TEST(ChakraTrace, SendAndReceiveOrderTheRanks) {
   const SimTime transfer = t.costs.task_ns[1];
   EXPECT_GT(transfer, 0);
   EXPECT_EQ(t.engine.makespan, 1'000'000 + transfer + 500'000);
+}
+
+// A trace that starts as PyTorch's DDP does, with a broadcast of the
+// parameters from rank 0, runs on every algorithm and on both engines. Two
+// single-device nodes on 25 GbE: each rank computes 1 ms, rank 0
+// broadcasts 1 MiB (one chunk, one step of the chain: the network's
+// latency + 1 MiB / NIC bandwidth, after the collective's launch latency),
+// then each computes 0.5 ms:
+//   1 ms + (collective latency + net latency + 1048576 B / NIC B/s) + 0.5 ms.
+TEST(ChakraTrace, BroadcastRunsOnEveryAlgorithmAndEngine) {
+  std::vector<plan::ChakraTrace> traces;
+  for (int r = 0; r < 2; ++r) {
+    plan::chakra_test::TraceWriter w;
+    w.Compute(1, 1000);
+    cf::Node* b = w.Node(2, cf::COMM_COLL_NODE, {1});
+    SetInt(b, "comm_type", cf::BROADCAST);
+    SetInt(b, "comm_size", 1 << 20);
+    w.Compute(3, 500, {2});
+    traces.push_back(w.Finish("bcast." + std::to_string(r) + ".et"));
+  }
+  for (const std::string engine : {"analytic", "simgrid"}) {
+    for (auto algorithm : {plan::CollectiveAlgorithm::kRing, plan::CollectiveAlgorithm::kTree,
+                           plan::CollectiveAlgorithm::kHierarchical}) {
+      config::Scenario s = DataParallelScenario(engine);
+      s.cluster.devices_per_node = 1;
+      plan::ChakraImportOptions options;
+      options.algorithm = algorithm;
+      const TracePrediction t = SimulateTracePlan(s, plan::ImportChakra(traces, options));
+      ASSERT_EQ(t.plan.collectives().size(), 1u);
+      EXPECT_EQ(t.plan.collectives()[0].op, plan::CollectiveOp::kBroadcast);
+      const double expected_s = 1e-3 + t.network.collective_latency_s + t.network.net_latency_s +
+                                (1 << 20) / t.network.nic_bw_bytes_per_s + 0.5e-3;
+      EXPECT_NEAR(NsToSeconds(t.engine.makespan), expected_s,
+                  engine == "analytic" ? 2e-9 : 0.01 * expected_s)
+          << engine << " " << plan::CollectiveAlgorithmName(algorithm);
+    }
+  }
+}
+
+// Tensor parallelism inside each node and data parallelism across them, as
+// PyTorch names the groups: ranks 0-3 on 2 nodes of 2 V100 (NVLink 2
+// inside a node, 25 GbE between). Each rank all-reduces 64 MB in its
+// tensor-parallel pair ({0, 1} or {2, 3}: inside its node), then 64 MB in
+// its data-parallel pair ({0, 2} or {1, 3}: across the nodes). Ring
+// all-reduces of 2 ranks, 2 steps of 32 MB each, priced alone by the
+// analytic engine:
+//   TP = L + 2 (intra latency + 32 MB / NVLink B),
+//   DP = L + 2 (net latency + 32 MB / NIC B),
+// and the step is TP + DP. Over all four ranks instead (what a pg_name
+// used to get), each all-reduce would cross the NICs.
+TEST(ChakraTrace, ProcessGroupsPlaceTensorAndDataParallelCollectives) {
+  const std::string groups =
+      R"(['[{"pg_name": "0", "ranks": []}, {"pg_name": "1", "ranks": [0, 1]}, )"
+      R"({"pg_name": "2", "ranks": [2, 3]}, {"pg_name": "3", "ranks": [0, 2]}, )"
+      R"({"pg_name": "4", "ranks": [1, 3]}]'])";
+  const auto set_pg = [](cf::Node* n, const std::string& pg) {
+    cf::AttributeProto* a = n->add_attr();
+    a->set_name("pg_name");
+    a->set_string_val(pg);
+  };
+  std::vector<plan::ChakraTrace> traces;
+  for (int r = 0; r < 4; ++r) {
+    plan::chakra_test::TraceWriter w;
+    cf::Node* meta = w.Node(1, cf::METADATA_NODE);
+    meta->set_name("## process_group:init ##");
+    meta->mutable_inputs()->set_values(groups);
+    set_pg(w.AllReduce(2, 64'000'000, {1}), r < 2 ? "1" : "2");
+    set_pg(w.AllReduce(3, 64'000'000, {2}), r % 2 == 0 ? "3" : "4");
+    traces.push_back(w.Finish("tp-dp." + std::to_string(r) + ".et"));
+  }
+  const config::Scenario s = DataParallelScenario("analytic");
+  plan::ChakraImportOptions options;
+  options.devices_per_node = 2;
+  const TracePrediction t = SimulateTracePlan(s, plan::ImportChakra(traces, options));
+  ASSERT_EQ(t.plan.collectives().size(), 4u);
+  const NetworkSpec& n = t.network;
+  const double tp = n.collective_latency_s + 2 * (n.intra_latency_s + 32e6 / n.intra_bw_bytes_per_s);
+  const double dp = n.collective_latency_s + 2 * (n.net_latency_s + 32e6 / n.nic_bw_bytes_per_s);
+  EXPECT_NEAR(NsToSeconds(t.engine.makespan), tp + dp, 2e-9);
 }
 
 }  // namespace

@@ -1294,8 +1294,93 @@ TEST_F(Cli, ChakraTraceOnAScenariosCluster) {
   Result bad = Dtsim("chakra " + (dir_ / "t").string() + " --cluster " +
                      (dir_ / "four.yaml").string() + " --out " + (dir_ / "c").string());
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("the trace has 2 ranks and the cluster 4 devices"), std::string::npos)
+  EXPECT_NE(bad.err.find((dir_ / "t").string() +
+                         ".2.et: error: rank 2's trace does not exist: the cluster has 4 devices"),
+            std::string::npos)
       << bad.err;
+  // A gap in the rank files is named, whatever the cluster: with t.3.et
+  // beside t.0.et and t.1.et, two devices no longer run ranks 0-1 alone.
+  fs::copy_file(dir_ / "t.1.et", dir_ / "t.3.et");
+  bad = Dtsim("chakra " + (dir_ / "t").string() + " --cluster " + (dir_ / "c.yaml").string() +
+              " --out " + (dir_ / "c").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find((dir_ / "t").string() + ".2.et: error: rank 2's trace does not exist, but"),
+            std::string::npos)
+      << bad.err;
+  fs::remove(dir_ / "t.3.et");
+
+  // A collective on a process group ("1": ranks 0 and 1) that the traces do
+  // not list: refused, unless a communicator-group file gives its ranks.
+  for (int rank = 0; rank < 2; ++rank) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    dtsim::chakra_format::AttributeProto* name = w.AllReduce(1, 1 << 20)->add_attr();
+    name->set_name("pg_name");
+    name->set_string_val("1");
+    std::ofstream(dir_ / ("pg." + std::to_string(rank) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  const std::string pg_args = "chakra " + (dir_ / "pg").string() + " --cluster " +
+                              (dir_ / "c.yaml").string() + " --out " + (dir_ / "pg").string();
+  bad = Dtsim(pg_args);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("process group '1' has no list of members"), std::string::npos) << bad.err;
+  std::ofstream(dir_ / "groups.json") << R"({"1": [0, 1]})";
+  const Result pg = Dtsim(pg_args + " --comm-groups " + (dir_ / "groups.json").string());
+  ASSERT_EQ(pg.status, 0) << pg.err;
+  EXPECT_EQ(nlohmann::json::parse(Slurp(dir_ / "pg" / "summary.json"))["collectives"], 1);
+  std::ofstream(dir_ / "groups.json") << R"([0, 1])";
+  bad = Dtsim(pg_args + " --comm-groups " + (dir_ / "groups.json").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find((dir_ / "groups.json").string() + ": error: not a JSON object"),
+            std::string::npos)
+      << bad.err;
+
+  // Compute nodes without durations: the 0 ms step comes with a warning in
+  // summary.json, not as a plain result.
+  for (int rank = 0; rank < 2; ++rank) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    w.Compute(1, 0);
+    std::ofstream(dir_ / ("zero." + std::to_string(rank) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  const Result zero = Dtsim("chakra " + (dir_ / "zero").string() + " --cluster " +
+                            (dir_ / "c.yaml").string() + " --out " + (dir_ / "zero").string());
+  ASSERT_EQ(zero.status, 0) << zero.err;
+  const nlohmann::json z = nlohmann::json::parse(Slurp(dir_ / "zero" / "summary.json"));
+  EXPECT_EQ(z["step_time_s"], 0.0);
+  ASSERT_EQ(z["warnings"].size(), 1u);
+  EXPECT_NE(z["warnings"][0].get<std::string>().find("every compute node of the trace (2) has "
+                                                     "duration 0"),
+            std::string::npos);
+
+  // Converter output: a host operator (is_cpu_op, 20 us) calling a GPU
+  // kernel (100 us, ctrl_deps naming its caller), which also depends on a
+  // node the converter dropped. Refused as it is; with the clean-up the
+  // kernel alone is simulated (100 us) and what was removed is counted.
+  for (int rank = 0; rank < 2; ++rank) {
+    dtsim::plan::chakra_test::TraceWriter w;
+    dtsim::chakra_format::Node* host = w.Compute(1, 20);
+    dtsim::chakra_format::Node* kernel = w.Compute(2, 100, {1, 99});
+    kernel->add_ctrl_deps(1);
+    for (auto [node, cpu] : {std::pair{host, true}, std::pair{kernel, false}}) {
+      dtsim::chakra_format::AttributeProto* is_cpu_op = node->add_attr();
+      is_cpu_op->set_name("is_cpu_op");
+      is_cpu_op->set_bool_val(cpu);
+    }
+    std::ofstream(dir_ / ("conv." + std::to_string(rank) + ".et"), std::ios::binary) << w.Bytes();
+  }
+  const std::string conv_args = "chakra " + (dir_ / "conv").string() + " --cluster " +
+                                (dir_ / "c.yaml").string() + " --out " + (dir_ / "conv").string();
+  bad = Dtsim(conv_args);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("depends on node 99, which the trace does not hold"), std::string::npos)
+      << bad.err;
+  const Result conv =
+      Dtsim(conv_args + " --drop-dangling-deps --ignore-ctrl-deps --host-ops drop");
+  ASSERT_EQ(conv.status, 0) << conv.err;
+  const nlohmann::json cleaned = nlohmann::json::parse(Slurp(dir_ / "conv" / "summary.json"));
+  EXPECT_DOUBLE_EQ(cleaned["step_time_s"].get<double>(), 100e-6);
+  EXPECT_EQ(cleaned["cleanup"]["dangling_deps_dropped"], 2);  // one per rank
+  EXPECT_EQ(cleaned["cleanup"]["ctrl_deps_ignored"], 2);
+  EXPECT_EQ(cleaned["cleanup"]["host_ops_dropped"], 2);
   bad = Dtsim("chakra " + (dir_ / "none").string() + " --cluster " + (dir_ / "c.yaml").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("none.0.et: error: no Chakra trace at this path"), std::string::npos)

@@ -2,7 +2,13 @@
 // file per rank, PREFIX.<rank>.et) simulated on a scenario's cluster.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +16,7 @@
 #include "common/input_file.h"
 #include "config/scenario.h"
 #include "hw/catalog.h"
+#include "plan/chakra_files.h"
 #include "plan/chakra_import.h"
 #include "sim/cost_model.h"
 #include "sim/trace_simulation.h"
@@ -37,17 +44,41 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
       sim::DefaultComputeEfficiency(models::OpKind::kDense);
   options.algorithm = static_cast<plan::CollectiveAlgorithm>(s.parallelism.algorithm);
   options.samples_per_iteration = o.batch;
-  // The traces are read up to the first PREFIX.N.et that does not exist;
-  // each that exists must be a regular file (a FIFO would block the read,
-  // a link to /dev/zero never end it).
-  for (int r = 0;; ++r) {
-    const std::string name = o.prefix + "." + std::to_string(r) + ".et";
-    std::error_code ec;
-    if (!std::filesystem::exists(name, ec)) break;
-    RequireRegularFile(name, "Chakra trace");
+  if (!o.comm_groups.empty()) {
+    const std::string text = ReadRegularFile(o.comm_groups, "communicator-group file");
+    try {
+      options.process_groups = plan::ParseCommGroupFile(text);
+    } catch (const std::invalid_argument& e) {
+      throw UserError(SourceLocation{o.comm_groups, 0, 0}, e.what(),
+                      "a communicator-group file maps each process group's name to its ranks: "
+                      "{\"1\": [0, 1], \"2\": [2, 3]}");
+    }
+    options.process_groups_file = o.comm_groups;
   }
-  const std::vector<plan::ChakraTrace> traces = plan::ReadChakraTraces(o.prefix);
-  const sim::TracePrediction p = sim::SimulateTracePlan(s, plan::ImportChakra(traces, options));
+  options.cleanup.drop_dangling_deps = o.drop_dangling_deps;
+  options.cleanup.ignore_ctrl_deps = o.ignore_ctrl_deps;
+  options.cleanup.host_ops = o.host_ops == "drop"        ? plan::ChakraHostOps::kDrop
+                             : o.host_ops == "serialize" ? plan::ChakraHostOps::kSerialize
+                                                         : plan::ChakraHostOps::kRefuse;
+  // Each trace file that exists must be a regular file (a FIFO would block
+  // the read, a link to /dev/zero never end it).
+  for (int r = 0; r < s.cluster.num_devices(); ++r) {
+    for (const char* suffix : {".et", ".et.gz"}) {
+      const std::string name = o.prefix + "." + std::to_string(r) + suffix;
+      std::error_code ec;
+      if (std::filesystem::exists(name, ec)) RequireRegularFile(name, "Chakra trace");
+    }
+  }
+  const std::vector<plan::ChakraTrace> traces =
+      plan::ReadChakraTraces(o.prefix, s.cluster.num_devices());
+  plan::ChakraImportReport report;
+  const sim::TracePrediction p =
+      sim::SimulateTracePlan(s, plan::ImportChakra(traces, options, &report));
+  std::vector<std::string> warnings;
+  if (report.compute_nodes > 0 && report.zero_duration_compute_nodes == report.compute_nodes) {
+    warnings.push_back("every compute node of the trace (" + std::to_string(report.compute_nodes) +
+                       ") has duration 0: the step time is communication only");
+  }
 
   std::size_t compute = 0, sends = 0;
   for (const plan::Task& t : p.plan.tasks()) {
@@ -74,6 +105,12 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
   j["compute_s"] = m.breakdown.compute_s;
   j["exposed_comm_s"] = m.breakdown.exposed_comm_s;
   j["idle_s"] = m.breakdown.idle_s;
+  j["cleanup"] = {{"dangling_deps_dropped", report.dangling_deps_dropped},
+                  {"ctrl_deps_ignored", report.ctrl_deps_ignored},
+                  {"host_ops_dropped", report.host_ops_dropped},
+                  {"host_ops_serialized", report.host_ops_serialized}};
+  j["zero_duration_compute_nodes"] = report.zero_duration_compute_nodes;
+  j["warnings"] = warnings;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < m.per_rank.size(); ++i) {
     ranks.push_back({{"rank", m.ranks[i]},
@@ -100,6 +137,17 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
                 collective_bytes / 1e6, sends, s.name.c_str(), s.cluster.num_devices(),
                 device->name.c_str(), p.engine_name.c_str());
   out << line;
+  if (o.drop_dangling_deps || o.ignore_ctrl_deps || o.host_ops != "refuse") {
+    std::snprintf(line, sizeof line,
+                  "clean-up: %lld dependencies on missing nodes dropped, %lld ctrl_deps ignored, "
+                  "%lld host operators dropped, %lld serialized\n",
+                  static_cast<long long>(report.dangling_deps_dropped),
+                  static_cast<long long>(report.ctrl_deps_ignored),
+                  static_cast<long long>(report.host_ops_dropped),
+                  static_cast<long long>(report.host_ops_serialized));
+    out << line;
+  }
+  for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
   std::snprintf(line, sizeof line,
                 "step time %.3f ms: compute %.3f ms, exposed communication %.3f ms, idle %.3f "
                 "ms (mean over ranks)\n",

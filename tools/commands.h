@@ -130,6 +130,11 @@ struct ChakraOptions {
   std::string engine;        // overrides the scenario's when set
   std::string out_dir;       // default results/chakra-<prefix's file name>
   std::int64_t batch = 0;    // samples per step of the trace, for throughput
+  std::string comm_groups;   // ASTRA-sim communicator-group JSON; "" = none
+  // Clean-up of converter output (plan/chakra_import.h ChakraCleanup).
+  bool drop_dangling_deps = false;
+  bool ignore_ctrl_deps = false;
+  std::string host_ops = "refuse";  // "refuse", "drop" or "serialize"
 };
 // Simulates a Chakra trace (plan/chakra_import.h) on a scenario's cluster
 // (sim/trace_simulation.h): prints the step time and its breakdown, writes

@@ -422,6 +422,19 @@ int main(int argc, char** argv) {
                          "Output folder (default results/chakra-<prefix's file name>)");
   chakra_cmd->add_option("--batch", chakra.batch, "Samples per step of the trace, for throughput")
       ->check(CLI::PositiveNumber);
+  chakra_cmd->add_option("--comm-groups", chakra.comm_groups,
+                         "ASTRA-sim communicator-group file ({\"1\": [0, 1], ...}): the ranks of "
+                         "each pg_name the traces' metadata does not list");
+  chakra_cmd->add_flag("--drop-dangling-deps", chakra.drop_dangling_deps,
+                       "Drop dependencies on nodes a trace does not hold (default: refused)");
+  chakra_cmd->add_flag("--ignore-ctrl-deps", chakra.ignore_ctrl_deps,
+                       "Order nodes by data_deps only (in PyTorch-converted traces ctrl_deps name "
+                       "a node's caller)");
+  chakra_cmd->add_option("--host-ops", chakra.host_ops,
+                         "Host operators (is_cpu_op): refuse (when they have a duration), drop "
+                         "(no time) or serialize (on the GPU's compute stream)")
+      ->check(CLI::IsMember({"refuse", "drop", "serialize"}))
+      ->capture_default_str();
 
   dtsim::tools::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand(

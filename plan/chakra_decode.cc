@@ -50,7 +50,7 @@ std::string NodeText(const cf::Node& n) {
 }
 
 RankTrace DecodeChakraTrace(const ChakraTrace& t, const ChakraCleanup& cleanup,
-                            ChakraImportReport* report) {
+                            ChakraImportReport* report, std::size_t max_nodes) {
   RankTrace r{t.name, {}};
   if (t.bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     ChakraFail(t.name, "the trace is larger than 2 GiB");
@@ -61,9 +61,16 @@ RankTrace DecodeChakraTrace(const ChakraTrace& t, const ChakraCleanup& cleanup,
   const auto total = static_cast<int>(t.bytes.size());
   cf::GlobalMetadata meta;
   if (!ReadDelimited(in, total, &meta, t.name, 0)) ChakraFail(t.name, "the trace is empty");
+  // At most `max_nodes` nodes per trace, counted as they are read:
+  // an empty node is one byte of the file and a decoded one a few hundred
+  // bytes of memory.
   std::vector<cf::Node> nodes;
   for (cf::Node n; ReadDelimited(in, total, &n, t.name, static_cast<int>(nodes.size()) + 1);) {
-    nodes.push_back(n);
+    if (nodes.size() == max_nodes) {
+      ChakraFail(t.name, "the trace has more than " + std::to_string(max_nodes) + " nodes",
+                 "dtsim simulates traces of up to that many nodes per rank");
+    }
+    nodes.push_back(std::move(n));
     n.Clear();
   }
   std::map<std::uint64_t, std::size_t> index;

@@ -4,6 +4,7 @@
 // UserErrors naming the file and the node.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,10 @@
 #include "plan/chakra_import.h"
 
 namespace dtsim::plan {
+
+// Nodes one rank's trace may hold (2^21): well above a training step's
+// trace, and a bound on the memory a decoded trace takes.
+inline constexpr std::size_t kMaxChakraNodes = std::size_t{1} << 21;
 
 struct RankTrace {
   std::string name;
@@ -24,10 +29,11 @@ struct RankTrace {
 
 // Decodes `t` (a GlobalMetadata message, then Node messages, each preceded
 // by its length as a varint) and orders its nodes, counting what `cleanup`
-// removes in `report`. Throws UserError on a malformed trace, a duplicate
+// removes in `report`. Throws UserError on a malformed trace, more than
+// `max_nodes` nodes, a duplicate
 // id, a dependency on a missing node or a cycle (unless cleaned up).
 RankTrace DecodeChakraTrace(const ChakraTrace& t, const ChakraCleanup& cleanup,
-                            ChakraImportReport* report);
+                            ChakraImportReport* report, std::size_t max_nodes = kMaxChakraNodes);
 
 // Throws UserError at `trace` (the docs' pointer as hint when none given).
 [[noreturn]] void ChakraFail(const std::string& trace, const std::string& message,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "plan/chakra_decode.h"
 #include "plan/chakra_process_groups.h"
 #include "plan/chakra_test_traces.h"
 
@@ -82,6 +83,23 @@ TEST(ChakraImport, NodesBecomeTasksAndCollectives) {
 
 // Nodes without a duration are priced from num_ops: 2e9 FLOPs at 1e12
 // FLOP/s take 2 ms.
+// Nodes are counted as they are read: a file of empty nodes (one byte
+// each) is refused at the bound, before it is decoded whole.
+TEST(ChakraImport, NodesAreBoundedAsTheyAreRead) {
+  std::string bytes;
+  chakra_test::AppendDelimited(cf::GlobalMetadata(), &bytes);
+  bytes += std::string(11, '\0');  // 11 empty nodes
+  const ChakraTrace t{"empty.0.et", bytes};
+  ChakraImportReport report;
+  try {
+    DecodeChakraTrace(t, {}, &report, 10);
+    FAIL() << "11 nodes read with a bound of 10";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 10 nodes"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(kMaxChakraNodes, std::size_t{1} << 20);
+}
+
 TEST(ChakraImport, NumOpsAtTheGivenRate) {
   TraceWriter w;
   cf::Node* n = w.Node(1, cf::COMP_NODE);

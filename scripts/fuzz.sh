@@ -7,7 +7,7 @@
 #                                  (default 10); exit status 1 on any finding
 #   scripts/fuzz.sh 0              replay only (seeds and regressions)
 #
-# Environment: DTSIM_FUZZ_TARGETS (default "scenario model_file onnx fit_csv"),
+# Environment: DTSIM_FUZZ_TARGETS (default "scenario model_file onnx fit_csv chakra"),
 # DTSIM_FUZZ_RSS_LIMIT_MB (memory cap per fuzzing process, default 2048),
 # DTSIM_FUZZ_TIMEOUT_S (seconds per input, default 10). Installs clang-16 and
 # its runtime (libclang-rt-16-dev, which holds libFuzzer) when missing, and
@@ -22,7 +22,7 @@ case "${1:-}" in
   *[!0-9]*) echo "usage: $0 [MINUTES]" >&2; exit 2 ;;
   *) minutes=$1 ;;
 esac
-targets=(${DTSIM_FUZZ_TARGETS:-scenario model_file onnx fit_csv})
+targets=(${DTSIM_FUZZ_TARGETS:-scenario model_file onnx fit_csv chakra})
 rss_limit_mb=${DTSIM_FUZZ_RSS_LIMIT_MB:-2048}
 timeout_s=${DTSIM_FUZZ_TIMEOUT_S:-10}
 build=build-fuzz
@@ -30,6 +30,7 @@ seeds_scenario=(scenarios)
 seeds_model_file=(models/examples)
 seeds_onnx=(fuzz/corpus/onnx/seeds)
 seeds_fit_csv=(scenarios/fit)
+seeds_chakra=(plan/testdata/chakra/generator plan/testdata/chakra/text)
 
 # --- install (idempotent, as scripts/setup.sh) -------------------------------
 scripts/setup.sh

@@ -16,37 +16,16 @@
 
 #include "models/onnx_model.pb.h"
 #include "models/onnx_test_models.h"
+#include "tests/dtsim_runner.h"
 
 namespace {
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using dtsim::test::Result;
+using dtsim::test::Slurp;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Runs dtsim with `args` (already shell-quoted) from the repository root,
-// killed after 60 s (a hang reads as status 124).
-Result Dtsim(const std::string& args) {
-  const fs::path tmp = fs::temp_directory_path() / ("dtsim_bounds_" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  const std::string cmd = std::string("timeout 60 ") + DTSIM_BIN + " " + args + " >" +
-                          (tmp / "out").string() + " 2>" + (tmp / "err").string();
-  Result r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = Slurp(tmp / "out");
-  r.err = Slurp(tmp / "err");
-  return r;
-}
+// Runs dtsim, killed after 60 s (a hang reads as status 124).
+Result Dtsim(const std::string& args) { return dtsim::test::Dtsim(args, "timeout 60 "); }
 
 #define EXPECT_IN(text, s) EXPECT_NE((s).find(text), std::string::npos) << (s)
 

@@ -180,6 +180,39 @@ TEST(ReadmeFigures, HybridScenarioTable) {
   }
 }
 
+// The table of parameter servers and step-time tails: throughput, step,
+// global steps, percentiles.
+TEST(ReadmeFigures, ServersAndTailsTable) {
+  const std::string readme = Readme();
+  using Figure = std::pair<std::string, std::function<double(const sim::Prediction&)>>;
+  const auto throughput = [](const sim::Prediction& p) {
+    return p.metrics.throughput_samples_per_s;
+  };
+  const auto step = [](const sim::Prediction& p) { return p.metrics.step_time_s; };
+  const std::vector<std::pair<const char*, std::vector<Figure>>> rows = {
+      {"ps-2workers-sync.yaml",
+       {{R"(^([\d,.]+) samples/s)", throughput}, {R"(step ([\d.]+) (ms);)", step}}},
+      {"ps-2workers-async.yaml",
+       {{R"(^([\d,.]+) samples/s)", throughput},
+        {R"(\(([\d.]+) global steps/s\))",
+         [](const sim::Prediction& p) { return p.async->global_steps_per_s; }}}},
+      {"ps-backup-workers.yaml", {{R"(^([\d,.]+) samples/s)", throughput}}},
+      {"resnet50-16xV100-step-tail.yaml",
+       {{R"(p50 ([\d.]+) (ms))", [](const sim::Prediction& p) { return p.metrics.step_times.p50; }},
+        {R"(mean ([\d.]+) (ms))", step},
+        {R"(: ([\d,.]+) samples/s against)", throughput}}},
+  };
+  for (const auto& [file, figures] : rows) {
+    const std::string row = LineStartingWith(readme, std::string("| `") + file + "` | ");
+    ASSERT_FALSE(row.empty()) << file << ": no row";
+    const std::vector<std::string> cells = Cells(row);
+    ASSERT_EQ(cells.size(), 3u) << row;
+    const sim::Prediction p = SimulateShipped(file);
+    for (const auto& [pattern, value] : figures)
+      ExpectFigure(file, cells[2], pattern, value(p), pattern);
+  }
+}
+
 // The example output of `dtsim run scenarios/cifar10-4gpu.yaml` at the top
 // of the README: its throughput and single-device lines as printed.
 TEST(ReadmeFigures, RunExampleOutput) {

@@ -20,6 +20,7 @@
 #include "sim/memory.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "sim/sweep.h"
 
 namespace dtsim {
 namespace {
@@ -211,6 +212,51 @@ TEST(ReadmeFigures, ServersAndTailsTable) {
     for (const auto& [pattern, value] : figures)
       ExpectFigure(file, cells[2], pattern, value(p), pattern);
   }
+}
+
+// The time-to-accuracy tables of the shipped tta example: each row's
+// simulated samples/s and milliseconds per update (the sweep's points, no
+// proxy training), and its time to the target = updates x ms per update
+// (the columns agree, to the rounding of the printed updates).
+TEST(ReadmeFigures, TimeToAccuracyTables) {
+  const std::string readme = Readme();
+  const sim::Sweep sweep = sim::LoadSweep("scenarios/sweep-tta-cifar10-local-sgd.yaml");
+  const std::vector<sim::PointResult> results = sim::RunSweep(sweep);
+  std::size_t link_axis = sweep.axes.size(), period_axis = sweep.axes.size();
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+    if (sweep.axes[a].path == "cluster.network.link") link_axis = a;
+    if (sweep.axes[a].path == "parallelism.averaging_period") period_axis = a;
+  }
+  ASSERT_LT(link_axis, sweep.axes.size());
+  ASSERT_LT(period_axis, sweep.axes.size());
+  int rows = 0;
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    const sim::SweepPoint& point = sweep.points[i];
+    const std::string link = sweep.axes[link_axis].values[point.choice[link_axis]];
+    const std::string h = sweep.axes[period_axis].values[point.choice[period_axis]];
+    const std::string prefix = "| " + link + " | " + h + " | ";
+    std::istringstream in(readme);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) != 0) continue;
+      const std::vector<std::string> cells = Cells(line);
+      ASSERT_EQ(cells.size(), 6u) << line;
+      const std::string where = "time to accuracy, " + link + " H = " + h;
+      ExpectFigure(where, cells[2], R"(^([\d,.]+)$)", results[i].throughput_samples_per_s,
+                   "samples/s");
+      Written ms;
+      ASSERT_TRUE(Find(cells[3], R"(^([\d.]+)$)", &ms)) << line;
+      EXPECT_EQ(AsWritten(ms), AsWritten(1e3 * results[i].step_time_s, ms)) << where;
+      Written updates, time;
+      if (Find(cells[4], R"(^([\d,.]+) \()", &updates) &&
+          Find(cells[5], R"(^([\d,.]+) ms)", &time)) {
+        // Updates printed to 0.05: the time may differ by that x ms/update.
+        EXPECT_NEAR(time.value, updates.value * ms.value, 0.5 + 0.05 * ms.value + 0.01 * time.value)
+            << where;
+      }
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 24);  // 12 settings, in the two tables (linear scaling and none)
 }
 
 // The example output of `dtsim run scenarios/cifar10-4gpu.yaml` at the top

@@ -3,12 +3,13 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <map>
-#include <sstream>
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 namespace dtsim::plan {
 namespace {
@@ -24,13 +25,9 @@ constexpr const char* kNaming =
   throw UserError(SourceLocation{file, 0, 0}, message, hint);
 }
 
-std::string ReadPlain(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail(path, "cannot be read");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+// The most bytes a trace may have, read or decompressed: the decoder reads
+// at most 2 GiB (protobuf's limit).
+constexpr std::int64_t kMaxTraceBytes = std::numeric_limits<int>::max();
 
 std::string ReadGzip(const std::string& path) {
   gzFile in = gzopen(path.c_str(), "rb");
@@ -46,6 +43,10 @@ std::string ReadGzip(const std::string& path) {
       Fail(path, "is not a readable gzip file (" + why + ")");
     }
     if (k == 0) break;
+    if (static_cast<std::int64_t>(bytes.size()) + k > kMaxTraceBytes) {
+      gzclose(in);
+      Fail(path, "decompresses to more than 2 GiB", "dtsim reads traces of up to 2 GiB per rank");
+    }
     bytes.append(buf, static_cast<std::size_t>(k));
   }
   gzclose(in);
@@ -84,6 +85,8 @@ std::vector<ChakraTrace> ReadChakraTraces(const std::string& prefix, int ranks) 
       const long r = RankOf(e.path().filename().string(), stem, &gz);
       if (r < 0) continue;
       const std::string path = name_of(r) + (gz ? ".gz" : "");
+      // A FIFO would block the read, a link to /dev/zero never end it.
+      RequireRegularFile(path, "Chakra trace");
       if (!files.emplace(r, path).second) {
         Fail(path, "rank " + std::to_string(r) + " is given twice, as " + name_of(r) + " and " +
                        name_of(r) + ".gz",
@@ -116,7 +119,8 @@ std::vector<ChakraTrace> ReadChakraTraces(const std::string& prefix, int ranks) 
   std::vector<ChakraTrace> traces;
   for (const auto& [r, path] : files) {
     const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-    traces.push_back({path, gz ? ReadGzip(path) : ReadPlain(path)});
+    traces.push_back(
+        {path, gz ? ReadGzip(path) : ReadRegularFile(path, "Chakra trace", kMaxTraceBytes)});
   }
   return traces;
 }

@@ -60,15 +60,6 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
   options.cleanup.host_ops = o.host_ops == "drop"        ? plan::ChakraHostOps::kDrop
                              : o.host_ops == "serialize" ? plan::ChakraHostOps::kSerialize
                                                          : plan::ChakraHostOps::kRefuse;
-  // Each trace file that exists must be a regular file (a FIFO would block
-  // the read, a link to /dev/zero never end it).
-  for (int r = 0; r < s.cluster.num_devices(); ++r) {
-    for (const char* suffix : {".et", ".et.gz"}) {
-      const std::string name = o.prefix + "." + std::to_string(r) + suffix;
-      std::error_code ec;
-      if (std::filesystem::exists(name, ec)) RequireRegularFile(name, "Chakra trace");
-    }
-  }
   const std::vector<plan::ChakraTrace> traces =
       plan::ReadChakraTraces(o.prefix, s.cluster.num_devices());
   plan::ChakraImportReport report;

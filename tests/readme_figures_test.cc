@@ -116,6 +116,35 @@ double MaxStageMemory(const sim::Prediction& p) {
   return m;
 }
 
+// A figure of a row: the pattern that finds it in the row's last cell and
+// the simulated value it must equal.
+using Figure = std::pair<std::string, std::function<double(const sim::Prediction&)>>;
+struct Row {
+  const char* file;  // a shipped scenario, named in the row's first cell
+  std::vector<Figure> figures;
+};
+
+double Throughput(const sim::Prediction& p) { return p.metrics.throughput_samples_per_s; }
+double StepTime(const sim::Prediction& p) { return p.metrics.step_time_s; }
+double IdleShare(const sim::Prediction& p) {
+  return p.metrics.breakdown.idle_s / p.metrics.step_time_s;
+}
+
+// Checks each row of a table whose first cell is "`FILE`" followed by
+// `after_name` and that has `columns` cells, the figures in its last.
+void CheckRows(const std::string& readme, const std::vector<Row>& rows,
+               const std::string& after_name, std::size_t columns) {
+  for (const Row& r : rows) {
+    const std::string row = LineStartingWith(readme, std::string("| `") + r.file + "`" + after_name);
+    ASSERT_FALSE(row.empty()) << r.file << ": no row";
+    const std::vector<std::string> cells = Cells(row);
+    ASSERT_EQ(cells.size(), columns) << row;
+    const sim::Prediction p = SimulateShipped(r.file);
+    for (const auto& [pattern, value] : r.figures)
+      ExpectFigure(r.file, cells.back(), pattern, value(p), pattern);
+  }
+}
+
 // "Shipped scenarios and what dtsim predicts": throughput, step, scaling
 // efficiency and exposed communication per step of each row.
 TEST(ReadmeFigures, ShippedScenarioTable) {
@@ -145,73 +174,39 @@ TEST(ReadmeFigures, ShippedScenarioTable) {
 // The table of the pipelined and 3D-parallel scenarios ("strategy:
 // hybrid"): throughput, step, memory per device and idle share.
 TEST(ReadmeFigures, HybridScenarioTable) {
-  const std::string readme = Readme();
-  struct Row {
-    const char* file;
-    std::vector<std::pair<std::string, std::function<double(const sim::Prediction&)>>> figures;
-  };
-  const auto throughput = [](const sim::Prediction& p) {
-    return p.metrics.throughput_samples_per_s;
-  };
-  const auto idle = [](const sim::Prediction& p) {
-    return p.metrics.breakdown.idle_s / p.metrics.step_time_s;
-  };
-  const std::vector<Row> rows = {
-      {"gpt3-175b-3d-1536xA100.yaml",
-       {{R"(^([\d,.]+) samples/s)", throughput},
-        {R"(step ([\d.]+) (s);)", [](const sim::Prediction& p) { return p.metrics.step_time_s; }},
-        {R"(; ([\d.]+) (GiB) per GPU on stage 0)",
-         [](const sim::Prediction& p) { return p.stage_memory.at(0).Total(); }}}},
-      {"failures-gpt3-1024xA100.yaml",
-       {{R"(^([\d,.]+) samples/s)", throughput},
-        {R"(; ([\d.]+) (GiB) per GPU)", MaxStageMemory}}},
-      {"gpt2-xl-pipeline-8xV100.yaml",
-       {{R"(^([\d,.]+) samples/s)", throughput}, {R"(; ([\d.]+)(%) idle)", idle}}},
-      {"model-parallel-in-node.yaml",
-       {{R"(^([\d,.]+) samples/s)", throughput}, {R"(, ([\d.]+)(%) idle)", idle}}},
-  };
-  for (const Row& r : rows) {
-    const std::string row = LineStartingWith(readme, std::string("| `") + r.file + "` (");
-    ASSERT_FALSE(row.empty()) << r.file << ": no row";
-    const std::vector<std::string> cells = Cells(row);
-    ASSERT_EQ(cells.size(), 2u) << row;
-    const sim::Prediction p = SimulateShipped(r.file);
-    for (const auto& [pattern, value] : r.figures)
-      ExpectFigure(r.file, cells[1], pattern, value(p), pattern);
-  }
+  CheckRows(Readme(),
+            {{"gpt3-175b-3d-1536xA100.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput},
+               {R"(step ([\d.]+) (s);)", StepTime},
+               {R"(; ([\d.]+) (GiB) per GPU on stage 0)",
+                [](const sim::Prediction& p) { return p.stage_memory.at(0).Total(); }}}},
+             {"failures-gpt3-1024xA100.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput},
+               {R"(; ([\d.]+) (GiB) per GPU)", MaxStageMemory}}},
+             {"gpt2-xl-pipeline-8xV100.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput}, {R"(; ([\d.]+)(%) idle)", IdleShare}}},
+             {"model-parallel-in-node.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput}, {R"(, ([\d.]+)(%) idle)", IdleShare}}}},
+            " (", 2);
 }
 
 // The table of parameter servers and step-time tails: throughput, step,
 // global steps, percentiles.
 TEST(ReadmeFigures, ServersAndTailsTable) {
-  const std::string readme = Readme();
-  using Figure = std::pair<std::string, std::function<double(const sim::Prediction&)>>;
-  const auto throughput = [](const sim::Prediction& p) {
-    return p.metrics.throughput_samples_per_s;
-  };
-  const auto step = [](const sim::Prediction& p) { return p.metrics.step_time_s; };
-  const std::vector<std::pair<const char*, std::vector<Figure>>> rows = {
-      {"ps-2workers-sync.yaml",
-       {{R"(^([\d,.]+) samples/s)", throughput}, {R"(step ([\d.]+) (ms);)", step}}},
-      {"ps-2workers-async.yaml",
-       {{R"(^([\d,.]+) samples/s)", throughput},
-        {R"(\(([\d.]+) global steps/s\))",
-         [](const sim::Prediction& p) { return p.async->global_steps_per_s; }}}},
-      {"ps-backup-workers.yaml", {{R"(^([\d,.]+) samples/s)", throughput}}},
-      {"resnet50-16xV100-step-tail.yaml",
-       {{R"(p50 ([\d.]+) (ms))", [](const sim::Prediction& p) { return p.metrics.step_times.p50; }},
-        {R"(mean ([\d.]+) (ms))", step},
-        {R"(: ([\d,.]+) samples/s against)", throughput}}},
-  };
-  for (const auto& [file, figures] : rows) {
-    const std::string row = LineStartingWith(readme, std::string("| `") + file + "` | ");
-    ASSERT_FALSE(row.empty()) << file << ": no row";
-    const std::vector<std::string> cells = Cells(row);
-    ASSERT_EQ(cells.size(), 3u) << row;
-    const sim::Prediction p = SimulateShipped(file);
-    for (const auto& [pattern, value] : figures)
-      ExpectFigure(file, cells[2], pattern, value(p), pattern);
-  }
+  CheckRows(Readme(),
+            {{"ps-2workers-sync.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput}, {R"(step ([\d.]+) (ms);)", StepTime}}},
+             {"ps-2workers-async.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput},
+               {R"(\(([\d.]+) global steps/s\))",
+                [](const sim::Prediction& p) { return p.async->global_steps_per_s; }}}},
+             {"ps-backup-workers.yaml", {{R"(^([\d,.]+) samples/s)", Throughput}}},
+             {"resnet50-16xV100-step-tail.yaml",
+              {{R"(p50 ([\d.]+) (ms))",
+                [](const sim::Prediction& p) { return p.metrics.step_times.p50; }},
+               {R"(mean ([\d.]+) (ms))", StepTime},
+               {R"(: ([\d,.]+) samples/s against)", Throughput}}}},
+            " | ", 3);
 }
 
 // The time-to-accuracy tables of the shipped tta example: each row's

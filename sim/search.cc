@@ -125,8 +125,15 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
   Search out;
   out.global_batch = par.strategy == Strategy::kHybrid && par.hybrid.global_batch > 0
                          ? par.hybrid.global_batch
-                         : static_cast<std::int64_t>(base.workload.batch_per_device) *
-                               base.cluster.num_devices();
+                         : std::int64_t{base.workload.batch_per_device} * base.cluster.nodes *
+                               base.cluster.devices_per_node;
+  if (out.global_batch > kMaxSearchGlobalBatch)
+    throw UserError(base.Where(par.hybrid.global_batch > 0 ? "parallelism.global_batch"
+                                                           : "workload.batch_per_device"),
+                    "dtsim search: a global batch of " + std::to_string(out.global_batch) +
+                        " samples is more than the " + std::to_string(kMaxSearchGlobalBatch) +
+                        " it splits",
+                    "the largest published data-parallel batches are about 10^5 samples");
   const std::vector<int> counts =
       space.devices.empty() ? DefaultDeviceCounts(base.cluster) : space.devices;
   const int units = static_cast<int>(plan::LayerUnits(graph).size());

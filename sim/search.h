@@ -65,10 +65,15 @@ struct Search {
   SearchCounts counts;
 };
 
+// The largest global batch the search splits (the largest published
+// data-parallel batches are about 10^5 samples).
+inline constexpr std::int64_t kMaxSearchGlobalBatch = std::int64_t{1} << 24;
+
 // The search space of `base` (its model built as `graph`). The global
 // batch is parallelism.global_batch, else batch_per_device x the cluster's
 // devices. Throws UserError at the scenario for what the search cannot
-// vary (stragglers, parameter servers, local SGD) or an empty space.
+// vary (stragglers, parameter servers, local SGD), a global batch above
+// kMaxSearchGlobalBatch (before any plan is enumerated) or an empty space.
 Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph,
                    const SearchSpace& space);
 

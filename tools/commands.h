@@ -59,10 +59,6 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
                                                    exec::MpiWorld* mpi, std::ostream& err,
                                                    double* seconds);
 
-// The largest global batch `dtsim search` splits (the largest published
-// data-parallel batches are about 10^5 samples).
-constexpr std::int64_t kMaxSearchGlobalBatch = std::int64_t{1} << 24;
-
 struct SearchOptions {
   std::string scenario_path;
   std::string out_dir;  // default: <the scenario's outputs.dir>/search

@@ -52,21 +52,6 @@ void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& ou
   // The scenario's own split is replaced: it need not divide the cluster.
   const config::Scenario base = config::LoadScenario(o.scenario_path, false);
   const models::ModelGraph graph = config::BuildWorkloadModel(base);
-  // The global batch the search splits (sim/search.h), bounded before any
-  // plan is enumerated.
-  const config::ParallelismConfig& par = base.parallelism;
-  const std::int64_t global_batch =
-      par.strategy == config::Strategy::kHybrid && par.hybrid.global_batch > 0
-          ? par.hybrid.global_batch
-          : std::int64_t{base.workload.batch_per_device} * base.cluster.nodes *
-                base.cluster.devices_per_node;
-  if (global_batch > kMaxSearchGlobalBatch)
-    throw UserError(base.Where(par.hybrid.global_batch > 0 ? "parallelism.global_batch"
-                                                           : "workload.batch_per_device"),
-                    "dtsim search: a global batch of " + std::to_string(global_batch) +
-                        " samples is more than the " + std::to_string(kMaxSearchGlobalBatch) +
-                        " it splits",
-                    "the largest published data-parallel batches are about 10^5 samples");
   sim::SearchSpace space;
   space.devices = Distinct(o.devices);
   if (!o.micro_batch_sizes.empty()) space.micro_batch_sizes = Distinct(o.micro_batch_sizes);

@@ -335,6 +335,14 @@ class Executor {
     }
   }
 
+  // The task rank `r`'s host waited for has finished: it goes on issuing.
+  void ResumeHost(plan::RankId r) {
+    const auto rr = static_cast<std::size_t>(r);
+    host_waiting_[rr] = -1;
+    host_time_[rr] = std::max(host_time_[rr], now_);
+    AdvanceHost(r);
+  }
+
   // True when task `id`, at the head of stream `s` with its dependencies
   // done, may start now; otherwise arranges to be woken when it may.
   bool GateOpen(TaskId id, std::size_t s) {
@@ -404,21 +412,13 @@ class Executor {
     }
     if (!host_waiting_.empty() && !plan_.IsServer(task.rank)) {
       const auto r = static_cast<std::size_t>(task.rank);
-      if (host_waiting_[r] == id) {
-        host_waiting_[r] = -1;
-        host_time_[r] = std::max(host_time_[r], now_);
-        AdvanceHost(task.rank);
-      }
+      if (host_waiting_[r] == id) ResumeHost(task.rank);
     }
     if (!awaited_by_.empty() && awaited_by_[t] >= 0) {
       // A server's reply a worker's host waits for.
       const auto r = static_cast<std::size_t>(awaited_by_[t]);
       awaited_by_[t] = -1;
-      if (host_waiting_[r] == id) {
-        host_waiting_[r] = -1;
-        host_time_[r] = std::max(host_time_[r], now_);
-        AdvanceHost(static_cast<plan::RankId>(r));
-      }
+      if (host_waiting_[r] == id) ResumeHost(static_cast<plan::RankId>(r));
     }
     if (IsSend(task)) return;
     const std::size_t s = StreamOf(task);

@@ -393,6 +393,49 @@ Tensor GraphBuilder::Dropout(const std::string& name, const Tensor& x) {
                      {.extra_elements = Elements(x.shape)});
 }
 
+// Sigmoid 1 / (1 + exp(-x)): fwd 3 per element (exp, add, reciprocal), bwd
+// 3 (dy * y * (1 - y)). Keeps its output.
+Tensor GraphBuilder::Sigmoid(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kSigmoid, x, 3, 3, {.output = true});
+}
+
+// SiLU x * sigmoid(x): fwd 4 per element (sigmoid 3, times x 1), bwd 8
+// (recompute the sigmoid: 3; dy * s * (1 + x (1 - s)): 5). Keeps its input.
+Tensor GraphBuilder::Silu(const std::string& name, const Tensor& x) {
+  return Elementwise(name, OpKind::kSilu, x, 4, 8, {.inputs = {0}});
+}
+
+// a * b with b broadcast over a, n = elements of a:
+//   fwd n; bwd_input 2 n (dy * b and dy * a) plus n when b is broadcast (its
+//   gradient is summed over the repeated dimensions).
+// Keeps both inputs.
+Tensor GraphBuilder::Mul(const std::string& name, const Tensor& a, const Tensor& b) {
+  bool fits = !a.shape.empty() && a.shape.size() == b.shape.size();
+  for (std::size_t i = 0; fits && i < a.shape.size(); ++i)
+    fits = b.shape[i] == a.shape[i] || b.shape[i] == 1;
+  Require(fits, name,
+          "multiplies a by b of the same rank whose dimensions equal a's or are 1, got " +
+              ShapeToString(a.shape) + " and " + ShapeToString(b.shape));
+  const double n = Elements(a.shape);
+  const bool broadcast = a.shape != b.shape;
+  Op op = MakeOp(name, OpKind::kMul, a.shape);
+  op.fwd_flops = n;
+  op.bwd_input_flops = (broadcast ? 3 : 2) * n;
+  op.read_elements_per_sample = n + Elements(b.shape);
+  op.written_elements_per_sample = n;
+  return Emit(std::move(op), {a, b}, {.inputs = {0, 1}});
+}
+
+// Rotary embedding, x (A, S, D): y = x cos(theta) + rotate_half(x) sin(theta)
+// with the angles a fixed table (a buffer, not a parameter): fwd 3 per
+// element (2 multiplies, 1 add), bwd 3 (the transposed rotation). Linear, so
+// it keeps nothing.
+Tensor GraphBuilder::Rotary(const std::string& name, const Tensor& x) {
+  Require(x.shape.size() == 3 && x.shape[2] % 2 == 0, name,
+          "rotates (A, S, D) heads with an even D, got " + ShapeToString(x.shape));
+  return Elementwise(name, OpKind::kRotary, x, 3, 3, {});
+}
+
 // Batch norm (training), statistics over batch and H x W per channel C:
 //   fwd 7 per element (mean: 1, variance: 2, normalise: 2, scale-shift: 2)
 //   bwd_weight 5 per element (recompute x_hat: 2, sum dy: 1, sum dy x_hat: 2)
@@ -420,6 +463,22 @@ Tensor GraphBuilder::LayerNorm(const std::string& name, const Tensor& x) {
   Op& op = graph_.mutable_op(y.op);
   op.bwd_weight_flops = 5 * Elements(x.shape);
   op.params = 2 * x.shape.back();
+  return y;
+}
+
+// RMS norm over the last dimension H: y = x * rsqrt(mean(x^2) + eps) * g.
+//   fwd 4 per element (square and sum: 2, times rstd: 1, times g: 1)
+//   bwd_input 6 per element (x_hat: 1, g dy: 1, sum g dy x_hat: 2, minus
+//   x_hat times that mean: 1, times rstd: 1)
+//   bwd_weight 3 per element (x_hat: 1, sum dy x_hat: 2)
+//   params H (the scale g). Keeps its input and the rstd of each row.
+Tensor GraphBuilder::RmsNorm(const std::string& name, const Tensor& x) {
+  Require(!x.shape.empty(), name, "expects a non-scalar input");
+  const double rows = Elements(x.shape) / static_cast<double>(x.shape.back());
+  Tensor y = Elementwise(name, OpKind::kRmsNorm, x, 4, 6, {.inputs = {0}, .extra_elements = rows});
+  Op& op = graph_.mutable_op(y.op);
+  op.bwd_weight_flops = 3 * Elements(x.shape);
+  op.params = x.shape.back();
   return y;
 }
 
@@ -531,6 +590,93 @@ Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& 
   op.read_elements_per_sample = read;
   op.written_elements_per_sample = Elements(out);
   return Emit(std::move(op), parts, {});
+}
+
+// Fused attention, q (A, S, D), k (G, S, D), v (G, S, Dv); P = the
+// query-key pairs computed: A S^2, or A S (S + 1) / 2 when causal (the
+// kernel skips masked blocks, as FlashAttention-2 does and counts):
+//   fwd = 2 P (D + Dv) (Q K^T and P V) + 5 P (the online softmax)
+//   bwd_input = 2 fwd's products: 4 P (D + Dv) (dQ, dK, dV, dP; the
+//   kernel's recomputation of Q K^T is not a model FLOP) + 4 P (softmax)
+// Keeps q, k, v, its output and one log-sum-exp per query row; reads
+// q, k, v and writes the output: no S x S term anywhere.
+Tensor GraphBuilder::Attention(const std::string& name, const Tensor& q, const Tensor& k,
+                               const Tensor& v, const AttentionSpec& spec) {
+  Require(q.shape.size() == 3 && k.shape.size() == 3 && v.shape.size() == 3, name,
+          "expects (heads, S, D) queries, keys and values, got " + ShapeToString(q.shape) +
+              ", " + ShapeToString(k.shape) + " and " + ShapeToString(v.shape));
+  const std::int64_t a = q.shape[0], s = q.shape[1], d = q.shape[2];
+  const std::int64_t g = k.shape[0], dv = v.shape[2];
+  Require(k.shape[1] == s && v.shape[1] == s && k.shape[2] == d && v.shape[0] == g &&
+              a % g == 0,
+          name,
+          "keys and values must have the queries' sequence, keys their head size, and the "
+          "query heads must be a multiple of the key/value heads; got " +
+              ShapeToString(q.shape) + ", " + ShapeToString(k.shape) + " and " +
+              ShapeToString(v.shape));
+  Op op = MakeOp(name, OpKind::kAttention, {a, s, dv});
+  const double sd = static_cast<double>(s);
+  const double pairs = static_cast<double>(a) * (spec.causal ? sd * (sd + 1) / 2 : sd * sd);
+  const double dims = static_cast<double>(d + dv);
+  op.fwd_flops = 2 * pairs * dims + 5 * pairs;
+  op.bwd_input_flops = 4 * pairs * dims + 4 * pairs;
+  op.attrs.causal = spec.causal;
+  op.attrs.scale = spec.scale;
+  const double rows = static_cast<double>(a) * sd;
+  op.read_elements_per_sample = Elements(q.shape) + Elements(k.shape) + Elements(v.shape);
+  op.written_elements_per_sample = Elements(op.output_shape) + rows;
+  return Emit(std::move(op), {q, k, v}, {.inputs = {0, 1, 2}, .output = true, .extra_elements = rows});
+}
+
+// A recurrent layer, x (S, I), hidden size Hd, G gates (RNN 1, GRU 3,
+// LSTM 4), PyTorch's two bias vectors:
+//   params = G Hd (I + Hd) + 2 G Hd
+//   fwd = S (2 G Hd (I + Hd) + 2 G Hd + c Hd), c the cell's pointwise work
+//   per unit: LSTM 15 (3 sigmoids: 9, 2 tanh: 2, c' = f c + i g: 3,
+//   h = o tanh(c'): 1), GRU 11 (2 sigmoids: 6, tanh: 1, r (U h): 1,
+//   (1 - z) n + z h: 3), RNN 1 (tanh)
+//   bwd_input = S (2 G Hd (I + Hd) + 2 c Hd) (dx through W, dh through U)
+//   bwd_weight = S (2 G Hd (I + Hd) + 2 G Hd)
+// Keeps its input, the gates (G Hd per step), the hidden states and, for
+// an LSTM, the cell states (Hd per step each), as cuDNN's training reserve.
+Tensor GraphBuilder::Recurrent(const std::string& name, const Tensor& x,
+                               const RecurrentSpec& spec) {
+  Require(x.shape.size() == 2, name, "expects a (S, features) sequence, got " +
+                                         ShapeToString(x.shape));
+  Require(spec.hidden > 0, name, "hidden must be positive");
+  const std::int64_t steps = x.shape[0], in = x.shape[1], hd = spec.hidden;
+  const std::int64_t gates = RnnGates(spec.cell);
+  Op op = MakeOp(name, OpKind::kRecurrent, {steps, hd});
+  op.attrs.cell = spec.cell;
+  const double pointwise =
+      spec.cell == RnnCell::kLstm ? 15 : spec.cell == RnnCell::kGru ? 11 : 1;
+  const double macs = static_cast<double>(gates * hd) * static_cast<double>(in + hd);
+  const double ghd = static_cast<double>(gates * hd);
+  const double sd = static_cast<double>(steps), hdd = static_cast<double>(hd);
+  op.fwd_flops = sd * (2 * macs + 2 * ghd + pointwise * hdd);
+  op.bwd_input_flops = sd * (2 * macs + 2 * pointwise * hdd);
+  op.bwd_weight_flops = sd * (2 * macs + 2 * ghd);
+  op.params = CheckedProduct({gates * hd, in + hd + 2}, name, "parameters");
+  op.read_elements_per_sample = Elements(x.shape);
+  op.written_elements_per_sample = sd * hdd;
+  const double states = spec.cell == RnnCell::kLstm ? 2 : 1;
+  return Emit(std::move(op), {x}, {.inputs = {0}, .extra_elements = sd * hdd * (gates + states)});
+}
+
+// Repeated heads: a copy, fwd 0 FLOPs, bwd_input 1 per output element (each
+// head's gradient is the sum of its copies'). Keeps nothing.
+Tensor GraphBuilder::RepeatHeads(const std::string& name, const Tensor& x, std::int64_t repeats) {
+  Require(x.shape.size() == 3 && repeats > 0, name,
+          "repeats (G, S, D) heads a positive number of times, got " + ShapeToString(x.shape));
+  const Shape out = {CheckedProduct({x.shape[0], repeats}, name, "heads"), x.shape[1], x.shape[2]};
+  OpAttrs attrs;
+  attrs.view = ViewKind::kRepeatHeads;
+  Tensor y = View(name, OpKind::kReshape, x, out, false, attrs);
+  Op& op = graph_.mutable_op(y.op);
+  op.bwd_input_flops = Elements(out);
+  op.read_elements_per_sample = Elements(x.shape);
+  op.written_elements_per_sample = Elements(out);
+  return y;
 }
 
 // Views: no FLOPs, no traffic, nothing kept.

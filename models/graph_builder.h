@@ -94,6 +94,19 @@ struct MatMulSpec {
   bool transpose_b = false;
 };
 
+// Fused scaled-dot-product attention options.
+struct AttentionSpec {
+  bool causal = false;  // query i sees keys <= i
+  double scale = 1.0;   // scores multiplied by this before the softmax
+};
+
+// A recurrent layer over a sequence (PyTorch nn.RNN/LSTM/GRU, one layer, one
+// direction, batch_first, with both bias vectors).
+struct RecurrentSpec {
+  RnnCell cell = RnnCell::kLstm;
+  std::int64_t hidden = 0;
+};
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(std::string model_name);
@@ -121,11 +134,23 @@ class GraphBuilder {
   Tensor Gelu(const std::string& name, const Tensor& x);
   Tensor Tanh(const std::string& name, const Tensor& x);
   Tensor Dropout(const std::string& name, const Tensor& x);
+  Tensor Sigmoid(const std::string& name, const Tensor& x);
+  // x * sigmoid(x) (SiLU, Swish).
+  Tensor Silu(const std::string& name, const Tensor& x);
+  // a * b elementwise; b has a's rank and each of its dimensions equals a's
+  // or is 1 (broadcast: squeeze-excitation's (C, 1, 1) channel scales).
+  Tensor Mul(const std::string& name, const Tensor& a, const Tensor& b);
+  // Rotary position embedding of x (A, S, D), D even: each pair of features
+  // rotated by its position's angle (Su et al. 2021). No parameters.
+  Tensor Rotary(const std::string& name, const Tensor& x);
 
   // Batch norm over dimension 0 (channels of (C, H, W), features of (C)).
   Tensor BatchNorm(const std::string& name, const Tensor& x);
   // Layer norm over the last dimension.
   Tensor LayerNorm(const std::string& name, const Tensor& x);
+  // RMS norm over the last dimension with a learned scale (Zhang & Sennrich
+  // 2019; Llama's RMSNorm): no mean, no bias.
+  Tensor RmsNorm(const std::string& name, const Tensor& x);
   // Local response normalisation across channels of (C, H, W), TensorFlow
   // tf.nn.local_response_normalization: window of 2 * depth_radius + 1.
   Tensor LocalResponseNorm(const std::string& name, const Tensor& x, int depth_radius);
@@ -149,6 +174,19 @@ class GraphBuilder {
   // Joins `parts` along `axis` (0 = channels of an image); other dimensions
   // must be equal. REQUIRES: at least two parts.
   Tensor Concat(const std::string& name, const std::vector<Tensor>& parts, int axis = 0);
+
+  // Fused attention (FlashAttention: Dao et al. 2022, 2023): q (A, S, D),
+  // k (G, S, D), v (G, S, Dv) with A divisible by G (grouped-query attention:
+  // each key/value head serves A / G query heads) -> (A, S, Dv). No S x S
+  // tensor is stored or kept.
+  Tensor Attention(const std::string& name, const Tensor& q, const Tensor& k, const Tensor& v,
+                   const AttentionSpec& spec);
+  // x (S, I) -> (S, hidden), the hidden state at every step.
+  Tensor Recurrent(const std::string& name, const Tensor& x, const RecurrentSpec& spec);
+  // (G, S, D) -> (G * repeats, S, D), each head repeated `repeats` times in
+  // place (grouped-query attention's key/value heads for unfused kernels,
+  // as Hugging Face's repeat_kv): a copy.
+  Tensor RepeatHeads(const std::string& name, const Tensor& x, std::int64_t repeats);
 
   // Views (free, share storage): same number of elements in another shape.
   Tensor Reshape(const std::string& name, const Tensor& x, Shape shape);

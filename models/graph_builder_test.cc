@@ -212,5 +212,70 @@ TEST(GraphBuilder, FinishRequiresALossAndKeepsTopologicalOrder) {
   EXPECT_EQ(g.inputs(g.Find("skip")), (std::vector<OpId>{g.Find("relu"), g.Find("x")}));
 }
 
+TEST(GraphBuilder, RecurrentParamsArePyTorchs) {
+  // sum(p.numel()) of torch.nn.LSTM(10, 20), GRU(10, 20) and RNN(10, 20)
+  // (Debian's python3-torch 1.13.1): 4 * 20 * (10 + 20) + 8 * 20 = 2560,
+  // 3 * 20 * 30 + 6 * 20 = 1920, 20 * 30 + 2 * 20 = 640.
+  const struct {
+    RnnCell cell;
+    std::int64_t params;
+  } cases[] = {{RnnCell::kLstm, 2560}, {RnnCell::kGru, 1920}, {RnnCell::kTanh, 640}};
+  for (const auto& c : cases) {
+    GraphBuilder b("t");
+    const Tensor x = b.Input("x", {7, 10});
+    const Tensor y = b.Recurrent("rnn", x, {.cell = c.cell, .hidden = 20});
+    EXPECT_EQ(y.shape, (Shape{7, 20}));
+    const Op& op = b.graph().op(y.op);
+    EXPECT_EQ(op.params, c.params) << RnnCellName(c.cell);
+    // Every step multiplies G * 20 x (10 + 20) weights: 2 FLOPs a MAC.
+    const double macs = RnnGates(c.cell) * 20.0 * 30.0;
+    EXPECT_GE(op.fwd_flops, 7 * 2 * macs);
+    EXPECT_LT(op.fwd_flops, 7 * 2 * macs * 1.2);
+  }
+}
+
+TEST(GraphBuilder, FusedAttentionKeepsNoScoreMatrix) {
+  // A = 8 query heads, G = 2 key/value heads, S = 64, D = 16.
+  GraphBuilder b("t");
+  const Tensor q = b.Input("q", {8, 64, 16});
+  const Tensor k = b.Input("k", {2, 64, 16});
+  const Tensor v = b.Input("v", {2, 64, 16});
+  const Tensor o = b.Attention("attn", q, k, v, {.causal = false, .scale = 0.25});
+  EXPECT_EQ(o.shape, (Shape{8, 64, 16}));
+  const Op& op = b.graph().op(o.op);
+  // Q K^T and P V: 2 * A * S^2 * D multiply-adds, 2 FLOPs each, + 5 per score.
+  EXPECT_DOUBLE_EQ(op.fwd_flops, 4.0 * 8 * 64 * 64 * 16 + 5.0 * 8 * 64 * 64);
+  // Kept: q, k, v, the output and a log-sum-exp per query row; nothing of
+  // size S x S (8 * 64 * 64 = 32768 would be the scores alone).
+  EXPECT_DOUBLE_EQ(op.saved_elements_per_sample,
+                   8 * 64 * 16 + 2 * (2 * 64 * 16) + 8 * 64 * 16 + 8 * 64);
+  // Causal: the pairs computed are S (S + 1) / 2 per head.
+  const Tensor oc = b.Attention("causal", q, k, v, {.causal = true, .scale = 0.25});
+  EXPECT_DOUBLE_EQ(b.graph().op(oc.op).fwd_flops,
+                   (4.0 * 16 + 5) * 8 * (64.0 * 65 / 2));
+  EXPECT_THROW(b.Attention("bad", k, q, v, {}), UserError);  // 2 query heads, 8 kv heads
+}
+
+TEST(GraphBuilder, GatesNormsAndRotary) {
+  GraphBuilder b("t");
+  const Tensor x = b.Input("x", {16, 32});
+  const Tensor n = b.RmsNorm("rms", x);
+  EXPECT_EQ(b.graph().op(n.op).params, 32);  // the scale only, no bias
+  const Tensor g = b.Silu("silu", n);
+  const Tensor y = b.Mul("mul", g, n);
+  EXPECT_EQ(y.shape, x.shape);
+  EXPECT_DOUBLE_EQ(b.graph().op(y.op).fwd_flops, 16 * 32);
+  // Squeeze-excitation: (C, H, W) times (C, 1, 1).
+  const Tensor img = b.Input("img", {8, 4, 4});
+  const Tensor scale = b.Sigmoid("sig", b.Input("s", {8, 1, 1}));
+  EXPECT_EQ(b.Mul("se", img, scale).shape, (Shape{8, 4, 4}));
+  EXPECT_THROW(b.Mul("bad", img, b.Input("s2", {4, 1, 1})), UserError);
+  const Tensor heads = b.Input("h", {4, 16, 8});
+  EXPECT_EQ(b.graph().op(b.Rotary("rope", heads).op).params, 0);
+  EXPECT_THROW(b.Rotary("odd", b.Input("o", {4, 16, 7})), UserError);
+  const Tensor rep = b.RepeatHeads("rep", heads, 3);
+  EXPECT_EQ(rep.shape, (Shape{12, 16, 8}));
+}
+
 }  // namespace
 }  // namespace dtsim::models

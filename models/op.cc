@@ -25,6 +25,13 @@ const char* OpKindName(OpKind kind) {
     case OpKind::kConcat: return "concat";
     case OpKind::kDropout: return "dropout";
     case OpKind::kReshape: return "reshape";
+    case OpKind::kSigmoid: return "sigmoid";
+    case OpKind::kSilu: return "silu";
+    case OpKind::kMul: return "mul";
+    case OpKind::kRmsNorm: return "rmsnorm";
+    case OpKind::kRotary: return "rotary";
+    case OpKind::kAttention: return "attention";
+    case OpKind::kRecurrent: return "recurrent";
   }
   DTSIM_CHECK(false, "unhandled OpKind " + std::to_string(static_cast<int>(kind)));
   return "";
@@ -38,9 +45,31 @@ const std::vector<OpKind>& AllOpKinds() {
       OpKind::kBatchNorm, OpKind::kLayerNorm, OpKind::kLocalResponseNorm,
       OpKind::kSoftmax,   OpKind::kSoftmaxCrossEntropy,
       OpKind::kEmbedding, OpKind::kAdd,       OpKind::kConcat,
-      OpKind::kDropout,   OpKind::kReshape,
+      OpKind::kDropout,   OpKind::kReshape,   OpKind::kSigmoid,
+      OpKind::kSilu,      OpKind::kMul,       OpKind::kRmsNorm,
+      OpKind::kRotary,    OpKind::kAttention, OpKind::kRecurrent,
   };
   return kinds;
+}
+
+const char* RnnCellName(RnnCell cell) {
+  switch (cell) {
+    case RnnCell::kTanh: return "rnn";
+    case RnnCell::kLstm: return "lstm";
+    case RnnCell::kGru: return "gru";
+  }
+  DTSIM_CHECK(false, "unhandled RnnCell " + std::to_string(static_cast<int>(cell)));
+  return "";
+}
+
+int RnnGates(RnnCell cell) {
+  switch (cell) {
+    case RnnCell::kTanh: return 1;
+    case RnnCell::kLstm: return 4;
+    case RnnCell::kGru: return 3;
+  }
+  DTSIM_CHECK(false, "unhandled RnnCell " + std::to_string(static_cast<int>(cell)));
+  return 0;
 }
 
 const char* DTypeName(DType dtype) {

@@ -32,7 +32,14 @@ enum class OpKind {
   kAdd,            // residual add
   kConcat,
   kDropout,
-  kReshape,        // view change; free
+  kReshape,        // view change; free (or a copy: ViewKind::kRepeatHeads)
+  kSigmoid,
+  kSilu,           // x * sigmoid(x) (Swish)
+  kMul,            // a * b, b broadcast over a (gates, squeeze-excitation)
+  kRmsNorm,        // root-mean-square norm over the last dimension
+  kRotary,         // rotary position embedding of (A, S, D) queries or keys
+  kAttention,      // fused scaled-dot-product attention (FlashAttention)
+  kRecurrent,      // an RNN, LSTM or GRU layer over a sequence
 };
 
 // Short lower-case name ("conv2d"); also the key used for per-kind
@@ -67,7 +74,20 @@ enum class ViewKind : std::uint8_t {
   kSlice,       // elements [begin, begin + size) of dimension `axis`
   kSplitHeads,  // (S, A*D) -> (A, S, D): attention heads to the front
   kMergeHeads,  // (A, S, D) -> (S, A*D): the inverse
+  // (G, S, D) -> (G*R, S, D): each of G key/value heads repeated R times for
+  // the query heads that share it (grouped-query attention without a fused
+  // kernel); a copy, not a view.
+  kRepeatHeads,
 };
+
+// The cell of a kRecurrent layer (PyTorch nn.RNN, nn.LSTM, nn.GRU).
+enum class RnnCell : std::uint8_t {
+  kTanh,  // h' = tanh(W x + U h + b): 1 gate
+  kLstm,  // input, forget, cell and output gates: 4
+  kGru,   // reset, update and new gates: 3
+};
+const char* RnnCellName(RnnCell cell);
+int RnnGates(RnnCell cell);
 
 // Where an embedding's row indices come from.
 enum class EmbeddingIds : std::uint8_t {
@@ -92,14 +112,15 @@ struct OpAttrs {
   // (a tied LM head); -1 = own weight.
   std::int64_t tied_to = -1;
   bool transpose_b = false;  // kMatMul: b stored (..., N, K)
-  bool causal = false;       // kSoftmax: mask future positions
-  double scale = 1.0;        // kSoftmax: input multiplied by this first
+  bool causal = false;       // kSoftmax, kAttention: mask future positions
+  double scale = 1.0;        // kSoftmax, kAttention: scores multiplied by this first
   int lrn_radius = 0;        // kLocalResponseNorm: depth radius
   ViewKind view = ViewKind::kView;  // kReshape
   int axis = 0;              // kSlice and kConcat: the dimension
   std::int64_t begin = 0;    // kSlice: first index kept
   EmbeddingIds ids = EmbeddingIds::kTokens;  // kEmbedding
   std::int64_t vocab = 0;    // kEmbedding: table rows; kSoftmaxCrossEntropy: classes
+  RnnCell cell = RnnCell::kLstm;  // kRecurrent
   // Set by tensor-parallel sharding (plan::TensorParallelShard), which keeps
   // the shapes whole: this rank computes 1 / tensor_split of the op. A dense
   // layer's split is of its output features (column-parallel) or, when

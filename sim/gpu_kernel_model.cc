@@ -133,6 +133,23 @@ double GpuKernelModel::StreamSeconds(double bytes) const {
   return MemorySeconds(bytes) + params_.kernel_fixed_s;
 }
 
+double GpuKernelModel::AttentionSeconds(const AttentionProblem& a) const {
+  DTSIM_CHECK(a.heads > 0 && a.seq > 0 && a.head_dim > 0, "empty attention problem");
+  const double s = static_cast<double>(a.seq), d = static_cast<double>(a.head_dim);
+  const double heads = static_cast<double>(a.heads);
+  // FlashAttention-2 (Dao 2023, section 4.1) counts 4 S^2 D forward FLOPs per
+  // head, 2.5 times that backward (5 GEMMs against 2), halved when causal.
+  double flops = 4 * s * s * d * heads * (a.backward ? 2.5 : 1.0);
+  if (a.causal) flops /= 2;
+  const MathUnit unit = UnitFor(a.precision, d * ElementBytes(a.precision) >= 16);
+  const double peak =
+      unit == MathUnit::kTensor ? device_.PeakFlopRate(a.precision) : device_.fp32_flop_per_s;
+  const double compute = flops / (peak * Fraction(unit));
+  // Q, K, V and O (and dO, dQ, dK, dV backward) cross memory once.
+  const double bytes = heads * s * d * ElementBytes(a.precision) * (a.backward ? 8 : 4);
+  return std::max(compute, MemorySeconds(bytes)) + params_.kernel_fixed_s;
+}
+
 GemmEstimate GpuKernelModel::GemmWithTile(const GemmProblem& g, int tile_m, int tile_n,
                                           int split_k) const {
   return GemmCore(g, UnitFor(g), 1.0, -1.0, tile_m, tile_n, split_k);

@@ -157,6 +157,17 @@ struct GemmEstimate {
   bool memory_bound = false;
 };
 
+// A fused attention kernel (FlashAttention): `heads` independent (S x D)
+// query, key and value blocks (batch x heads of this rank), causal or not.
+struct AttentionProblem {
+  std::int64_t heads = 1;     // batch x query heads
+  std::int64_t seq = 1;       // S
+  std::int64_t head_dim = 1;  // D
+  bool causal = false;
+  bool backward = false;      // the backward kernel (dQ, dK, dV)
+  hw::Precision precision = hw::Precision::kFp32;
+};
+
 enum class ConvPass { kForward, kBackwardData, kBackwardFilter };
 const char* ConvPassName(ConvPass pass);  // "fwd", "dgrad", "wgrad"
 
@@ -196,6 +207,11 @@ class GpuKernelModel {
                   GemmEstimate* gemm = nullptr) const;
   // A kernel that streams `bytes` through DRAM.
   double StreamSeconds(double bytes) const;
+  // A fused attention kernel: the FLOPs it executes (forward 4 S^2 D per
+  // head, backward 2.5 times that with its recomputation of Q K^T; half of
+  // each when causal) at the tensor units' fraction of peak, or its bytes'
+  // time when that is longer.
+  double AttentionSeconds(const AttentionProblem& a) const;
 
   // The unit a GEMM of this shape and precision runs on.
   MathUnit UnitFor(const GemmProblem& g) const;

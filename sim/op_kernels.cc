@@ -128,8 +128,61 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         return out;
       }
       break;
-    case models::OpKind::kInput:
+    case models::OpKind::kAttention:
+      if (op.input_shapes.size() == 3 && op.input_shapes[0].size() == 3) {
+        const models::Shape& q = op.input_shapes[0];
+        if (!fwd && !dgrad) return out;  // no weights
+        KernelCall c;
+        c.type = KernelCall::Type::kAttention;
+        c.name = fwd ? "fwd attention" : "dgrad attention";
+        c.attention.heads = Rows(batch, q[0], op) / std::max(1, op.attrs.tensor_split);
+        c.attention.seq = q[1];
+        c.attention.head_dim = q[2];
+        c.attention.causal = op.attrs.causal;
+        c.attention.backward = dgrad;
+        c.attention.precision = precision;
+        out.push_back(c);
+        return out;
+      }
+      break;
+    case models::OpKind::kRecurrent:
+      if (has_input && op.input_shapes[0].size() == 2) {
+        const models::Shape& in = op.input_shapes[0];
+        const std::int64_t steps = in[0], in_f = in[1], hd = op.output_shape.back();
+        const std::int64_t gh = models::RnnGates(op.attrs.cell) * hd;
+        const std::int64_t rows = Rows(batch, steps, op);
+        // Per step: the pointwise cell reads the gates and the state, writes
+        // the new state (and keeps the gates for backward).
+        const double cell_bytes =
+            static_cast<double>(batch) * static_cast<double>(2 * gh + 3 * hd) * elem;
+        if (fwd) {
+          out.push_back(Gemm("fwd input gemm", gh, rows, in_f, true, false, 1, precision));
+          KernelCall h = Gemm("fwd step gemm", gh, batch, hd, true, false, 1, precision);
+          h.repeat = steps;
+          out.push_back(h);
+          KernelCall p = Stream("fwd step cell", cell_bytes);
+          p.repeat = steps;
+          out.push_back(p);
+        } else if (dgrad) {
+          KernelCall p = Stream("dgrad step cell", 2 * cell_bytes);
+          p.repeat = steps;
+          out.push_back(p);
+          KernelCall h = Gemm("dgrad step gemm", hd, batch, gh, false, false, 1, precision);
+          h.repeat = steps;
+          out.push_back(h);
+          out.push_back(Gemm("dgrad input gemm", in_f, rows, gh, false, false, 1, precision));
+        } else {
+          out.push_back(Gemm("wgrad input gemm", in_f, gh, rows, false, true, 1, precision));
+          out.push_back(Gemm("wgrad hidden gemm", hd, gh, rows, false, true, 1, precision));
+          out.push_back(Stream("bias grad", static_cast<double>(rows * gh) * elem));
+        }
+        return out;
+      }
+      break;
     case models::OpKind::kReshape:
+      if (op.attrs.view == models::ViewKind::kRepeatHeads) break;  // a copy
+      return out;
+    case models::OpKind::kInput:
       return out;
     default:
       break;
@@ -151,13 +204,16 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
 }
 
 double KernelSeconds(const GpuKernelModel& model, const KernelCall& k) {
+  const double times = static_cast<double>(k.repeat);
   switch (k.type) {
     case KernelCall::Type::kGemm:
-      return model.Gemm(k.gemm).seconds;
+      return times * model.Gemm(k.gemm).seconds;
     case KernelCall::Type::kConv:
-      return model.Conv(k.conv, k.pass).seconds;
+      return times * model.Conv(k.conv, k.pass).seconds;
     case KernelCall::Type::kStream:
-      return model.StreamSeconds(k.bytes);
+      return times * model.StreamSeconds(k.bytes);
+    case KernelCall::Type::kAttention:
+      return times * model.AttentionSeconds(k.attention);
   }
   return 0;
 }
@@ -168,11 +224,12 @@ std::string DescribeKernel(const GpuKernelModel& model, const KernelCall& k) {
     case KernelCall::Type::kGemm: {
       const GemmEstimate e = model.Gemm(k.gemm);
       std::snprintf(buf, sizeof buf,
-                    "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s",
+                    "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s%s",
                     static_cast<long long>(k.gemm.m), static_cast<long long>(k.gemm.n),
                     static_cast<long long>(k.gemm.k), static_cast<long long>(k.gemm.batch),
                     MathUnitName(e.unit), e.tile_m, e.tile_n, e.split_k,
-                    static_cast<long long>(e.waves), e.memory_bound ? " memory-bound" : "");
+                    static_cast<long long>(e.waves), e.memory_bound ? " memory-bound" : "",
+                    k.repeat > 1 ? (" x" + std::to_string(k.repeat) + " steps").c_str() : "");
       return buf;
     }
     case KernelCall::Type::kConv: {
@@ -186,7 +243,15 @@ std::string DescribeKernel(const GpuKernelModel& model, const KernelCall& k) {
       return buf;
     }
     case KernelCall::Type::kStream:
-      std::snprintf(buf, sizeof buf, "%.3g MB through memory", k.bytes / 1e6);
+      std::snprintf(buf, sizeof buf, "%.3g MB through memory%s", k.bytes / 1e6,
+                    k.repeat > 1 ? (" x" + std::to_string(k.repeat) + " steps").c_str() : "");
+      return buf;
+    case KernelCall::Type::kAttention:
+      std::snprintf(buf, sizeof buf, "flash heads=%lld S=%lld D=%lld%s%s",
+                    static_cast<long long>(k.attention.heads),
+                    static_cast<long long>(k.attention.seq),
+                    static_cast<long long>(k.attention.head_dim),
+                    k.attention.causal ? " causal" : "", k.attention.backward ? " backward" : "");
       return buf;
   }
   return "";

@@ -5,6 +5,13 @@
 //   conv2d    fwd: 1 convolution (+ a bias add); dgrad: 1; wgrad: 1 (+ bias
 //             gradient)
 //   matmul    fwd: 1 batched GEMM; backward: 2 batched GEMMs (both inputs)
+//   attention fwd: 1 fused kernel; dgrad: 1 fused kernel (FlashAttention)
+//   recurrent fwd: the input projection as 1 GEMM over all steps, then per
+//             step 1 GEMM of the hidden state and 1 pointwise kernel (cuDNN's
+//             non-persistent algorithm); dgrad: per step 1 GEMM and 1
+//             pointwise kernel, then 1 GEMM for the input gradient; wgrad: 2
+//             GEMMs over all steps (input and hidden weights) and the bias
+//             reduction
 //   others    one memory-bound kernel per pass, priced by the bytes the op
 //             moves (models/op.h: FwdBytes, BwdBytes; an embedding's forward
 //             gathers its rows, not the table; its weight gradient is dense,
@@ -27,13 +34,16 @@
 namespace dtsim::sim {
 
 struct KernelCall {
-  enum class Type { kGemm, kConv, kStream };
+  enum class Type { kGemm, kConv, kStream, kAttention };
   Type type = Type::kStream;
   std::string name;  // e.g. "fwd gemm", "dgrad conv", "bias grad"
   GemmProblem gemm;  // kGemm
   ConvProblem conv;  // kConv
   ConvPass pass = ConvPass::kForward;
   double bytes = 0;  // kStream
+  AttentionProblem attention;  // kAttention
+  // Launched this many times one after another (a recurrent layer's steps).
+  std::int64_t repeat = 1;
 };
 
 // The kernels of `op` for compute task kind `kind` (kForward,

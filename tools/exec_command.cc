@@ -28,6 +28,7 @@
 #include "exec/netem/emulated_network.h"
 #include "exec/netem/latency_communicator.h"
 #include "exec/runtime/measured_window.h"
+#include "exec/runtime/model_runtime.h"
 #include "exec/runtime/plan_executor.h"
 #include "exec/runtime/rank_memory.h"
 #include "exec/local_devices.h"
@@ -869,6 +870,8 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   config::Scenario s = config::LoadScenario(o.scenario_path);
   CheckExecutable(s);
   const models::ModelGraph graph = config::BuildWorkloadModel(s);
+  if (const std::string why = exec::ModelRuntime::UnsupportedOps(graph); !why.empty())
+    throw UserError(o.scenario_path + ": " + why, "dtsim run simulates this model");
   config::Scenario plan_scenario = s;
   const bool local_sgd = s.parallelism.strategy == config::Strategy::kLocalSgd;
   // One plan iteration (H with local SGD) is replayed for every real one.

@@ -87,9 +87,40 @@ std::int64_t ModelRuntime::BufferFloats(const models::ModelGraph& graph,
   return floats;
 }
 
+std::string ModelRuntime::UnsupportedOps(const models::ModelGraph& graph) {
+  for (OpId v = 0; v < graph.num_ops(); ++v) {
+    const Op& op = graph.op(v);
+    bool runs = true;
+    switch (op.kind) {
+      case OpKind::kSigmoid:
+      case OpKind::kSilu:
+      case OpKind::kMul:
+      case OpKind::kRmsNorm:
+      case OpKind::kRotary:
+      case OpKind::kAttention:
+      case OpKind::kRecurrent:
+        runs = false;
+        break;
+      case OpKind::kReshape:
+        runs = op.attrs.view != models::ViewKind::kRepeatHeads;
+        break;
+      default:
+        break;
+    }
+    if (!runs) {
+      return "op '" + op.name + "' (" + models::OpKindName(op.kind) +
+             (op.kind == OpKind::kReshape ? ", repeated heads" : "") +
+             ") has no kernel in dtsim exec yet; dtsim run and dtsim search price it";
+    }
+  }
+  return "";
+}
+
 ModelRuntime::ModelRuntime(const models::ModelGraph& graph, Backend& backend,
                            const RuntimeOptions& options)
     : graph_(graph), backend_(backend), options_(options) {
+  if (const std::string why = UnsupportedOps(graph); !why.empty())
+    throw UserError(why, "run a model of the zoo's CNNs, GPT or BERT presets with dtsim exec");
   if (options_.end == 0) options_.end = graph.num_ops();
   DTSIM_CHECK(options_.micro_batch >= 1 && options_.slots >= 1, "bad runtime options");
   DTSIM_CHECK(options_.begin < options_.end && options_.end <= graph.num_ops(), "bad op range");

@@ -80,6 +80,9 @@ class ModelRuntime {
   // activations, their gradients and the ops' scratch, labels), computed
   // without allocating: what a run needs before it starts.
   static std::int64_t BufferFloats(const models::ModelGraph& graph, const RuntimeOptions& options);
+  // "" when every op of `graph` has kernels here; otherwise which op (the
+  // first) has none and what to do instead. The constructor throws it.
+  static std::string UnsupportedOps(const models::ModelGraph& graph);
   ModelRuntime& operator=(const ModelRuntime&) = delete;
 
   const RuntimeOptions& options() const { return options_; }

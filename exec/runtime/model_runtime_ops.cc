@@ -93,6 +93,15 @@ void ModelRuntime::Forward(OpId v, int slot) {
   const std::int64_t n_in = b * Elements(in);
   switch (op.kind) {
     case OpKind::kInput: return;  // filled by SetInput
+    case OpKind::kSigmoid:
+    case OpKind::kSilu:
+    case OpKind::kMul:
+    case OpKind::kRmsNorm:
+    case OpKind::kRotary:
+    case OpKind::kAttention:
+    case OpKind::kRecurrent:
+      DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
+      return;
     case OpKind::kConv2d: {
       const Conv2dArgs a = ConvArgs(op, b);
       const std::int64_t weights = a.k * (a.c / a.groups) * a.r * a.s;
@@ -220,6 +229,9 @@ void ModelRuntime::Forward(OpId v, int slot) {
           backend_.MergeHeads(b, seq, heads, d, x, y, false);
           return;
         }
+        case ViewKind::kRepeatHeads:
+          DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
+          return;
       }
       return;
     }
@@ -242,6 +254,15 @@ void ModelRuntime::Backward(OpId v, int slot) {
   const std::int64_t n_in = b * Elements(in);
   switch (op.kind) {
     case OpKind::kInput: return;
+    case OpKind::kSigmoid:
+    case OpKind::kSilu:
+    case OpKind::kMul:
+    case OpKind::kRmsNorm:
+    case OpKind::kRotary:
+    case OpKind::kAttention:
+    case OpKind::kRecurrent:
+      DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
+      return;
     case OpKind::kConv2d: {
       const Conv2dArgs a = ConvArgs(op, b);
       const std::int64_t weights = a.k * (a.c / a.groups) * a.r * a.s;
@@ -395,6 +416,9 @@ void ModelRuntime::Backward(OpId v, int slot) {
           backend_.SplitHeads(b, seq, heads, d, dy, dx, true);
           return;
         }
+        case ViewKind::kRepeatHeads:
+          DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
+          return;
       }
       return;
     }

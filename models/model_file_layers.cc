@@ -1,5 +1,6 @@
 #include "models/model_file_layers.h"
 
+#include <cmath>
 #include <tuple>
 
 namespace dtsim::models {
@@ -18,6 +19,14 @@ LayerType Plain(std::string type,
 
 // Max and average pooling: kernel, stride (default: kernel), padding,
 // ceil_mode.
+// A recurrent layer of cell `cell`: hidden.
+LayerType RecurrentType(std::string type, RnnCell cell) {
+  return {std::move(type), {"hidden"}, 1, 1,
+          [cell](GraphBuilder& b, const std::string& name, const LayerEntry& e) {
+            return b.Recurrent(name, e.input(), {.cell = cell, .hidden = e.Int("hidden", 1)});
+          }};
+}
+
 LayerType PoolType(std::string type, OpKind kind) {
   return {std::move(type), {"kernel", "stride", "padding", "ceil_mode"}, 1, 1,
           [kind](GraphBuilder& b, const std::string& name, const LayerEntry& e) {
@@ -102,6 +111,35 @@ const std::vector<LayerType>& LayerTypes() {
        [](B& b, const std::string& n, const E& e) {
          return b.Reshape(n, e.input(), e.ShapeOf("shape"));
        }},
+      Plain("sigmoid", &B::Sigmoid),
+      Plain("silu", &B::Silu),
+      {"mul", {}, 2, 2,
+       [](B& b, const std::string& n, const E& e) {
+         return b.Mul(n, e.inputs()[0], e.inputs()[1]);
+       }},
+      Plain("rmsnorm", &B::RmsNorm),
+      Plain("rotary", &B::Rotary),
+      {"split_heads", {"heads"}, 1, 1,
+       [](B& b, const std::string& n, const E& e) {
+         return b.SplitHeads(n, e.input(), e.Int("heads", 1));
+       }},
+      Plain("merge_heads", &B::MergeHeads),
+      {"repeat_heads", {"repeats"}, 1, 1,
+       [](B& b, const std::string& n, const E& e) {
+         return b.RepeatHeads(n, e.input(), e.Int("repeats", 1));
+       }},
+      {"attention", {"causal", "scale"}, 3, 3,
+       [](B& b, const std::string& n, const E& e) {
+         const Tensor& q = e.inputs()[0];
+         // Default scale 1 / sqrt(D) (Vaswani et al. 2017).
+         const double d = q.shape.empty() ? 1.0 : static_cast<double>(q.shape.back());
+         return b.Attention(n, q, e.inputs()[1], e.inputs()[2],
+                            {.causal = e.BoolOr("causal", false),
+                             .scale = e.NumberOr("scale", 1.0 / std::sqrt(d))});
+       }},
+      RecurrentType("rnn", RnnCell::kTanh),
+      RecurrentType("lstm", RnnCell::kLstm),
+      RecurrentType("gru", RnnCell::kGru),
   };
   return types;
 }

@@ -3,6 +3,7 @@
 // Internal to models/; model_file.cc reads the document around them.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -46,6 +47,14 @@ class LayerEntry {
   std::pair<int, int> PairOr(const char* key, std::pair<int, int> fallback, int min) const {
     const std::optional<YamlValue> v = layer_.Get(key);
     return v ? v->AsIntPair(min) : fallback;
+  }
+  // An optional positive number.
+  double NumberOr(const char* key, double fallback) const {
+    const std::optional<YamlValue> v = layer_.Get(key);
+    if (!v) return fallback;
+    const double x = v->AsNumber();
+    if (!(x > 0) || !std::isfinite(x)) v->Fail("expected a positive number, got " + v->Describe());
+    return x;
   }
   bool BoolOr(const char* key, bool fallback) const {
     const std::optional<YamlValue> v = layer_.Get(key);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -75,6 +76,57 @@ TEST(ModelFile, TransformerShorthandEqualsBuildTransformer) {
   EXPECT_EQ(g.num_ops(), expected.num_ops());
   EXPECT_EQ(g.Totals().params, expected.Totals().params);
   EXPECT_DOUBLE_EQ(g.Totals().fwd_flops, expected.Totals().fwd_flops);
+}
+
+TEST(ModelFile, LlamaStyleBlockAndLstmLayers) {
+  // One Llama-style block: 4 query heads and 2 key/value heads of D = 8,
+  // bias-free projections, RMSNorm, rotary positions, fused causal
+  // attention, a SwiGLU MLP of width 64; then an LSTM of 16.
+  const char kText[] = R"(name: tiny-llama
+input: [16]
+layers:
+  - {type: embedding, name: tok, vocab: 100, hidden: 32}
+  - {type: rmsnorm, name: norm1}
+  - {type: dense, name: q, out_features: 32, bias: false}
+  - {type: dense, name: k, out_features: 16, bias: false, inputs: [norm1]}
+  - {type: dense, name: v, out_features: 16, bias: false, inputs: [norm1]}
+  - {type: split_heads, name: qh, heads: 4, inputs: [q]}
+  - {type: split_heads, name: kh, heads: 2, inputs: [k]}
+  - {type: split_heads, name: vh, heads: 2, inputs: [v]}
+  - {type: rotary, name: qr, inputs: [qh]}
+  - {type: rotary, name: kr, inputs: [kh]}
+  - {type: attention, name: attn, causal: true, inputs: [qr, kr, vh]}
+  - {type: merge_heads, name: merged}
+  - {type: dense, name: o, out_features: 32, bias: false}
+  - {type: add, name: res1, inputs: [tok, o]}
+  - {type: rmsnorm, name: norm2}
+  - {type: dense, name: gate, out_features: 64, bias: false}
+  - {type: silu, name: act}
+  - {type: dense, name: up, out_features: 64, bias: false, inputs: [norm2]}
+  - {type: mul, name: gated, inputs: [act, up]}
+  - {type: dense, name: down, out_features: 32, bias: false}
+  - {type: add, name: res2, inputs: [res1, down]}
+  - {type: lstm, name: lstm, hidden: 16}
+  - {type: dense, name: head, out_features: 100}
+  - {type: softmax_xent}
+)";
+  const ModelGraph g = ParseModelYaml(kText, "m.yaml");
+  // Hand count: table 100 x 32 = 3,200; norms 32 + 32; q 32 x 32 = 1,024;
+  // k and v 32 x 16 = 512 each; o 1,024; gate and up 32 x 64 = 2,048 each;
+  // down 2,048; LSTM 4 x 16 x (32 + 16) + 8 x 16 = 3,200 (PyTorch's
+  // nn.LSTM(32, 16) count); head 16 x 100 + 100 = 1,700.
+  EXPECT_EQ(g.Totals().params,
+            3200 + 32 + 1024 + 512 + 512 + 1024 + 32 + 2048 * 3 + 3200 + 1700);
+  EXPECT_EQ(g.op(g.Find("attn")).kind, OpKind::kAttention);
+  EXPECT_EQ(g.op(g.Find("attn")).output_shape, (Shape{4, 16, 8}));
+  // Default scale 1 / sqrt(8).
+  EXPECT_DOUBLE_EQ(g.op(g.Find("attn")).attrs.scale, 1 / std::sqrt(8.0));
+  EXPECT_EQ(g.op(g.Find("lstm")).output_shape, (Shape{16, 16}));
+  // A recurrent layer needs its hidden size; attention a positive scale.
+  ExpectError(std::string(kHeader) + "  - {type: flatten}\n  - {type: lstm}\n", 5, "hidden");
+  ExpectError(std::string(kHeader) +
+                  "  - {type: attention, scale: -1, inputs: [input, input, input]}\n",
+              4, "positive number");
 }
 
 TEST(ModelFile, ErrorsNameTheirLineAndWhatWasExpected) {

@@ -453,16 +453,17 @@ Tensor GraphBuilder::BatchNorm(const std::string& name, const Tensor& x) {
 }
 
 // Layer norm over the last dimension H, the same per-element counts as batch
-// norm; params 2 * H. Keeps its input plus mean and rstd of each row
+// norm; params 2 * H (H without the bias). Keeps its input plus mean and rstd of each row
 // (2 per row of H).
-Tensor GraphBuilder::LayerNorm(const std::string& name, const Tensor& x) {
+Tensor GraphBuilder::LayerNorm(const std::string& name, const Tensor& x,
+                               const LayerNormSpec& spec) {
   Require(!x.shape.empty(), name, "expects a non-scalar input");
   const double rows = Elements(x.shape) / static_cast<double>(x.shape.back());
   Tensor y = Elementwise(name, OpKind::kLayerNorm, x, 7, 4,
                          {.inputs = {0}, .extra_elements = 2 * rows});
   Op& op = graph_.mutable_op(y.op);
   op.bwd_weight_flops = 5 * Elements(x.shape);
-  op.params = 2 * x.shape.back();
+  op.params = (spec.bias ? 2 : 1) * x.shape.back();
   return y;
 }
 

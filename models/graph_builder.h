@@ -94,6 +94,11 @@ struct MatMulSpec {
   bool transpose_b = false;
 };
 
+// Layer norm options.
+struct LayerNormSpec {
+  bool bias = true;  // a learned shift besides the scale (PyTorch LayerNorm(bias=...))
+};
+
 // Fused scaled-dot-product attention options.
 struct AttentionSpec {
   bool causal = false;  // query i sees keys <= i
@@ -147,7 +152,8 @@ class GraphBuilder {
   // Batch norm over dimension 0 (channels of (C, H, W), features of (C)).
   Tensor BatchNorm(const std::string& name, const Tensor& x);
   // Layer norm over the last dimension.
-  Tensor LayerNorm(const std::string& name, const Tensor& x);
+  Tensor LayerNorm(const std::string& name, const Tensor& x, const LayerNormSpec& spec);
+  Tensor LayerNorm(const std::string& name, const Tensor& x) { return LayerNorm(name, x, {}); }
   // RMS norm over the last dimension with a learned scale (Zhang & Sennrich
   // 2019; Llama's RMSNorm): no mean, no bias.
   Tensor RmsNorm(const std::string& name, const Tensor& x);

@@ -172,7 +172,8 @@ ModelGraph LoadModelFile(const std::string& path) {
 
 TransformerConfig ReadTransformerConfig(const YamlValue& v) {
   const YamlMap m = v.AsMap({"layers", "hidden", "heads", "sequence", "vocab", "ffn_hidden",
-                             "max_positions", "tied_embeddings", "causal"});
+                             "max_positions", "tied_embeddings", "causal", "mlp", "norm",
+                             "positions", "kv_heads", "bias", "dropout", "attention"});
   TransformerConfig t;
   if (auto x = m.Get("layers")) t.layers = x->AsInt(1);
   if (auto x = m.Get("hidden")) t.hidden = x->AsInt(1);
@@ -184,6 +185,18 @@ TransformerConfig ReadTransformerConfig(const YamlValue& v) {
   if (auto x = m.Get("max_positions")) t.max_positions = x->AsInt(0);
   if (auto x = m.Get("tied_embeddings")) t.tied_embeddings = x->AsBool();
   if (auto x = m.Get("causal")) t.causal = x->AsBool();
+  // Enumerations in the order of their enum classes (models/zoo.h).
+  if (auto x = m.Get("mlp"))
+    t.mlp = static_cast<MlpKind>(x->AsChoice({"gelu", "swiglu", "geglu"}, "MLP"));
+  if (auto x = m.Get("norm"))
+    t.norm = static_cast<NormKind>(x->AsChoice({"layernorm", "rmsnorm"}, "norm"));
+  if (auto x = m.Get("positions"))
+    t.positions = static_cast<PositionKind>(x->AsChoice({"learned", "rotary"}, "positions"));
+  if (auto x = m.Get("kv_heads")) t.kv_heads = x->AsInt(0);
+  if (auto x = m.Get("bias")) t.bias = x->AsBool();
+  if (auto x = m.Get("dropout")) t.dropout = x->AsBool();
+  if (auto x = m.Get("attention"))
+    t.attention = static_cast<AttentionKind>(x->AsChoice({"eager", "flash"}, "attention"));
   if (t.hidden % t.heads != 0) {
     const YamlValue at = m.Get("heads") ? *m.Get("heads") : v;
     at.Fail("hidden (" + std::to_string(t.hidden) + ") must be divisible by heads (" +

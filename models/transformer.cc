@@ -1,7 +1,9 @@
-// BuildTransformer: GPT-style decoder stacks (GPT-2, GPT-3, Megatron-LM).
+// BuildTransformer: GPT-style decoder stacks (GPT-2, GPT-3, Megatron-LM,
+// Llama, Mistral).
 //
-//   tokens (S) -> Embeddings (token + position, dropout)
-//              -> L x pre-LN Block -> final LN
+//   tokens (S) -> Embeddings (token + learned position, dropout; or token
+//                 alone with rotary positions and no dropout)
+//              -> L x pre-norm Block -> final norm
 //              -> LM head Dense H -> V (weight tied to the token table by default)
 //              -> softmax cross entropy
 #include <string>
@@ -19,19 +21,31 @@ ModelGraph BuildTransformer(const TransformerConfig& config, std::string name) {
   for (std::int64_t l = 0; l < d.layers; ++l) {
     h = transformer::Block(b, "layer" + std::to_string(l) + ".", h, d, LayerNormPlacement::kPre);
   }
-  h = b.LayerNorm("final_ln", h);
+  h = transformer::Norm(b, "final_ln", h, d);
   // A tied head reuses the token table: no params here, but its FLOPs and
   // weight gradient are computed here all the same.
   const Tensor logits = b.Dense(
       "lm_head", h,
       {.out_features = d.vocab, .bias = false, .tied_weight = config.tied_embeddings});
   b.SoftmaxCrossEntropy("loss", logits, d.vocab);
+  const bool gpt2 = config.mlp == MlpKind::kGelu && config.norm == NormKind::kLayerNorm &&
+                    !d.rotary && d.kv_heads == d.heads && config.bias && config.dropout &&
+                    config.attention == AttentionKind::kEager;
+  std::string variant;
+  if (!gpt2) {
+    variant = std::string(", ") + MlpKindName(config.mlp) + ", " + NormKindName(config.norm) +
+              ", " + PositionKindName(config.positions) + " positions, " +
+              std::to_string(d.kv_heads) + " kv heads, " + AttentionKindName(config.attention) +
+              " attention" + (config.bias ? "" : ", no biases") +
+              (config.dropout ? "" : ", no dropout");
+  }
   return b.Finish(
       std::string(config.causal ? "GPT-style decoder" : "Bidirectional encoder") +
       " (pre-LN, as GPT-2, Radford et al. 2019): " + std::to_string(d.layers) + " layers, hidden " +
       std::to_string(d.hidden) + ", " + std::to_string(d.heads) + " heads, MLP " +
       std::to_string(d.ffn) + ", sequence " + std::to_string(d.seq) + ", vocab " +
-      std::to_string(d.vocab) + (config.tied_embeddings ? ", tied LM head" : ", untied LM head"));
+      std::to_string(d.vocab) + (config.tied_embeddings ? ", tied LM head" : ", untied LM head") +
+      variant);
 }
 
 }  // namespace dtsim::models

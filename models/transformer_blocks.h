@@ -3,8 +3,8 @@
 // Internal to models/; the public entry points are BuildTransformer (zoo.h)
 // and the BERT zoo entries.
 //
-// Shapes per sample: S = sequence, H = hidden, A = heads, D = H / A,
-// F = MLP hidden, V = vocab.
+// Shapes per sample: S = sequence, H = hidden, A = heads, G = key/value
+// heads, D = H / A, F = MLP hidden, V = vocab.
 #pragma once
 
 #include <cstdint>
@@ -27,19 +27,30 @@ struct Dims {
   std::int64_t seq = 0;        // S
   std::int64_t hidden = 0;     // H
   std::int64_t heads = 0;      // A
+  std::int64_t kv_heads = 0;   // G, divides A
   std::int64_t ffn = 0;        // F
   std::int64_t vocab = 0;      // V
-  std::int64_t positions = 0;  // rows of the learned position table (>= S)
+  std::int64_t positions = 0;  // rows of the learned position table (>= S); 0 with rotary
   bool causal = false;         // decoder: attention masks future positions
+  MlpKind mlp = MlpKind::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  bool rotary = false;         // rotary positions instead of a learned table
+  bool bias = true;            // dense layers and layer norms have biases
+  bool dropout = true;         // dropout ops present
+  AttentionKind attention = AttentionKind::kEager;
 };
 
-// Fills defaults (ffn = 4 H, positions = S) and throws UserError naming the
-// field when a size is not positive, H is not divisible by A, or S exceeds
-// max_positions.
+// Fills defaults (ffn = 4 H, or Llama's rule for gated MLPs; positions = S;
+// kv_heads = A) and throws UserError naming the field when a size is not
+// positive, H is not divisible by A, A not by kv_heads, S exceeds
+// max_positions, or max_positions is given with rotary positions.
+// Rotary positions need an even head size D (each pair of features is
+// rotated).
 Dims Resolve(const TransformerConfig& config);
 
-// Token ids (S) -> (S, H): token + position (+ token-type when
-// token_types > 0) embeddings summed, then (optionally) LN, then dropout.
+// Token ids (S) -> (S, H): token + learned position (+ token-type when
+// token_types > 0) embeddings summed, then (optionally) LN, then dropout
+// (each when the dims have them; rotary positions have no table).
 struct EmbeddingOptions {
   std::int64_t token_types = 0;  // BERT's segment table rows; 0 = none
   bool layer_norm = false;       // BERT normalises the summed embeddings
@@ -47,8 +58,12 @@ struct EmbeddingOptions {
 Tensor Embeddings(GraphBuilder& b, const Tensor& tokens, const Dims& d,
                   const EmbeddingOptions& options);
 
+// The layer norm of the dims' kind (and bias) on the last dimension.
+Tensor Norm(GraphBuilder& b, const std::string& name, const Tensor& x, const Dims& d);
+
 // One block (self-attention sublayer, then MLP sublayer) on x (S, H), with
-// ops named prefix + "attn.qkv" etc.
+// ops named prefix + "attn.qkv" etc. (the names plan/tensor_parallel.cc
+// splits by).
 Tensor Block(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d,
              LayerNormPlacement placement);
 

@@ -155,5 +155,139 @@ TEST(Transformer, RejectsInconsistentConfigs) {
   }
 }
 
+// A Llama-style block set on a small model: SwiGLU, RMSNorm, rotary,
+// grouped-query attention, no biases, no dropout, untied head.
+TransformerConfig SmallLlama() {
+  TransformerConfig c = Config(2, 64, 4, 32, 1000);
+  c.kv_heads = 2;
+  c.ffn_hidden = 96;
+  c.mlp = MlpKind::kSwiglu;
+  c.norm = NormKind::kRmsNorm;
+  c.positions = PositionKind::kRotary;
+  c.bias = false;
+  c.dropout = false;
+  c.tied_embeddings = false;
+  return c;
+}
+
+bool Has(const ModelGraph& g, const std::string& name) {
+  for (OpId v = 0; v < g.num_ops(); ++v)
+    if (g.op(v).name == name) return true;
+  return false;
+}
+
+int CountKind(const ModelGraph& g, OpKind kind) {
+  int n = 0;
+  for (OpId v = 0; v < g.num_ops(); ++v) n += g.op(v).kind == kind;
+  return n;
+}
+
+TEST(Transformer, LlamaBlocksMatchTheirClosedForm) {
+  // Hugging Face LlamaForCausalLM with D = H / A, G kv heads, F
+  // intermediate_size, untied head, no biases:
+  //   per layer  q_proj, o_proj 2 H^2; k_proj, v_proj 2 H G D;
+  //              gate, up, down 3 H F; input and post-attention RMSNorm 2H
+  //   outside    embed_tokens V H, lm_head V H, final norm H
+  const std::int64_t l = 2, h = 64, g = 2, d = 16, f = 96, v = 1000;
+  const ModelGraph llama = BuildTransformer(SmallLlama());
+  EXPECT_EQ(llama.Totals().params,
+            l * (2 * h * h + 2 * h * g * d + 3 * h * f + 2 * h) + 2 * v * h + h);
+  // No position table, no dropout; q and k rotated in each layer.
+  EXPECT_FALSE(Has(llama, "embed.positions"));
+  EXPECT_EQ(CountKind(llama, OpKind::kDropout), 0);
+  EXPECT_EQ(CountKind(llama, OpKind::kRotary), 2 * l);
+  EXPECT_EQ(CountKind(llama, OpKind::kRmsNorm), 2 * l + 1);
+  EXPECT_EQ(CountKind(llama, OpKind::kLayerNorm), 0);
+  // Eager attention with G < A repeats k and v to the A query heads.
+  EXPECT_EQ(llama.op(llama.Find("layer0.attn.k")).output_shape, (Shape{2, 32, 16}));
+  EXPECT_EQ(llama.op(llama.Find("layer0.attn.k_repeat")).output_shape, (Shape{4, 32, 16}));
+  // SwiGLU: fc1 holds gate and up (2F), fc2 reads F.
+  EXPECT_EQ(llama.op(llama.Find("layer0.mlp.fc1")).output_shape, (Shape{32, 2 * f}));
+  EXPECT_EQ(llama.op(llama.Find("layer0.mlp.fc2")).input_shapes[0], (Shape{32, f}));
+  EXPECT_EQ(llama.op(llama.Find("layer0.mlp.silu")).kind, OpKind::kSilu);
+}
+
+TEST(Transformer, EachBlockKeyChangesTheModel) {
+  // Each key flipped alone from GPT-2's defaults changes the parameters by
+  // its own term (H = 64, A = 4, D = 16, F = 4H = 256, L = 2):
+  const std::int64_t l = 2, h = 64, f = 256, s = 32;
+  const ModelGraph base = BuildTransformer(Config(2, 64, 4, 32, 1000));
+  auto params = [](const TransformerConfig& c) { return BuildTransformer(c).Totals().params; };
+  TransformerConfig c = Config(2, 64, 4, 32, 1000);
+  c.mlp = MlpKind::kSwiglu;  // + a second H x F matrix and bias F per layer
+  c.ffn_hidden = 256;
+  EXPECT_EQ(params(c) - base.Totals().params, l * (h * f + f));
+  c.mlp = MlpKind::kGeglu;  // same weights, GELU on the gate
+  EXPECT_EQ(params(c) - base.Totals().params, l * (h * f + f));
+  EXPECT_TRUE(Has(BuildTransformer(c), "layer0.mlp.gelu"));
+  c = Config(2, 64, 4, 32, 1000);
+  c.norm = NormKind::kRmsNorm;  // no shift: H fewer per norm, 2L + 1 norms
+  EXPECT_EQ(base.Totals().params - params(c), (2 * l + 1) * h);
+  c = Config(2, 64, 4, 32, 1000);
+  c.positions = PositionKind::kRotary;  // no S x H position table
+  EXPECT_EQ(base.Totals().params - params(c), s * h);
+  c = Config(2, 64, 4, 32, 1000);
+  c.kv_heads = 1;  // k and v: 3 heads fewer each, weights and biases
+  EXPECT_EQ(base.Totals().params - params(c), l * 2 * 3 * 16 * (h + 1));
+  c = Config(2, 64, 4, 32, 1000);
+  c.bias = false;  // qkv 3H, proj H, fc1 F, fc2 H, norm shifts 2H per layer; final norm H
+  EXPECT_EQ(base.Totals().params - params(c), l * (3 * h + h + f + h + 2 * h) + h);
+  c = Config(2, 64, 4, 32, 1000);
+  c.dropout = false;  // embedding, probabilities, two residual dropouts per layer
+  EXPECT_EQ(CountKind(base, OpKind::kDropout) - CountKind(BuildTransformer(c), OpKind::kDropout),
+            1 + 3 * l);
+}
+
+TEST(Transformer, FlashAttentionKeepsNoSquareTerm) {
+  // Without dropout, eager attention keeps q, k (scores), softmax's output
+  // (A S^2), v (context) and the context (proj's input); flash keeps q, k,
+  // v and its output plus one log-sum-exp per query row (A S). Per layer
+  // flash saves A S^2 - A S = 4 * 32 * 32 - 4 * 32 = 3968 elements fewer.
+  TransformerConfig c = SmallLlama();
+  c.kv_heads = 0;  // multi-head: eager has no repeated heads
+  const ModelGraph eager = BuildTransformer(c);
+  c.attention = AttentionKind::kFlash;
+  const ModelGraph flash = BuildTransformer(c);
+  EXPECT_EQ(CountKind(flash, OpKind::kAttention), 2);
+  EXPECT_FALSE(Has(flash, "layer0.attn.scores"));
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string prefix = "layer" + std::to_string(layer) + ".";
+    EXPECT_DOUBLE_EQ(SumOverPrefix(eager, prefix, &Op::saved_elements_per_sample) -
+                         SumOverPrefix(flash, prefix, &Op::saved_elements_per_sample),
+                     4.0 * 32 * 32 - 4.0 * 32);
+  }
+  EXPECT_EQ(eager.Totals().params, flash.Totals().params);
+  // Flash with G < A reads the 2 kv heads directly: no repeated copies.
+  c.kv_heads = 2;
+  const ModelGraph gqa = BuildTransformer(c);
+  EXPECT_FALSE(Has(gqa, "layer0.attn.k_repeat"));
+  EXPECT_EQ(gqa.op(gqa.Find("layer0.attn.core")).input_shapes[1], (Shape{2, 32, 16}));
+}
+
+TEST(Transformer, GatedMlpDefaultsToLlamaWidth) {
+  // Meta's llama/model.py: int(2 * 4 * 4096 / 3) = 10922, rounded up to a
+  // multiple of 256 = 11008 (Llama 2 7B's intermediate_size).
+  TransformerConfig c = SmallLlama();
+  c.hidden = 4096;
+  c.heads = 32;
+  c.kv_heads = 32;
+  c.layers = 1;
+  c.ffn_hidden = 0;
+  EXPECT_EQ(BuildTransformer(c).op(BuildTransformer(c).Find("layer0.mlp.fc2")).input_shapes[0],
+            (Shape{32, 11008}));
+}
+
+TEST(Transformer, RejectsInconsistentBlockKeys) {
+  TransformerConfig c = SmallLlama();
+  c.kv_heads = 3;  // 4 query heads cannot share 3 kv heads
+  EXPECT_THROW(BuildTransformer(c), UserError);
+  c = SmallLlama();
+  c.max_positions = 64;  // rotary has no table
+  EXPECT_THROW(BuildTransformer(c), UserError);
+  c = Config(1, 60, 4, 32, 100);  // head size 15 is odd
+  c.positions = PositionKind::kRotary;
+  EXPECT_THROW(BuildTransformer(c), UserError);
+}
+
 }  // namespace
 }  // namespace dtsim::models

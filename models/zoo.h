@@ -21,18 +21,62 @@ std::vector<ZooEntry> ZooEntries();
 // known models when `name` is unknown.
 ModelGraph BuildZooModel(std::string_view name);
 
-// A GPT/BERT-style transformer. Covers GPT-2, GPT-3 family and Megatron
-// configurations. Zero-valued optional fields take the documented default.
+// The block variants of TransformerConfig. The first value of each is
+// GPT-2's (Radford et al. 2019); Llama's are SwiGLU, RMSNorm, rotary, flash
+// (Touvron et al. 2023, "Llama 2", §2.2: "we apply pre-normalization using
+// RMSNorm, use the SwiGLU activation function, and rotary positional
+// embeddings"; grouped-query attention for the larger models).
+enum class MlpKind {
+  kGelu,    // Dense H -> F, GELU, Dense F -> H
+  kSwiglu,  // Dense H -> 2F (gate, up), SiLU(gate) * up, Dense F -> H (Shazeer 2020)
+  kGeglu,   // the same with GELU on the gate (Shazeer 2020)
+};
+enum class NormKind {
+  kLayerNorm,  // scale and shift
+  kRmsNorm,    // scale only, no mean (Zhang & Sennrich 2019)
+};
+enum class PositionKind {
+  kLearned,  // a table of max_positions x H rows added to the token embedding
+  kRotary,   // no table; q and k rotated per position in every layer (Su et al. 2021)
+};
+enum class AttentionKind {
+  kEager,  // Q K^T, softmax, dropout, P V as separate kernels: (A, S, S) tensors
+  kFlash,  // one fused kernel (FlashAttention): no S x S tensor stored or kept
+};
+const char* MlpKindName(MlpKind kind);              // "gelu", "swiglu", "geglu"
+const char* NormKindName(NormKind kind);            // "layernorm", "rmsnorm"
+const char* PositionKindName(PositionKind kind);    // "learned", "rotary"
+const char* AttentionKindName(AttentionKind kind);  // "eager", "flash"
+
+// A GPT/BERT-style transformer. Covers GPT-2, GPT-3 family, Megatron and
+// Llama/Mistral configurations. Zero-valued optional fields take the
+// documented default; the defaults build GPT-2's blocks.
 struct TransformerConfig {
   int layers = 12;
   int hidden = 768;
   int heads = 12;
   int sequence = 1024;      // tokens per sample
   int vocab = 50257;
-  int ffn_hidden = 0;       // default 4 * hidden
+  // The MLP's inner width F: with a gated MLP the width of each of the gate
+  // and up projections (Hugging Face's intermediate_size). 0 = 4 * hidden
+  // for gelu; for gated MLPs Llama's rule, 256 * ceil(int(8 * hidden / 3) /
+  // 256) (Meta's llama/model.py FeedForward with multiple_of = 256: 11008
+  // for hidden 4096).
+  int ffn_hidden = 0;
   int max_positions = 0;    // learned position table rows; default = sequence
   bool tied_embeddings = true;  // LM head shares the token embedding
   bool causal = true;       // GPT (true) or BERT (false) attention mask
+  MlpKind mlp = MlpKind::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  PositionKind positions = PositionKind::kLearned;
+  // Key/value heads G (grouped-query attention, Ainslie et al. 2023; 1 =
+  // multi-query); must divide heads. 0 = heads (multi-head attention).
+  int kv_heads = 0;
+  bool bias = true;         // biases in every dense layer and layer norm (Llama: none)
+  // Dropout ops after the embeddings, on the attention probabilities and
+  // after each sublayer (GPT-2: 0.1 each); false = none at all (Llama).
+  bool dropout = true;
+  AttentionKind attention = AttentionKind::kEager;
 };
 
 // Throws UserError when the configuration is inconsistent (hidden not

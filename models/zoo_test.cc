@@ -91,6 +91,32 @@ TEST(Zoo, GptThreePresetsFollowTheClosedForm) {
   EXPECT_EQ(BuildZooModel("gpt3-175b").Totals().params, 174604259328);
 }
 
+// Llama-family totals: sum of p.numel() over the Hugging Face model built
+// from each released config.json (LlamaForCausalLM / MistralForCausalLM,
+// untied head), as the model cards and papers state them. The closed form
+// with D = H / A = 128, G kv heads, intermediate size F, vocab V:
+//   per layer  q, o 2 H^2; k, v 2 H G D; gate, up, down 3 H F; 2 RMSNorms 2H
+//   outside    token table V H, LM head V H, final RMSNorm H
+// Llama 3.1 405B (L 126, H 16384, G 8, F 53248, V 128256), from that form:
+//   126 (2 * 16384^2 + 2 * 16384 * 1024 + 3 * 16384 * 53248 + 2 * 16384)
+//     + 2 * 128256 * 16384 + 16384 = 405,853,388,800
+// (Meta names it "405B").
+TEST(Zoo, LlamaFamilyParamCountsAreExact) {
+  const Published llamas[] = {
+      {"llama2-7b", 6738415616, "meta-llama/Llama-2-7b-hf"},
+      {"llama2-13b", 13015864320, "meta-llama/Llama-2-13b-hf"},
+      {"llama2-70b", 68976648192, "meta-llama/Llama-2-70b-hf"},
+      {"llama3-8b", 8030261248, "meta-llama/Meta-Llama-3-8B"},
+      {"llama3-70b", 70553706496, "meta-llama/Meta-Llama-3-70B"},
+      {"llama3.1-405b", 405853388800, "closed form above"},
+      {"mistral-7b", 7241732096, "mistralai/Mistral-7B-v0.1"},
+  };
+  for (const Published& p : llamas)
+    EXPECT_EQ(BuildZooModel(p.name).Totals().params, p.params) << p.name << " (" << p.source << ")";
+  const std::int64_t l = 126, h = 16384, g = 8, d = 128, f = 53248, v = 128256;
+  EXPECT_EQ(l * (2 * h * h + 2 * h * g * d + 3 * h * f + 2 * h) + 2 * v * h + h, 405853388800);
+}
+
 TEST(Zoo, FeatureMapShapes) {
   const ModelGraph cifar = BuildZooModel("cifar10-cnn");
   EXPECT_EQ(cifar.op(cifar.Find("pool1")).output_shape, (Shape{64, 12, 12}));

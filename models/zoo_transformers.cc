@@ -1,5 +1,6 @@
-// Transformer presets: BERT (post-LN encoder, pre-training heads), GPT-2 and
-// a few GPT-3 sizes (pre-LN decoders via BuildTransformer).
+// Transformer presets: BERT (post-LN encoder, pre-training heads), GPT-2, a
+// few GPT-3 sizes, Llama 2, Llama 3, Llama 3.1 405B and Mistral 7B (pre-norm
+// decoders via BuildTransformer).
 #include <string>
 
 #include "models/zoo_builders.h"
@@ -28,6 +29,32 @@ TransformerConfig Bert(int layers, int hidden, int heads) {
   c.max_positions = 512;
   c.vocab = 30522;
   c.causal = false;
+  return c;
+}
+
+// A Llama-style preset (also Mistral): SwiGLU MLP of width `ffn`, RMSNorm,
+// rotary positions, grouped-query attention with `kv_heads`, no biases, no
+// dropout, untied LM head (the released config.json: hidden_act "silu",
+// rms_norm_eps, rope_theta, attention_bias false, attention_dropout 0.0,
+// tie_word_embeddings false), and fused attention (FlashAttention, as
+// Megatron-LM and the Hugging Face trainers run them).
+TransformerConfig Llama(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
+                        int sequence) {
+  TransformerConfig c;
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.kv_heads = kv_heads;
+  c.ffn_hidden = ffn;
+  c.vocab = vocab;
+  c.sequence = sequence;
+  c.tied_embeddings = false;
+  c.mlp = MlpKind::kSwiglu;
+  c.norm = NormKind::kRmsNorm;
+  c.positions = PositionKind::kRotary;
+  c.bias = false;
+  c.dropout = false;
+  c.attention = AttentionKind::kFlash;
   return c;
 }
 
@@ -77,6 +104,43 @@ std::vector<ZooRecipe> TransformerZoo() {
       GptRecipe({"gpt3-175b", "GPT-3 175B (Brown et al. 2020, Table 2.1): 96 layers, hidden "
                               "12288, 96 heads, sequence 2048"},
                 Gpt(96, 12288, 96, 2048)),
+      // Configs: the Hugging Face config.json of each repository named
+      // (num_hidden_layers, hidden_size, num_attention_heads,
+      // num_key_value_heads, intermediate_size, vocab_size). Sequences:
+      // Llama 2's 4096-token context (Touvron et al. 2023, §2.2), Llama 3's
+      // 8192-token pre-training sequences (Llama Team 2024, "The Llama 3 Herd
+      // of Models", §3.4.1: 405B pre-trained on 8K sequences before its
+      // long-context stage), Mistral 7B at 4096, the length of its sliding
+      // window (Jiang et al. 2023): the window is not modelled, and at 4096
+      // tokens every query sees every earlier key anyway.
+      GptRecipe({"llama2-7b", "Llama 2 7B (Touvron et al. 2023; HF meta-llama/Llama-2-7b-hf): "
+                              "32 layers, hidden 4096, 32 heads, MLP 11008, sequence 4096"},
+                Llama(32, 4096, 32, 32, 11008, 32000, 4096)),
+      GptRecipe({"llama2-13b",
+                 "Llama 2 13B (Touvron et al. 2023; HF meta-llama/Llama-2-13b-hf): 40 layers, "
+                 "hidden 5120, 40 heads, MLP 13824, sequence 4096"},
+                Llama(40, 5120, 40, 40, 13824, 32000, 4096)),
+      GptRecipe({"llama2-70b",
+                 "Llama 2 70B (Touvron et al. 2023; HF meta-llama/Llama-2-70b-hf): 80 layers, "
+                 "hidden 8192, 64 heads, 8 kv heads, MLP 28672, sequence 4096"},
+                Llama(80, 8192, 64, 8, 28672, 32000, 4096)),
+      GptRecipe({"llama3-8b", "Llama 3 8B (Llama Team 2024; HF meta-llama/Meta-Llama-3-8B): 32 "
+                              "layers, hidden 4096, 32 heads, 8 kv heads, MLP 14336, vocab "
+                              "128256, sequence 8192"},
+                Llama(32, 4096, 32, 8, 14336, 128256, 8192)),
+      GptRecipe({"llama3-70b",
+                 "Llama 3 70B (Llama Team 2024; HF meta-llama/Meta-Llama-3-70B): 80 layers, "
+                 "hidden 8192, 64 heads, 8 kv heads, MLP 28672, vocab 128256, sequence 8192"},
+                Llama(80, 8192, 64, 8, 28672, 128256, 8192)),
+      GptRecipe({"llama3.1-405b",
+                 "Llama 3.1 405B (Llama Team 2024; HF meta-llama/Llama-3.1-405B): 126 layers, "
+                 "hidden 16384, 128 heads, 8 kv heads, MLP 53248, vocab 128256, sequence 8192"},
+                Llama(126, 16384, 128, 8, 53248, 128256, 8192)),
+      GptRecipe({"mistral-7b",
+                 "Mistral 7B (Jiang et al. 2023; HF mistralai/Mistral-7B-v0.1): 32 layers, hidden "
+                 "4096, 32 heads, 8 kv heads, MLP 14336, sequence 4096 (sliding window not "
+                 "modelled)"},
+                Llama(32, 4096, 32, 8, 14336, 32000, 4096)),
   };
 }
 

@@ -39,6 +39,10 @@ std::vector<std::pair<models::OpId, models::OpId>> AttentionCores(const models::
   constexpr std::string_view kScores = "scores", kContext = "context";
   for (models::OpId v = 0; v < graph.num_ops(); ++v) {
     const std::string& name = graph.op(v).name;
+    if (graph.op(v).kind == models::OpKind::kAttention) {
+      cores.emplace_back(v, v + 1);
+      continue;
+    }
     if (graph.op(v).kind != models::OpKind::kMatMul || !name.ends_with(kScores)) continue;
     const std::string prefix = name.substr(0, name.size() - kScores.size());
     for (models::OpId w = v + 1; w < graph.num_ops(); ++w) {

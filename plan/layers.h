@@ -39,7 +39,11 @@ std::vector<LayerUnit> LayerUnits(const models::ModelGraph& graph);
 // "<prefix>scores" (Q K^T) to "<prefix>context" (attention over V), softmax
 // and its dropout between, as [scores, context + 1) in op order. What
 // Megatron-LM's selective recomputation re-runs (Korthikanti et al. 2022,
-// §5: "core attention"). Empty for models without such blocks.
+// §5: "core attention"). A fused attention op (models::OpKind::kAttention,
+// FlashAttention) is a core of its own, [op, op + 1): Megatron-LM
+// checkpoints core attention whatever its kernel, and re-running a fused
+// kernel frees only its per-row statistics (sim/memory.h). Empty for models
+// without such blocks.
 std::vector<std::pair<models::OpId, models::OpId>> AttentionCores(const models::ModelGraph& graph);
 
 }  // namespace dtsim::plan

@@ -4,13 +4,20 @@
 //
 // Within a transformer block of the zoo (ops "layerN.attn.*", "layerN.mlp.*"):
 //
-//   attn:  ln -> [qkv -> q/k/v slices, heads -> scores -> softmax ->
-//                 probs_dropout -> context -> merge_heads -> proj] -> dropout -> residual
+//   attn:  ln -> [qkv -> q/k/v slices, heads (-> q_rotary, k_rotary) ->
+//                 (k_repeat, v_repeat ->) scores -> softmax -> probs_dropout ->
+//                 context  (or: -> core, the fused attention)
+//                 -> merge_heads -> proj] -> dropout -> residual
 //   mlp:   ln -> [fc1 -> gelu -> fc2] -> dropout -> residual
+//          ln -> [fc1 -> gate, up slices -> silu (or gelu) of gate -> mul -> fc2]
+//                -> dropout -> residual                      (gated MLPs)
 //
 // The bracketed ops are split: qkv and fc1 by output columns (column
-// parallel), proj and fc2 by input rows (row parallel), everything between
-// them by attention heads or MLP columns. Each rank holds 1/t of their
+// parallel: q, k, v and gate, up, each rank holding its heads and columns
+// of each, as Megatron-LM interleaves them), proj and fc2 by input rows (row
+// parallel), everything between them by attention heads (query heads and
+// key/value heads alike: each rank holds kv_heads / t of them) or MLP
+// columns. Each rank holds 1/t of their
 // parameters, FLOPs and saved activations. Layer norms, the dropouts after
 // proj/fc2 and the residual adds work on the full hidden vector and are
 // replicated on every rank.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "sim/flash_attention_table.h"
 
 namespace dtsim::sim {
 namespace {
@@ -141,10 +142,11 @@ double GpuKernelModel::AttentionSeconds(const AttentionProblem& a) const {
   // head, 2.5 times that backward (5 GEMMs against 2), halved when causal.
   double flops = 4 * s * s * d * heads * (a.backward ? 2.5 : 1.0);
   if (a.causal) flops /= 2;
-  const MathUnit unit = UnitFor(a.precision, d * ElementBytes(a.precision) >= 16);
-  const double peak =
-      unit == MathUnit::kTensor ? device_.PeakFlopRate(a.precision) : device_.fp32_flop_per_s;
-  const double compute = flops / (peak * Fraction(unit));
+  // The published kernels' fraction of the tensor-core peak at this head
+  // size and length (sim/flash_attention_table.h); the backward's is lower.
+  double fraction = FlashForwardFraction(device_.arch, a.head_dim, a.causal, a.seq);
+  if (a.backward) fraction *= FlashBackwardRatio(device_.arch);
+  const double compute = flops / (device_.PeakFlopRate(a.precision) * fraction);
   // Q, K, V and O (and dO, dQ, dK, dV backward) cross memory once.
   const double bytes = heads * s * d * ElementBytes(a.precision) * (a.backward ? 8 : 4);
   return std::max(compute, MemorySeconds(bytes)) + params_.kernel_fixed_s;

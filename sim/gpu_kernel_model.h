@@ -209,8 +209,11 @@ class GpuKernelModel {
   double StreamSeconds(double bytes) const;
   // A fused attention kernel: the FLOPs it executes (forward 4 S^2 D per
   // head, backward 2.5 times that with its recomputation of Q K^T; half of
-  // each when causal) at the tensor units' fraction of peak, or its bytes'
-  // time when that is longer.
+  // each when causal) at the fraction of the tensor-core peak the published
+  // FlashAttention kernels reach on this generation at this head size and
+  // length (sim/flash_attention_table.h), or its bytes' time when that is
+  // longer. REQUIRES: a generation FlashAttention runs on
+  // (FlashReleaseFor(arch) != kNone; the simulator refuses the others).
   double AttentionSeconds(const AttentionProblem& a) const;
 
   // The unit a GEMM of this shape and precision runs on.

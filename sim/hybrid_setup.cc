@@ -28,9 +28,10 @@ bool Named(const std::string& name, std::string_view sublayer_part) {
           name[name.size() - sublayer_part.size() - 1] == '.');
 }
 
-// Megatron-LM gives each of the t tensor ranks whole attention heads and an
-// equal slice of every MLP (Shoeybi et al. 2019, section 3; Megatron-LM
-// asserts num_attention_heads % t == 0 and ffn_hidden_size % t == 0): a t
+// Megatron-LM gives each of the t tensor ranks whole attention heads, whole
+// key/value heads and an equal slice of every MLP (Shoeybi et al. 2019,
+// section 3; Megatron-LM asserts num_attention_heads % t == 0,
+// num_query_groups % t == 0 and ffn_hidden_size % t == 0): a t
 // that does not divide them is a plan that cannot be built. The hidden size
 // (heads x head size) then divides too; it is checked on its own for
 // transformers whose heads are not listed. The vocabulary need not divide:
@@ -51,13 +52,17 @@ void CheckTensorSplit(const config::Scenario& s, const models::ModelGraph& graph
         op.output_shape.size() == 3) {
       n = op.output_shape[0];  // (heads, sequence, head size)
       what = "attention heads";
+    } else if (op.kind == models::OpKind::kReshape && Named(op.name, "attn.k") &&
+               op.output_shape.size() == 3) {
+      n = op.output_shape[0];  // (key/value heads, sequence, head size)
+      what = "key/value heads (kv_heads)";
     } else if (op.kind == models::OpKind::kDense && Named(op.name, "attn.qkv") &&
                !op.input_shapes.empty() && !op.input_shapes[0].empty()) {
       n = op.input_shapes[0].back();
       what = "hidden size";
-    } else if (op.kind == models::OpKind::kDense && Named(op.name, "mlp.fc1") &&
-               !op.output_shape.empty()) {
-      n = op.output_shape.back();
+    } else if (op.kind == models::OpKind::kDense && Named(op.name, "mlp.fc2") &&
+               !op.input_shapes.empty() && !op.input_shapes[0].empty()) {
+      n = op.input_shapes[0].back();  // F, also with a gated MLP's 2F-wide fc1
       what = "MLP width (ffn_hidden)";
     } else {
       continue;
@@ -68,8 +73,8 @@ void CheckTensorSplit(const config::Scenario& s, const models::ModelGraph& graph
                                " tensor ranks cannot share the " + std::to_string(n) + " " +
                                what + " of " + op.name + " evenly",
                            "Megatron-LM gives each tensor rank whole heads and an equal slice "
-                           "of the MLP; choose a tensor_parallel that divides heads, hidden "
-                           "and ffn_hidden");
+                           "of the MLP; choose a tensor_parallel that divides heads, kv_heads, "
+                           "hidden and ffn_hidden");
     }
   }
   if (!splits) {

@@ -61,6 +61,27 @@ parallelism:
       "h.yaml")));
 }
 
+// Megatron-LM gives each tensor rank whole key/value heads too
+// (num_query_groups % t == 0): 2 kv heads over 4 ranks are refused, over 2
+// they run (each rank holds 1 kv head and 4 query heads).
+TEST(HybridSetupTest, TensorParallelMustDivideKeyValueHeads) {
+  EXPECT_TRUE(InfeasibleAt(R"(cluster: {nodes: 1, devices_per_node: 4}
+workload:
+  model: {transformer: {layers: 2, hidden: 256, heads: 8, kv_heads: 2, sequence: 128, vocab: 1000}}
+parallelism:
+  strategy: hybrid
+  tensor_parallel: 4
+)",
+                           6, "cannot share the 2 key/value heads (kv_heads)"));
+  // Flash attention needs bf16/fp16 and an Ampere-or-later GPU here.
+  EXPECT_NO_THROW(Simulate(config::ParseScenario(
+      "cluster: {nodes: 1, devices_per_node: 2, device: A100-SXM4-80GB}\n"
+      "workload:\n  model: {transformer: {layers: 2, hidden: 256, heads: 8, kv_heads: 2, "
+      "sequence: 128, vocab: 1000, mlp: swiglu, attention: flash}}\n  precision: bf16\n"
+      "parallelism: {strategy: hybrid, tensor_parallel: 2, sequence_parallel: true}\n",
+      "h.yaml")));
+}
+
 TEST(HybridSetupTest, TensorParallelNeedsATransformer) {
   EXPECT_TRUE(InfeasibleAt(R"(cluster: {nodes: 1, devices_per_node: 2}
 workload: {model: resnet50}

@@ -101,6 +101,16 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
     for (const auto& [b, e] : plan::AttentionCores(graph)) {
       if (!in_set[b]) continue;
       double dropped = 0;
+      const models::Op& first = graph.op(b);
+      if (first.kind == models::OpKind::kAttention && first.output_shape.size() == 3) {
+        // A fused kernel keeps no s x s tensor to drop: its inputs q, k, v
+        // are the checkpoint's and its output is the projection's input,
+        // so re-running it frees only its log-sum-exp per query row (A S).
+        const double rows = static_cast<double>(first.output_shape[0] * first.output_shape[1]);
+        dropped = std::min(kept[b], rows * models::DTypeBytes(first.dtype) *
+                                        Share(SplitsSaved(first, sp), tensor_parallel));
+        kept[b] -= dropped;
+      }
       for (models::OpId id = b + 1; id < e; ++id) {
         if (!in_set[id]) continue;
         double keep = 0;

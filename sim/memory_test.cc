@@ -458,5 +458,56 @@ TEST(MemoryTimeline, AllocatesAtForwardEndFreesAtLastBackwardEnd) {
   EXPECT_EQ(MemoryTimeline(p, g, r, 1, 7), idle);
 }
 
+// Llama 2 7B (zoo: flash attention) against the same model with eager
+// attention, bf16, one sample of S = 4096 on one device.
+TEST(DeviceMemory, FlashAttentionDropsTheSquareTermsOfLlamaTwoSevenB) {
+  ModelGraph flash = models::BuildZooModel("llama2-7b");
+  models::TransformerConfig c;
+  c.layers = 32;
+  c.hidden = 4096;
+  c.heads = 32;
+  c.ffn_hidden = 11008;
+  c.vocab = 32000;
+  c.sequence = 4096;
+  c.tied_embeddings = false;
+  c.mlp = models::MlpKind::kSwiglu;
+  c.norm = models::NormKind::kRmsNorm;
+  c.positions = models::PositionKind::kRotary;
+  c.bias = false;
+  c.dropout = false;
+  c.attention = models::AttentionKind::kEager;
+  ModelGraph eager = models::BuildTransformer(c);
+  flash.SetDType(models::DType::kBf16);
+  eager.SetDType(models::DType::kBf16);
+  ASSERT_EQ(flash.Totals().params, eager.Totals().params);
+  // Per layer, with A = 32 heads, S = 4096, no dropout (Llama has none):
+  //   eager keeps softmax's output, A S^2 = 536,870,912 elements (context
+  //   reads the same probabilities; q, k, v and the context are kept
+  //   either way);
+  //   flash keeps instead one log-sum-exp per query row, A S = 131,072.
+  // 32 layers x (536,870,912 - 131,072) elements x 2 bytes
+  //   = 34,351,349,760 bytes (32.0 GiB) less with flash.
+  const double a = 32, s = 4096, layers = 32;
+  const double dropped = layers * (a * s * s - a * s) * 2;
+  EXPECT_DOUBLE_EQ(dropped, 34351349760.0);
+  const MemoryBreakdown m_flash = DeviceMemory(Gpt2Inputs(flash));
+  const MemoryBreakdown m_eager = DeviceMemory(Gpt2Inputs(eager));
+  EXPECT_DOUBLE_EQ(m_eager.activations_bytes - m_flash.activations_bytes, dropped);
+  EXPECT_DOUBLE_EQ(m_eager.StaticBytes(), m_flash.StaticBytes());
+  // Selective recomputation re-runs attention's core: with eager it frees
+  // the A S^2 probabilities per layer (plus one core's worth held while it
+  // is recomputed); with flash only the A S log-sum-exp rows
+  // (32 x 131,072 x 2 = 8,388,608 bytes), one layer's held back.
+  MemoryInputs selective = Gpt2Inputs(flash);
+  selective.recompute_selective = true;
+  const MemoryBreakdown m_flash_sel = DeviceMemory(selective);
+  EXPECT_DOUBLE_EQ(m_flash.activations_bytes - m_flash_sel.activations_bytes,
+                   (layers - 1) * a * s * 2);
+  selective = Gpt2Inputs(eager);
+  selective.recompute_selective = true;
+  EXPECT_DOUBLE_EQ(m_eager.activations_bytes - DeviceMemory(selective).activations_bytes,
+                   (layers - 1) * a * s * s * 2);
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -15,6 +15,7 @@
 #include "plan/parameter_server.h"
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
+#include "sim/flash_attention_table.h"
 #include "sim/host_costs.h"
 #include "sim/plan_costs.h"
 #include "sim/plan_size.h"
@@ -292,6 +293,30 @@ Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb)
   x.host_wait_s = wa * a.host_wait_s + wb * b.host_wait_s;
   x.input_wait_s = wa * a.input_wait_s + wb * b.input_wait_s;
   return x;
+}
+
+// A model with fused attention (transformer attention: flash) runs the
+// FlashAttention kernels, which take fp16 or bf16 inputs only and run from
+// Turing on (FlashAttention 1.x; sim/flash_attention_table.h): refused on
+// older GPUs and in fp32/tf32, where no such kernel exists.
+void CheckFusedAttention(const config::Scenario& s, const models::ModelGraph& graph,
+                         const hw::DeviceSpec& device) {
+  bool fused = false;
+  for (models::OpId v = 0; v < graph.num_ops() && !fused; ++v)
+    fused = graph.op(v).kind == models::OpKind::kAttention;
+  if (!fused) return;
+  if (s.workload.precision == hw::Precision::kFp32 || s.workload.precision == hw::Precision::kTf32)
+    throw UserError(s.Where("workload.precision"),
+                    "model '" + graph.name() + "' has fused (flash) attention, and FlashAttention "
+                    "runs in fp16 or bf16 only, not " +
+                        hw::PrecisionName(s.workload.precision),
+                    "use precision: bf16 or fp16, or attention: eager");
+  if (device.arch != hw::GpuArch::kUnknown && FlashReleaseFor(device.arch) == FlashRelease::kNone)
+    throw UserError(s.Where("cluster.device"),
+                    "model '" + graph.name() + "' has fused (flash) attention, and FlashAttention "
+                    "needs a Turing GPU or later (flash-attn README); device '" + device.name +
+                        "' is " + hw::GpuArchName(device.arch),
+                    "use attention: eager on this GPU");
 }
 
 }  // namespace
@@ -644,6 +669,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                     "cost_model: kernels needs a GPU whose architecture and SM count the catalog "
                     "knows; device '" + device->name + "' has none",
                     "use cost_model: roofline, or a built-in GPU (dtsim devices)");
+  CheckFusedAttention(s, full, *device);
   const std::vector<CostModel> cost_models{
       CostModel(*device, s.workload.precision, cost_options),
       CostModel(*server_device, s.workload.precision, cost_options)};

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "plan/layers.h"
 #include "sim/collectives.h"
 #include "sim/report.h"
@@ -62,6 +63,32 @@ TEST(Simulator, CostModelFollowsTheScenario) {
   EXPECT_EQ(Simulate(s).cost_model, "roofline");
   s.workload.cost_model = config::CostModelKind::kKernels;
   EXPECT_THROW(Simulate(s), UserError);
+}
+
+// FlashAttention kernels take fp16/bf16 and run from Turing on (FlashAttention
+// 1.x; FlashAttention-2 from Ampere, flash-attn README): a fused attention on
+// a V100 or in fp32 is refused at the key that decides it.
+TEST(Simulator, FlashAttentionNeedsTuringOrLaterAndHalfPrecision) {
+  const std::string model =
+      "workload:\n  model: {transformer: {layers: 2, hidden: 256, heads: 4, sequence: 128, "
+      "vocab: 1000, attention: flash}}\n";
+  auto message = [&](const std::string& text) -> std::string {
+    try {
+      Simulate(config::ParseScenario(text, "f.yaml"));
+    } catch (const UserError& e) {
+      return e.message();
+    }
+    return "";
+  };
+  EXPECT_NE(message("cluster: {nodes: 1, devices_per_node: 1}\n" + model + "  precision: fp16\n")
+                .find("needs a Turing GPU or later"),
+            std::string::npos);
+  EXPECT_NE(message("cluster: {nodes: 1, devices_per_node: 1, device: A100-SXM4-80GB}\n" + model)
+                .find("fp16 or bf16 only, not fp32"),
+            std::string::npos);
+  EXPECT_EQ(message("cluster: {nodes: 1, devices_per_node: 1, device: A100-SXM4-80GB}\n" + model +
+                    "  precision: bf16\n"),
+            "");
 }
 
 TEST(Simulator, TransportsFoldIntoTheLinks) {

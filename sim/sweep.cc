@@ -203,7 +203,10 @@ std::string GraphKey(const config::Scenario& s) {
     const models::TransformerConfig& t = *m.transformer;
     k << "transformer " << t.layers << ' ' << t.hidden << ' ' << t.heads << ' ' << t.sequence
       << ' ' << t.vocab << ' ' << t.ffn_hidden << ' ' << t.max_positions << ' '
-      << t.tied_embeddings << ' ' << t.causal;
+      << t.tied_embeddings << ' ' << t.causal << ' ' << models::MlpKindName(t.mlp) << ' '
+      << models::NormKindName(t.norm) << ' ' << models::PositionKindName(t.positions) << ' '
+      << t.kv_heads << ' ' << t.bias << ' ' << t.dropout << ' '
+      << models::AttentionKindName(t.attention);
   } else if (!m.file.empty()) {
     k << "file " << m.file;
   } else {

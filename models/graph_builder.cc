@@ -593,9 +593,12 @@ Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& 
   return Emit(std::move(op), parts, {});
 }
 
-// Fused attention, q (A, S, D), k (G, S, D), v (G, S, Dv); P = the
-// query-key pairs computed: A S^2, or A S (S + 1) / 2 when causal (the
-// kernel skips masked blocks, as FlashAttention-2 does and counts):
+// Fused attention, q (A, S, D), k (G, S, D), v (G, S, Dv); P = A S^2 query-
+// key pairs, causal or not: model FLOPs count the whole score matrix, as
+// Megatron-LM (Narayanan et al. 2021) and PaLM (Chowdhery et al. 2022,
+// appendix B) count them and as the unfused ops do, so MFU does not depend
+// on the kernel (the fused kernel's time, sim/op_kernels.h, skips masked
+// blocks):
 //   fwd = 2 P (D + Dv) (Q K^T and P V) + 5 P (the online softmax)
 //   bwd_input = 2 fwd's products: 4 P (D + Dv) (dQ, dK, dV, dP; the
 //   kernel's recomputation of Q K^T is not a model FLOP) + 4 P (softmax)
@@ -617,7 +620,7 @@ Tensor GraphBuilder::Attention(const std::string& name, const Tensor& q, const T
               ShapeToString(v.shape));
   Op op = MakeOp(name, OpKind::kAttention, {a, s, dv});
   const double sd = static_cast<double>(s);
-  const double pairs = static_cast<double>(a) * (spec.causal ? sd * (sd + 1) / 2 : sd * sd);
+  const double pairs = static_cast<double>(a) * sd * sd;
   const double dims = static_cast<double>(d + dv);
   op.fwd_flops = 2 * pairs * dims + 5 * pairs;
   op.bwd_input_flops = 4 * pairs * dims + 4 * pairs;

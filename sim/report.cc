@@ -572,7 +572,8 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 "model FLOPs: %.2f TFLOP/s per device, MFU %.1f%% of %s's %s peak "
                 "(forward + backward of the model, %.4g GFLOP per sample, no recomputation)\n",
                 figures.model_flops_per_device_per_s / 1e12, 100.0 * figures.mfu,
-                p.device.name.c_str(), hw::PrecisionName(s.workload.precision),
+                p.device.name.c_str(),
+                hw::PrecisionName(Fp8(s) ? hw::Precision::kBf16 : s.workload.precision),
                 figures.model_flops_per_sample / 1e9);
   o << line;
   if (Fp8(s)) {

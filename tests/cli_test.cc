@@ -56,9 +56,16 @@ TEST_F(Cli, ModelKernelsListsEachOpsKernelsWithTimes) {
   Result bad = Dtsim("model resnet50 --kernels --device no-such-gpu");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("unknown device"), std::string::npos) << bad.err;
-  bad = Dtsim("model resnet50 --kernels --precision fp8");
+  bad = Dtsim("model resnet50 --kernels --precision fp4");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("unknown precision"), std::string::npos) << bad.err;
+  // fp8 needs FP8 tensor cores; on an H100 a linear layer lists its casts.
+  bad = Dtsim("model gpt2 --kernels --device V100 --precision fp8");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("FP8 tensor cores"), std::string::npos) << bad.err;
+  r = Dtsim("model gpt2 --kernels --device H100-SXM --precision fp8 --batch 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("fp8 cast input"), std::string::npos) << r.out.substr(0, 2000);
 }
 
 TEST_F(Cli, ValidateDeepbenchWritesItsReportsTheSameEachTime) {

@@ -129,7 +129,10 @@ models::ModelGraph BuildWorkloadModel(const Scenario& s) {
 models::DType StorageDType(hw::Precision p) {
   switch (p) {
     case hw::Precision::kFp16: return models::DType::kFp16;
-    case hw::Precision::kBf16: return models::DType::kBf16;
+    case hw::Precision::kBf16:
+    // fp8 keeps tensors in bf16 between ops: only a linear layer's GEMM
+    // inputs are cast to FP8 (sim/op_kernels.h).
+    case hw::Precision::kFp8: return models::DType::kBf16;
     case hw::Precision::kFp32:
     case hw::Precision::kTf32: return models::DType::kFp32;
   }

@@ -101,7 +101,7 @@ void CheckUnique(const YamlValue& v, const std::string& name, std::vector<std::s
 }
 
 hw::DeviceSpec ReadDevice(const YamlValue& v) {
-  const YamlMap m = v.AsMap({"name", "kind", "fp32", "tf32", "fp16", "bf16", "memory",
+  const YamlMap m = v.AsMap({"name", "kind", "fp32", "tf32", "fp16", "bf16", "fp8", "memory",
                              "memory_bandwidth", "architecture", "sms", "l2", "source"});
   hw::DeviceSpec d;
   d.name = m.Require("name").AsString();
@@ -114,6 +114,7 @@ hw::DeviceSpec ReadDevice(const YamlValue& v) {
   if (auto x = m.Get("tf32")) d.tf32_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
   if (auto x = m.Get("fp16")) d.fp16_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
   if (auto x = m.Get("bf16")) d.bf16_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
+  if (auto x = m.Get("fp8")) d.fp8_flop_per_s = x->AsQuantity(Dimension::kFlopRate);
   d.memory_bytes = m.Require("memory").AsPositiveQuantity(Dimension::kBytes);
   d.memory_bw_bytes_per_s =
       m.Require("memory_bandwidth").AsPositiveQuantity(Dimension::kBandwidth);
@@ -312,6 +313,23 @@ hw::Precision ReadPrecision(const YamlValue& v) {
   } catch (const UserError& e) {
     v.Fail(e.message(), e.hint());
   }
+}
+
+// fp8 runs linear layers on FP8 tensor cores, which the cluster's device
+// must have: refused at workload.precision otherwise (`workload` is that
+// section).
+void CheckFp8Device(const Scenario& s, const YamlValue& workload) {
+  const hw::HardwareCatalog catalog = ScenarioCatalog(s);
+  const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
+  if (device == nullptr || device->HasFp8()) return;  // an unknown device is refused at its key
+  std::string with;
+  for (const hw::DeviceSpec& d : catalog.devices())
+    if (d.HasFp8()) with += (with.empty() ? "" : ", ") + d.name;
+  workload.AsMap(kWorkloadKeys)
+      .Require("precision")
+      .Fail("precision fp8 needs FP8 tensor cores, which " + device->name + " does not have",
+            "FP8 tensor cores come with Hopper, Ada and Blackwell GPUs (in the catalog: " + with +
+                "; a device of cluster.devices gives its rate as fp8); use bf16 here");
 }
 
 WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
@@ -749,7 +767,10 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   // Absent sections keep scenario.h's defaults (config_test checks that the
   // default device and links are in the built-in catalog).
   if (auto x = m.Get("cluster")) s.cluster = ReadCluster(*x, filename);
-  if (auto x = m.Get("workload")) s.workload = ReadWorkload(*x, filename);
+  if (auto x = m.Get("workload")) {
+    s.workload = ReadWorkload(*x, filename);
+    if (s.workload.precision == hw::Precision::kFp8) CheckFp8Device(s, *x);
+  }
   // After the workload: its own efficiencies and launch overhead win.
   if (!s.cluster.device_profile.empty()) {
     ApplyDeviceProfile(LoadDeviceProfile(s.cluster.device_profile), s.cluster.device_profile, &s);

@@ -354,7 +354,30 @@ TEST(ScenarioLoaderTest, UnknownEnumValue) {
   EXPECT_TRUE(FailsAt("parallelism:\n  strategy: pipeline\n", 2, "unknown strategy 'pipeline'"));
   EXPECT_TRUE(FailsAt("engine: ns3\n", 1, "unknown engine 'ns3'"));
   // Precision names come from hw::ParsePrecision; the error is moved to the value.
-  EXPECT_TRUE(FailsAt("workload:\n  precision: fp8\n", 2, "fp8"));
+  EXPECT_TRUE(FailsAt("workload:\n  precision: fp4\n", 2, "fp4"));
+}
+
+// fp8 needs FP8 tensor cores: refused at workload.precision on an A100,
+// naming the GPUs of the catalog that have them; accepted on an H100 and on
+// a device of the scenario that gives an fp8 rate.
+TEST(ScenarioLoaderTest, Fp8NeedsFp8TensorCores) {
+  EXPECT_TRUE(FailsAt("cluster: {device: A100-SXM4-80GB}\nworkload:\n  precision: fp8\n", 3,
+                      "precision fp8 needs FP8 tensor cores, which A100-SXM4-80GB does not have"));
+  EXPECT_TRUE(FailsAt("cluster: {device: V100}\nworkload:\n  model: resnet50\n  precision: fp8\n",
+                      4, "Hopper, Ada and Blackwell GPUs (in the catalog: H100-PCIe, H100-SXM, "
+                         "H200-SXM;"));
+  EXPECT_EQ(ParseScenario("cluster: {device: H100-SXM}\nworkload: {precision: fp8}\n", "a.yaml")
+                .workload.precision,
+            hw::Precision::kFp8);
+  const Scenario own = ParseScenario(R"(cluster:
+  devices:
+    - {name: MyGPU, fp32: 60TFLOPS, bf16: 900TFLOPS, fp8: 1800TFLOPS, memory: 80GiB,
+       memory_bandwidth: 3TB/s}
+  device: MyGPU
+workload: {precision: fp8}
+)",
+                                     "b.yaml");
+  EXPECT_DOUBLE_EQ(ScenarioCatalog(own).FindDevice("MyGPU")->fp8_flop_per_s, 1800e12);
 }
 
 TEST(ScenarioLoaderTest, MissingRequiredKey) {

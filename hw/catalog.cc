@@ -92,6 +92,7 @@ std::string DeviceSpec::Problem() const {
                 {"tf32_flop_per_s", tf32_flop_per_s, false},
                 {"fp16_flop_per_s", fp16_flop_per_s, false},
                 {"bf16_flop_per_s", bf16_flop_per_s, false},
+                {"fp8_flop_per_s", fp8_flop_per_s, false},
                 {"memory_bytes", memory_bytes, true},
                 {"memory_bw_bytes_per_s", memory_bw_bytes_per_s, true},
                 {"l2_bytes", l2_bytes, false}};

@@ -35,8 +35,15 @@ enum class Precision {
   kTf32,  // fp32 storage, tf32 tensor cores (A100 and later)
   kFp16,  // mixed precision, fp16 tensor cores
   kBf16,  // mixed precision, bf16 tensor cores
+  // bf16 mixed precision whose linear (dense) layers' GEMMs run on FP8
+  // tensor cores, as NVIDIA Transformer Engine's fp8_autocast does
+  // (Hopper, Ada, Blackwell); everything else stays bf16/fp32 (sim/op_kernels.h).
+  kFp8,
 };
-const char* PrecisionName(Precision p);  // "fp32", "tf32", "fp16", "bf16"
+const char* PrecisionName(Precision p);  // "fp32", "tf32", "fp16", "bf16", "fp8"
+// True for the precisions that train with 16-bit weights and an fp32 master
+// copy of them: fp16, bf16 and fp8 (whose weights are bf16 between steps).
+bool IsMixedPrecision(Precision p);
 // Parses a precision name, ignoring case. Throws UserError listing the
 // accepted names (at `where` in the second form) when `name` is unknown.
 Precision ParsePrecision(std::string_view name);
@@ -60,6 +67,9 @@ struct DeviceSpec {
   double tf32_flop_per_s = 0;
   double fp16_flop_per_s = 0;
   double bf16_flop_per_s = 0;
+  // FP8 (E4M3/E5M2) tensor cores, Hopper and later; 0 = none, and training
+  // in fp8 is refused on the device (no fallback).
+  double fp8_flop_per_s = 0;
   double memory_bytes = 0;
   double memory_bw_bytes_per_s = 0;
   // Microarchitecture, for the kernel-level cost model: the generation, the
@@ -79,8 +89,12 @@ struct DeviceSpec {
   // Tensor cores (Volta and later): fp16 runs on them. Pascal's packed
   // half2 rate is not a tensor core.
   bool HasTensorCores() const { return arch >= GpuArch::kVolta; }
+  // FP8 tensor cores (fp8_flop_per_s > 0).
+  bool HasFp8() const { return fp8_flop_per_s > 0; }
 
-  // Peak flop/s for `p`, with the fallbacks above. Always > 0 for a valid spec.
+  // Peak flop/s for `p`, with the fallbacks above (fp8 without FP8 tensor
+  // cores falls back to fp32 like the others; scenarios refuse it before).
+  // Always > 0 for a valid spec.
   // REQUIRES: fp32_flop_per_s > 0 (DTSIM_CHECK).
   double PeakFlopRate(Precision p) const;
 

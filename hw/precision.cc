@@ -11,7 +11,7 @@ namespace dtsim::hw {
 namespace {
 
 constexpr Precision kAllPrecisions[] = {Precision::kFp32, Precision::kTf32, Precision::kFp16,
-                                        Precision::kBf16};
+                                        Precision::kBf16, Precision::kFp8};
 
 }  // namespace
 
@@ -21,8 +21,13 @@ const char* PrecisionName(Precision p) {
     case Precision::kTf32: return "tf32";
     case Precision::kFp16: return "fp16";
     case Precision::kBf16: return "bf16";
+    case Precision::kFp8: return "fp8";
   }
   DTSIM_CHECK(false, "unknown Precision value " + std::to_string(static_cast<int>(p)));
+}
+
+bool IsMixedPrecision(Precision p) {
+  return p == Precision::kFp16 || p == Precision::kBf16 || p == Precision::kFp8;
 }
 
 Precision ParsePrecision(std::string_view name) { return ParsePrecision(name, SourceLocation{}); }
@@ -74,6 +79,7 @@ double DeviceSpec::PeakFlopRate(Precision p) const {
     case Precision::kTf32: rate = tf32_flop_per_s; break;
     case Precision::kFp16: rate = fp16_flop_per_s; break;
     case Precision::kBf16: rate = bf16_flop_per_s; break;
+    case Precision::kFp8: rate = fp8_flop_per_s; break;
   }
   return rate > 0 ? rate : fp32_flop_per_s;
 }

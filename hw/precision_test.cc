@@ -9,7 +9,8 @@ namespace dtsim::hw {
 namespace {
 
 TEST(Precision, NamesRoundTripIgnoringCase) {
-  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16}) {
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16,
+                      Precision::kFp8}) {
     EXPECT_EQ(ParsePrecision(PrecisionName(p)), p);
   }
   EXPECT_STREQ(PrecisionName(Precision::kBf16), "bf16");
@@ -18,7 +19,7 @@ TEST(Precision, NamesRoundTripIgnoringCase) {
 }
 
 TEST(Precision, UnknownNameIsUserErrorListingNames) {
-  EXPECT_THROW(ParsePrecision("fp8"), UserError);
+  EXPECT_THROW(ParsePrecision("fp4"), UserError);
   EXPECT_THROW(ParsePrecision(""), UserError);
   try {
     ParsePrecision("half", {"scenario.yaml", 4, 14});
@@ -26,7 +27,7 @@ TEST(Precision, UnknownNameIsUserErrorListingNames) {
   } catch (const UserError& e) {
     EXPECT_EQ(e.where().line, 4);
     EXPECT_NE(e.message().find("'half'"), std::string::npos) << e.what();
-    EXPECT_EQ(e.hint(), "use one of: fp32, tf32, fp16, bf16");
+    EXPECT_EQ(e.hint(), "use one of: fp32, tf32, fp16, bf16, fp8");
     EXPECT_NE(std::string(e.what()).find("scenario.yaml:4:14"), std::string::npos);
   }
 }
@@ -48,6 +49,26 @@ TEST(Precision, PeakFlopRateFallsBackToFp32) {
   EXPECT_DOUBLE_EQ(a100.PeakFlopRate(Precision::kTf32), 156e12);
   EXPECT_DOUBLE_EQ(a100.PeakFlopRate(Precision::kFp16), 312e12);
   EXPECT_DOUBLE_EQ(a100.PeakFlopRate(Precision::kBf16), 312e12);
+}
+
+// fp8 trains with 16-bit weights and fp32 masters like fp16 and bf16.
+TEST(Precision, Fp8IsMixedPrecision) {
+  EXPECT_TRUE(IsMixedPrecision(Precision::kFp8));
+  EXPECT_TRUE(IsMixedPrecision(Precision::kBf16));
+  EXPECT_FALSE(IsMixedPrecision(Precision::kTf32));
+  EXPECT_FALSE(IsMixedPrecision(Precision::kFp32));
+}
+
+// Dense FP8 rates of the Hopper whitepaper (2022): SXM5 1978.9 TFLOPS (3958
+// with sparsity), PCIe 1513 (3026); H200 is the H100 SXM5 die. Earlier GPUs
+// have no FP8 tensor cores.
+TEST(Precision, Fp8RatesAreHoppersAndNoneBefore) {
+  HardwareCatalog catalog = HardwareCatalog::BuiltIn();
+  EXPECT_DOUBLE_EQ(catalog.FindDevice("H100-SXM")->PeakFlopRate(Precision::kFp8), 1978.9e12);
+  EXPECT_DOUBLE_EQ(catalog.FindDevice("H200-SXM")->PeakFlopRate(Precision::kFp8), 1978.9e12);
+  EXPECT_DOUBLE_EQ(catalog.FindDevice("H100-PCIe")->PeakFlopRate(Precision::kFp8), 1513e12);
+  for (const DeviceSpec& d : catalog.devices())
+    EXPECT_EQ(d.HasFp8(), d.arch == GpuArch::kHopper) << d.name;
 }
 
 TEST(Precision, PeakFlopRateWithoutFp32IsInternalError) {

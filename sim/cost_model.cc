@@ -40,11 +40,24 @@ double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double row
 }
 
 double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const {
+  return ComputeTime(op, kind, batch).Total();
+}
+
+ComputeParts CostModel::ComputeTime(const models::Op& op, plan::TaskKind kind, int batch) const {
+  ComputeParts parts;
   if (kernels_) {
-    double seconds = 0;
-    for (const KernelCall& k : OpKernels(op, kind, batch, precision_))
-      seconds += KernelSeconds(*kernels_, k);
-    return seconds;
+    for (const KernelCall& k : OpKernels(op, kind, batch, precision_)) {
+      bool cast = false;
+      const double s = KernelSeconds(*kernels_, k);
+      if (!IsFp8Kernel(k, &cast)) {
+        parts.other_s += s;
+      } else if (cast) {
+        parts.fp8_cast_s += s;
+      } else {
+        parts.fp8_gemm_s += s;
+      }
+    }
+    return parts;
   }
   double flops = 0, bytes = 0;
   switch (kind) {
@@ -63,7 +76,7 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
     default:
       DTSIM_CHECK(false, "not a compute task kind");
   }
-  if (flops == 0 && bytes == 0) return 0;
+  if (flops == 0 && bytes == 0) return parts;
   auto it = options_.compute_efficiency.find(op.kind);
   double eff =
       it != options_.compute_efficiency.end() ? it->second : DefaultComputeEfficiency(op.kind);
@@ -78,9 +91,28 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
       op.fwd_flops > 0) {
     eff = EfficiencyAtRows(options_.conv_efficiency_by_flops, static_cast<double>(op.fwd_flops));
   }
-  const double t_compute = flops / (peak_ * eff);
+  const bool fp8_gemm = precision_ == hw::Precision::kFp8 && op.kind == models::OpKind::kDense;
+  const double peak = precision_ == hw::Precision::kFp8 && !fp8_gemm
+                          ? device_.PeakFlopRate(hw::Precision::kBf16)
+                          : peak_;
+  const double t_compute = flops / (peak * eff);
   const double t_memory = bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency);
-  return std::max(t_compute, t_memory) + options_.kernel_launch_s;
+  (fp8_gemm ? parts.fp8_gemm_s : parts.other_s) =
+      std::max(t_compute, t_memory) + options_.kernel_launch_s;
+  return parts;
+}
+
+double CostModel::Fp8WeightCastSeconds(const models::Op& op) const {
+  double seconds = 0;
+  for (const KernelCall& k : Fp8WeightCastKernels(op, precision_))
+    seconds += kernels_ ? KernelSeconds(*kernels_, k) : StreamSeconds(k.bytes) + options_.kernel_launch_s;
+  return seconds;
+}
+
+double CostModel::Fp8ScaleUpdateSeconds(int fp8_tensors) const {
+  if (precision_ != hw::Precision::kFp8 || fp8_tensors <= 0) return 0;
+  const KernelCall k = Fp8ScaleUpdateKernel(fp8_tensors);
+  return kernels_ ? KernelSeconds(*kernels_, k) : StreamSeconds(k.bytes) + options_.kernel_launch_s;
 }
 
 double CostModel::OptimizerSeconds(std::int64_t params, int contributions) const {

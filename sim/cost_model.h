@@ -58,6 +58,21 @@ double DefaultComputeEfficiency(models::OpKind kind);
 // between neighbours, the end values beyond them. REQUIRES: points non-empty.
 double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double rows);
 
+// A compute time split by what runs: fp8's FP8 GEMMs, its casts and
+// amax/scale updates, and the rest (every kernel of other precisions).
+struct ComputeParts {
+  double fp8_gemm_s = 0;
+  double fp8_cast_s = 0;
+  double other_s = 0;  // bf16/fp32 (or the scenario precision's) kernels
+  double Total() const { return fp8_gemm_s + fp8_cast_s + other_s; }
+  ComputeParts& operator+=(const ComputeParts& o) {
+    fp8_gemm_s += o.fp8_gemm_s;
+    fp8_cast_s += o.fp8_cast_s;
+    other_s += o.other_s;
+    return *this;
+  }
+};
+
 class CostModel {
  public:
   CostModel(hw::DeviceSpec device, hw::Precision precision, CostModelOptions options);
@@ -65,6 +80,14 @@ class CostModel {
   // Seconds for a compute task of kind `kind` (forward, backward input or
   // backward weight) of `op` on `batch` samples.
   double ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const;
+  // The same split by ComputeParts. The roofline prices fp8's dense ops at
+  // the FP8 peak and the others at the bf16 peak, without casts.
+  ComputeParts ComputeTime(const models::Op& op, plan::TaskKind kind, int batch) const;
+  // fp8's once-per-step kernels (sim/op_kernels.h): the cast of `op`'s
+  // weight (0 unless fp8 and a dense op), and one amax/scale update of
+  // `fp8_tensors` tensors (0 unless fp8).
+  double Fp8WeightCastSeconds(const models::Op& op) const;
+  double Fp8ScaleUpdateSeconds(int fp8_tensors) const;
   // Seconds of the optimizer step over `params` parameters. A parameter
   // server aggregating `contributions` > 1 updates first reads each of them
   // (4 bytes per parameter each) and then applies the step.
@@ -75,6 +98,7 @@ class CostModel {
   double StreamSeconds(double bytes) const;
 
   const hw::DeviceSpec& device() const { return device_; }
+  hw::Precision precision() const { return precision_; }
   double peak_flop_per_s() const { return peak_; }
   // The kernel model in use, or nullptr for the roofline.
   const GpuKernelModel* kernels() const { return kernels_ ? &*kernels_ : nullptr; }

@@ -52,6 +52,12 @@ struct TaskCosts {
   // loads its own batch.
   std::vector<SimTime> input_ns = {};
   int input_prefetch = 2;
+  // The priced time of every compute task of the plan summed (seconds), and
+  // of it fp8's FP8 GEMMs and its casts and amax/scale updates
+  // (sim/cost_model.h ComputeParts), for the reports' split of compute.
+  double compute_priced_s = 0;
+  double fp8_gemm_s = 0;
+  double fp8_cast_s = 0;
 };
 
 // Optional time-dependent behaviour. The default is the static costs.

@@ -84,13 +84,16 @@ GpuKernelModel::GpuKernelModel(hw::DeviceSpec device, GpuKernelParams params)
 }
 
 int GpuKernelModel::ElementBytes(hw::Precision p) const {
+  if (p == hw::Precision::kFp8) return 1;
   return p == hw::Precision::kFp16 || p == hw::Precision::kBf16 ? 2 : 4;
 }
 
 MathUnit GpuKernelModel::UnitFor(const GemmProblem& g) const {
   // cuBLAS 10 "Tensor Core usage": leading dimensions (column-major) are
   // multiples of 16 bytes.
-  const std::int64_t align = g.precision == hw::Precision::kTf32 ? 4 : 8;
+  const std::int64_t align = g.precision == hw::Precision::kTf32  ? 4
+                            : g.precision == hw::Precision::kFp8 ? 16
+                                                                 : 8;
   const std::int64_t lda = g.a_t ? g.k : g.m;
   const std::int64_t ldb = g.b_t ? g.n : g.k;
   const std::int64_t ldc = g.m;
@@ -104,6 +107,7 @@ MathUnit GpuKernelModel::UnitFor(hw::Precision p, bool aligned) const {
     case hw::Precision::kTf32: rate = device_.tf32_flop_per_s; break;
     case hw::Precision::kFp16: rate = device_.fp16_flop_per_s; break;
     case hw::Precision::kBf16: rate = device_.bf16_flop_per_s; break;
+    case hw::Precision::kFp8: rate = device_.fp8_flop_per_s; break;
   }
   if (!device_.HasTensorCores() || rate <= 0) return MathUnit::kSimt;
   // cuBLAS 11 and later use tensor cores whatever the alignment (cuBLAS
@@ -124,6 +128,14 @@ double GpuKernelModel::Fraction(MathUnit unit) const {
   return clock * (unit == MathUnit::kSimt
                       ? ByArch(params_.simt_fraction_by_arch, params_.simt_fraction)
                       : ByArch(params_.tensor_fraction_by_arch, params_.tensor_fraction));
+}
+
+double GpuKernelModel::Fraction(MathUnit unit, hw::Precision p) const {
+  if (unit != MathUnit::kTensor || p != hw::Precision::kFp8) return Fraction(unit);
+  const auto it = params_.clock_fraction_by_device.find(device_.name);
+  const double clock = it == params_.clock_fraction_by_device.end() ? 1.0 : it->second;
+  return clock * ByArch(params_.fp8_tensor_fraction_by_arch,
+                        ByArch(params_.tensor_fraction_by_arch, params_.tensor_fraction));
 }
 
 double GpuKernelModel::MemorySeconds(double bytes) const {
@@ -179,7 +191,7 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   const double ref = simt ? Reuse(128, 128) : Reuse(256, 128);
   const double reuse = Reuse(tile_m, tile_n);
   const double fraction =
-      Fraction(unit) * fraction_scale * (reuse / (reuse + half)) / (ref / (ref + half));
+      Fraction(unit, g.precision) * fraction_scale * (reuse / (reuse + half)) / (ref / (ref + half));
   // A block alone on an SM runs at the SM's rate; blocks sharing one split
   // it. Full waves put blocks_per_sm blocks on every SM; the last wave puts
   // ceil(remaining / SMs) on the busiest one.
@@ -192,6 +204,9 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
   // schedule: DeepBench's P100 fp16-pseudo GEMMs take the fp32 times
   // (median ratio 1.00 over 160 shapes; convolutions 0.85 to 1.03).
   const double elem = simt ? 4 : ElementBytes(g.precision);
+  // An FP8 GEMM writes its result in bf16 (Transformer Engine's GEMMs
+  // output the activations' dtype).
+  const double c_elem = !simt && g.precision == hw::Precision::kFp8 ? 2 : elem;
   const double b = static_cast<double>(g.batch);
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
@@ -203,7 +218,7 @@ GemmEstimate GpuKernelModel::GemmCore(const GemmProblem& g, MathUnit unit, doubl
     const double a_bytes = m * k * elem, b_bytes = k * n * elem;
     const double small = std::min(a_bytes, b_bytes), large = std::max(a_bytes, b_bytes);
     const double rereads = small <= device_.l2_bytes / 2 ? 1.0 : std::max(1.0, waves);
-    bytes = b * (large + small * rereads + m * n * elem * (g.accumulate ? 2 : 1));
+    bytes = b * (large + small * rereads + m * n * c_elem * (g.accumulate ? 2 : 1));
   }
   double t_memory = MemorySeconds(bytes);
   double fixed = params_.kernel_fixed_s;

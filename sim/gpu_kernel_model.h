@@ -5,7 +5,7 @@
 // (DeviceSpec::HasMicroarchitecture).
 //
 // GEMM (C = A x B, A: m x k, B: k x n, `batch` independent products):
-//   - math: fp32 runs on the CUDA cores (SIMT); tf32/fp16/bf16 run on tensor
+//   - math: fp32 runs on the CUDA cores (SIMT); tf32/fp16/bf16/fp8 run on tensor
 //     cores when the GPU has them and, before CUDA 11, the leading dimensions
 //     are multiples of 8 (fp16/bf16) or 4 (tf32), the cuBLAS 10 "Tensor Core
 //     usage" conditions; otherwise fp16/bf16 run as "pseudo-fp16": 2-byte
@@ -98,6 +98,14 @@ struct GpuKernelParams {
   std::array<double, 8> simt_fraction_by_arch = {0,      0,      0.6488, 0.9374,
                                                  0.8893, 0.5448, 0.8893, 0.6345};
   std::array<double, 8> tensor_fraction_by_arch = {0, 0, 0, 0, 0.8667, 0.6467, 0.8667, 0.8667};
+  // The same for FP8 GEMMs (0 = the generation's tensor fraction). Hopper:
+  // not fitted here but taken from DeepGEMM's best published FP8 GEMM on
+  // H800 SXM5 (the H100 SXM5 die and clocks), 1550 TFLOPS (DeepGEMM
+  // README, April 2025) / 1978.9 dense FP8 peak = 0.783: FP8 tensor cores
+  // reach a smaller fraction of their doubled peak than bf16 ones (the board
+  // holds its power limit at a lower clock). gpu_kernel_model_test checks
+  // the model against DeepGEMM's per-shape figures.
+  std::array<double, 8> fp8_tensor_fraction_by_arch = {0, 0, 0, 0, 0, 0, 0, 0.783};
   // Fraction of peak DRAM bandwidth streaming kernels reach. Not fitted:
   // BabelStream's triad reaches about 0.77 (P100) to 0.89 (V100) of the
   // datasheet bandwidth (Deakin et al., "Evaluating attainable memory
@@ -218,13 +226,16 @@ class GpuKernelModel {
 
   // The unit a GEMM of this shape and precision runs on.
   MathUnit UnitFor(const GemmProblem& g) const;
-  int ElementBytes(hw::Precision p) const;  // 4 for fp32/tf32, 2 for fp16/bf16
+  int ElementBytes(hw::Precision p) const;  // 4 for fp32/tf32, 2 for fp16/bf16, 1 for fp8
 
   const hw::DeviceSpec& device() const { return device_; }
   const GpuKernelParams& params() const { return params_; }
   // The fraction of peak a large tile reaches on this device: its
   // generation's, times its board's clock fraction.
   double Fraction(MathUnit unit) const;
+  // The same for a GEMM in precision `p`: FP8 tensor-core GEMMs take
+  // fp8_tensor_fraction_by_arch.
+  double Fraction(MathUnit unit, hw::Precision p) const;
 
  private:
   double MemorySeconds(double bytes) const;

@@ -287,8 +287,8 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     in.data_parallel = d;
     in.zero_stage = s.parallelism.zero_stage;
     in.optimizer = s.parallelism.optimizer;
-    in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
-                         s.workload.precision == hw::Precision::kBf16;
+    in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);
+    in.fp8 = s.workload.precision == hw::Precision::kFp8;
     in.micro_batch_size = o.micro_batch;
     in.recompute = s.parallelism.recompute;
     in.recompute_selective = s.parallelism.recompute_selective;

@@ -89,7 +89,11 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
   const bool sp = o.sequence_parallel && tensor_parallel > 1;
   const std::vector<bool> in_set = OpSet(graph, ops);
   std::vector<double> kept(graph.num_ops(), 0.0);
-  for (models::OpId id : ops) kept[id] = SavedBytesPerSample(graph.op(id), tensor_parallel, sp);
+  for (models::OpId id : ops) {
+    const models::Op& op = graph.op(id);
+    kept[id] = SavedBytesPerSample(op, tensor_parallel, sp);
+    if (o.fp8 && op.kind == models::OpKind::kDense) kept[id] /= models::DTypeBytes(op.dtype);
+  }
   double largest = 0;
   if (o.selective) {
     // Attention's core keeps nothing of its own s x s tensors: softmax's
@@ -212,6 +216,7 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
     m.params_bytes += in.weight_versions * params * models::DTypeBytes(op.dtype);
     m.grads_bytes += params * models::DTypeBytes(op.dtype);
     m.optimizer_bytes += params * state_bytes_per_param;
+    if (in.fp8 && op.kind == models::OpKind::kDense) m.params_bytes += 2 * params;
   }
   const double d = in.data_parallel;
   if (in.zero_stage >= 1) m.optimizer_bytes /= d;
@@ -225,6 +230,7 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   keep.per_stage = in.recompute_per_stage;
   keep.sequence_parallel = in.sequence_parallel;
   keep.selective = in.recompute_selective;
+  keep.fp8 = in.fp8;
   const std::vector<double> kept = KeptBytesPerSample(graph, in.ops, keep, &largest_unit);
   double kept_per_sample = 0;
   for (double bytes : kept) kept_per_sample += bytes;

@@ -90,6 +90,13 @@ struct MemoryInputs {
   // parameter to the optimizer state. Params and grads take the ops' dtype
   // (set the graph's dtype with ModelGraph::SetDType).
   bool mixed_precision = false;
+  // fp8 (hw::Precision::kFp8, with mixed_precision): each dense layer also
+  // holds its weight in FP8 and the FP8 transpose of it, 2 bytes per
+  // parameter counted with the parameters (Transformer Engine keeps both on
+  // Hopper, whose FP8 GEMMs take only the TN layout), and keeps its saved
+  // input as the FP8 transpose made for its weight gradient, 1 byte per
+  // value instead of the dtype's (sim/op_kernels.h).
+  bool fp8 = false;
   // More fp32 state per parameter, counted with the optimizer's: local
   // SGD's outer optimizer keeps the previous parameters and a momentum (8).
   double extra_state_bytes_per_param = 0;
@@ -153,6 +160,7 @@ struct KeepOptions {
   bool per_stage = false;
   bool selective = false;          // attention's core only
   bool sequence_parallel = false;
+  bool fp8 = false;                // dense ops keep their input in FP8 (MemoryInputs::fp8)
 };
 // The same with every option; `*recomputed` then also lists the attention
 // cores selective recomputation re-runs.

@@ -511,3 +511,33 @@ TEST(DeviceMemory, FlashAttentionDropsTheSquareTermsOfLlamaTwoSevenB) {
 
 }  // namespace
 }  // namespace dtsim::sim
+
+namespace dtsim::sim {
+namespace {
+
+// fp8 (MemoryInputs::fp8): each dense layer adds its FP8 weight and FP8
+// transpose, 2 bytes per parameter, and keeps its saved input (what the
+// graph saves for a dense op) in 1 byte instead of bf16's 2; nothing else
+// changes.
+TEST(DeviceMemory, Fp8AddsTwoBytesPerLinearWeightAndHalvesLinearInputs) {
+  ModelGraph g = models::BuildZooModel("gpt2");
+  g.SetDType(models::DType::kBf16);
+  MemoryInputs in = Gpt2Inputs(g);
+  const MemoryBreakdown bf16 = DeviceMemory(in);
+  in.fp8 = true;
+  const MemoryBreakdown fp8 = DeviceMemory(in);
+  double dense_params = 0, dense_saved = 0;
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    if (g.op(id).kind != models::OpKind::kDense) continue;
+    dense_params += static_cast<double>(g.op(id).params);
+    dense_saved += g.op(id).saved_elements_per_sample;
+  }
+  ASSERT_GT(dense_params, 0.5 * kGpt2Params);  // the blocks' 12 H^2 per layer at least
+  EXPECT_DOUBLE_EQ(fp8.params_bytes - bf16.params_bytes, 2 * dense_params);
+  EXPECT_DOUBLE_EQ(bf16.activations_bytes - fp8.activations_bytes, dense_saved);  // 2 -> 1 byte
+  EXPECT_DOUBLE_EQ(fp8.optimizer_bytes, bf16.optimizer_bytes);
+  EXPECT_DOUBLE_EQ(fp8.grads_bytes, bf16.grads_bytes);
+}
+
+}  // namespace
+}  // namespace dtsim::sim

@@ -58,6 +58,9 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
   const bool fwd = kind == plan::TaskKind::kForward;
   const bool dgrad = kind == plan::TaskKind::kBackwardInput;
   const double elem = models::DTypeBytes(op.dtype);
+  // fp8 casts only linear layers' GEMMs; every other kernel runs in bf16.
+  const bool fp8 = precision == hw::Precision::kFp8;
+  if (fp8) precision = hw::Precision::kBf16;
   std::vector<KernelCall> out;
   const bool has_input = !op.input_shapes.empty() && !op.input_shapes[0].empty();
   switch (op.kind) {
@@ -69,12 +72,20 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         const std::int64_t out_f =
             op.attrs.tensor_split_input ? op.output_shape.back() : op.output_shape.back() / t;
         const std::int64_t rows = Rows(batch, Product(in, 0, in.size() - 1), op);
+        const hw::Precision gemm = fp8 ? hw::Precision::kFp8 : precision;
+        // Each cast reads the bf16 tensor and writes its FP8 copy and the
+        // FP8 transpose (Transformer Engine's fused cast-transpose, with the
+        // amax of the tensor reduced on the way): 2 + 1 + 1 bytes a value.
         if (fwd) {
-          out.push_back(Gemm("fwd gemm", out_f, rows, in_f, true, false, 1, precision));
+          if (fp8) out.push_back(Stream(kFp8CastPrefix + std::string("input"),
+                                        4.0 * static_cast<double>(rows) * static_cast<double>(in_f)));
+          out.push_back(Gemm("fwd gemm", out_f, rows, in_f, true, false, 1, gemm));
         } else if (dgrad) {
-          out.push_back(Gemm("dgrad gemm", in_f, rows, out_f, false, false, 1, precision));
+          if (fp8) out.push_back(Stream(kFp8CastPrefix + std::string("grad"),
+                                        4.0 * static_cast<double>(rows) * static_cast<double>(out_f)));
+          out.push_back(Gemm("dgrad gemm", in_f, rows, out_f, false, false, 1, gemm));
         } else {
-          out.push_back(Gemm("wgrad gemm", in_f, out_f, rows, false, true, 1, precision));
+          out.push_back(Gemm("wgrad gemm", in_f, out_f, rows, false, true, 1, gemm));
           if (op.attrs.bias)
             out.push_back(Stream("bias grad", static_cast<double>(rows * out_f) * elem));
         }
@@ -201,6 +212,33 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
   }
   if (bytes > 0) out.push_back(Stream(fwd ? "fwd" : dgrad ? "dgrad" : "wgrad", bytes));
   return out;
+}
+
+std::vector<KernelCall> Fp8WeightCastKernels(const models::Op& op, hw::Precision precision) {
+  std::vector<KernelCall> out;
+  if (precision != hw::Precision::kFp8 || op.kind != models::OpKind::kDense ||
+      op.input_shapes.empty() || op.input_shapes[0].empty() || op.output_shape.empty())
+    return out;
+  const int t = std::max(1, op.attrs.tensor_split);
+  const double in_f = static_cast<double>(op.input_shapes[0].back());
+  const double out_f = static_cast<double>(op.output_shape.back());
+  // This rank's weight (in_f x out_f / t): read in bf16, written in FP8 and
+  // transposed in FP8.
+  out.push_back(Stream(kFp8CastPrefix + std::string("weight"), 4.0 * in_f * out_f / t));
+  return out;
+}
+
+KernelCall Fp8ScaleUpdateKernel(int fp8_tensors) {
+  // Each tensor's amax history (kFp8AmaxHistory fp32 values) is read and
+  // written back rolled, and its scale and inverse scale are written.
+  return Stream(kFp8CastPrefix + std::string("scale update"),
+                std::max(0, fp8_tensors) * (2.0 * 4 * kFp8AmaxHistory + 8));
+}
+
+bool IsFp8Kernel(const KernelCall& k, bool* cast) {
+  const bool is_cast = k.type == KernelCall::Type::kStream && k.name.starts_with(kFp8CastPrefix);
+  if (cast != nullptr) *cast = is_cast;
+  return is_cast || (k.type == KernelCall::Type::kGemm && k.gemm.precision == hw::Precision::kFp8);
 }
 
 double KernelSeconds(const GpuKernelModel& model, const KernelCall& k) {

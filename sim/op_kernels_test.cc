@@ -164,5 +164,47 @@ TEST(CostModel, PricesGpuOpsAsTheSumOfTheirKernels) {
   EXPECT_EQ(CostModel(custom, hw::Precision::kFp16, CostModelOptions{}).kernels(), nullptr);
 }
 
+// fp8 (Transformer Engine's recipe, op_kernels.h): a dense layer's forward
+// casts its input (read 2 bytes, write the FP8 copy and its transpose: 4
+// bytes a value) and runs an FP8 GEMM; dgrad casts the output gradient the
+// same way; wgrad is one FP8 GEMM. Other ops keep bf16 math; the weight's
+// cast is its own once-per-step kernel over this rank's part.
+TEST(OpKernels, Fp8CastsLinearLayersInputsAndRunsTheirGemmsInFp8) {
+  Op op = Dense(false);
+  op.dtype = models::DType::kBf16;
+  const auto fwd = OpKernels(op, TaskKind::kForward, 8, hw::Precision::kFp8);
+  ASSERT_EQ(fwd.size(), 2u);
+  bool cast = false;
+  EXPECT_TRUE(IsFp8Kernel(fwd[0], &cast));
+  EXPECT_TRUE(cast);
+  EXPECT_DOUBLE_EQ(fwd[0].bytes, 4.0 * 8 * 128 * 1024);  // rows x in features
+  EXPECT_TRUE(IsFp8Kernel(fwd[1], &cast));
+  EXPECT_FALSE(cast);
+  EXPECT_EQ(fwd[1].gemm.precision, hw::Precision::kFp8);
+  const auto dgrad = OpKernels(op, TaskKind::kBackwardInput, 8, hw::Precision::kFp8);
+  ASSERT_EQ(dgrad.size(), 2u);
+  EXPECT_DOUBLE_EQ(dgrad[0].bytes, 4.0 * 8 * 128 * 4096);  // rows x out features
+  EXPECT_EQ(dgrad[1].gemm.precision, hw::Precision::kFp8);
+  const auto wgrad = OpKernels(op, TaskKind::kBackwardWeight, 8, hw::Precision::kFp8);
+  ASSERT_EQ(wgrad.size(), 1u);
+  EXPECT_EQ(wgrad[0].gemm.precision, hw::Precision::kFp8);
+
+  Op column = Dense(false);
+  column.attrs.tensor_split = 4;
+  const auto weight = Fp8WeightCastKernels(column, hw::Precision::kFp8);
+  ASSERT_EQ(weight.size(), 1u);
+  EXPECT_DOUBLE_EQ(weight[0].bytes, 4.0 * 1024 * 4096 / 4);
+  EXPECT_TRUE(Fp8WeightCastKernels(column, hw::Precision::kBf16).empty());
+
+  Op matmul;
+  matmul.kind = OpKind::kMatMul;
+  matmul.input_shapes = {{16, 128, 64}, {16, 64, 128}};
+  matmul.output_shape = {16, 128, 128};
+  for (const KernelCall& k : OpKernels(matmul, TaskKind::kBackwardInput, 4, hw::Precision::kFp8)) {
+    EXPECT_EQ(k.gemm.precision, hw::Precision::kBf16);
+    EXPECT_FALSE(IsFp8Kernel(k));
+  }
+}
+
 }  // namespace
 }  // namespace dtsim::sim

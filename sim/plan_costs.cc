@@ -12,6 +12,87 @@
 #include "sim/nccl_protocols.h"
 
 namespace dtsim::sim {
+namespace {
+
+bool IsComputeKind(plan::TaskKind k) {
+  return k == plan::TaskKind::kForward || k == plan::TaskKind::kBackwardInput ||
+         k == plan::TaskKind::kBackwardWeight || k == plan::TaskKind::kBackward;
+}
+
+// fp8's kernels that run once per step rather than per op and micro-batch
+// (sim/op_kernels.h): each dense layer's weight cast, charged to the first
+// forward task of the step that holds the layer on its rank (a recomputed
+// forward reuses the cached copy), and the amax/scale update, one per
+// forward and per backward of each micro-batch on a rank, charged to the
+// first such task holding an FP8 layer.
+class Fp8StepKernels {
+ public:
+  Fp8StepKernels(const plan::Plan& plan, const models::ModelGraph& graph,
+                 const std::vector<CostModel>& cost_models, const std::vector<int>& cost_of_rank)
+      : graph_(graph), cost_models_(cost_models), cost_of_rank_(cost_of_rank) {
+    for (const CostModel& cm : cost_models) active_ |= cm.precision() == hw::Precision::kFp8;
+    if (!active_) return;
+    cast_iteration_.assign(static_cast<std::size_t>(plan.num_ranks()) * graph.num_ops(), -1);
+    // FP8 tensors per rank: input, weight and output gradient of each dense
+    // layer it holds.
+    tensors_.assign(static_cast<std::size_t>(plan.num_ranks()), 0);
+    std::vector<char> seen(cast_iteration_.size(), 0);
+    for (const plan::Task& t : plan.tasks()) {
+      if (t.kind != plan::TaskKind::kForward || t.op < 0) continue;
+      for (std::int32_t k = 0; k < t.op_count; ++k) {
+        const std::size_t key = Key(t.rank, t.op + k);
+        if (IsFp8(t.op + k) && !seen[key]) {
+          seen[key] = 1;
+          tensors_[static_cast<std::size_t>(t.rank)] += 3;
+        }
+      }
+    }
+  }
+
+  bool active() const { return active_; }
+
+  // The once-per-step seconds task `t` carries.
+  double Seconds(const plan::Task& t) {
+    if (t.op < 0 || t.seconds >= 0 || !IsComputeKind(t.kind)) return 0;
+    const CostModel& cm = cost_models_[static_cast<std::size_t>(cost_of_rank_[t.rank])];
+    if (cm.precision() != hw::Precision::kFp8) return 0;
+    const bool forward = t.kind == plan::TaskKind::kForward;
+    double seconds = 0;
+    bool holds_fp8 = false;
+    for (std::int32_t k = 0; k < t.op_count; ++k) {
+      const std::int32_t op = t.op + k;
+      if (!IsFp8(op)) continue;
+      holds_fp8 = true;
+      std::int32_t& cast = cast_iteration_[Key(t.rank, op)];
+      if (forward && cast != t.iteration) {
+        cast = t.iteration;
+        seconds += cm.Fp8WeightCastSeconds(graph_.op(static_cast<models::OpId>(op)));
+      }
+    }
+    if (holds_fp8 &&
+        scaled_.insert({t.rank, t.iteration, t.micro_batch, forward ? 0 : 1}).second)
+      seconds += cm.Fp8ScaleUpdateSeconds(tensors_[static_cast<std::size_t>(t.rank)]);
+    return seconds;
+  }
+
+ private:
+  std::size_t Key(plan::RankId rank, std::int32_t op) const {
+    return static_cast<std::size_t>(rank) * graph_.num_ops() + static_cast<std::size_t>(op);
+  }
+  bool IsFp8(std::int32_t op) const {
+    return graph_.op(static_cast<models::OpId>(op)).kind == models::OpKind::kDense;
+  }
+
+  const models::ModelGraph& graph_;
+  const std::vector<CostModel>& cost_models_;
+  const std::vector<int>& cost_of_rank_;
+  bool active_ = false;
+  std::vector<std::int32_t> cast_iteration_;  // per (rank, op): step whose cast is charged
+  std::vector<int> tensors_;                  // per rank
+  std::set<std::tuple<plan::RankId, std::int32_t, std::int32_t, int>> scaled_;
+};
+
+}  // namespace
 
 TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
                      const std::vector<CostModel>& cost_models,
@@ -25,28 +106,33 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
   // kernel model tries every tile and algorithm) into a table per (cost
   // model, batch) indexed by op and kind; < 0 = not computed yet.
   constexpr int kKinds = 3;  // forward, backward input, backward weight
-  std::map<std::pair<int, int>, std::vector<double>> tables;
+  std::map<std::pair<int, int>, std::vector<ComputeParts>> tables;
   std::pair<int, int> last_key{-1, -1};
-  std::vector<double>* last = nullptr;
+  std::vector<ComputeParts>* last = nullptr;
+  constexpr ComputeParts kUnpriced{0, 0, -1};
   auto compute = [&](int model, const models::Op& op, models::OpId v, plan::TaskKind kind,
                      int batch) {
     if (last == nullptr || last_key != std::pair<int, int>{model, batch}) {
       last_key = {model, batch};
       auto it = tables.find(last_key);
       if (it == tables.end())
-        it = tables.emplace(last_key, std::vector<double>(graph.num_ops() * kKinds, -1.0)).first;
+        it = tables.emplace(last_key, std::vector<ComputeParts>(graph.num_ops() * kKinds, kUnpriced))
+                 .first;
       last = &it->second;
     }
     const int k = kind == plan::TaskKind::kForward ? 0
                   : kind == plan::TaskKind::kBackwardInput ? 1 : 2;
-    double& slot = (*last)[static_cast<std::size_t>(v) * kKinds + static_cast<std::size_t>(k)];
-    if (slot < 0) {
+    ComputeParts& slot = (*last)[static_cast<std::size_t>(v) * kKinds + static_cast<std::size_t>(k)];
+    if (slot.other_s < 0) {
       const CostModel& cm = cost_models[static_cast<std::size_t>(model)];
-      slot = IsFusedOp(graph, v, fused) ? cm.ComputeSeconds(FusedOp(op), kind, batch)
-                                        : cm.ComputeSeconds(op, kind, batch);
+      slot = IsFusedOp(graph, v, fused) ? cm.ComputeTime(FusedOp(op), kind, batch)
+                                        : cm.ComputeTime(op, kind, batch);
     }
-    return slot;
+    costs.fp8_gemm_s += slot.fp8_gemm_s;
+    costs.fp8_cast_s += slot.fp8_cast_s;
+    return slot.Total();
   };
+  Fp8StepKernels fp8_step(plan, graph, cost_models, cost_of_rank);
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
     const plan::Task& t = plan.tasks()[i];
     const int model = cost_of_rank[static_cast<std::size_t>(t.rank)];
@@ -55,6 +141,11 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     if (t.seconds >= 0 && t.kind != plan::TaskKind::kCollective) {  // a trace's duration
       costs.task_ns[i] = SecondsToNs(t.seconds);
       continue;
+    }
+    if (fp8_step.active()) {
+      const double once = fp8_step.Seconds(t);
+      costs.fp8_cast_s += once;
+      seconds += once;
     }
     switch (t.kind) {
       case plan::TaskKind::kForward:
@@ -77,7 +168,7 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
         }
         break;
       case plan::TaskKind::kOptimizer:
-        seconds = cm.OptimizerSeconds(t.params, t.contributions);
+        seconds += cm.OptimizerSeconds(t.params, t.contributions);
         if (t.extra_bytes_per_param > 0 && t.params > 0)
           seconds += cm.StreamSeconds(static_cast<double>(t.params) * t.extra_bytes_per_param);
         break;
@@ -89,6 +180,7 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
       case plan::TaskKind::kRecv:
         DTSIM_CHECK(false, "plans express transfers as kSend tasks");
     }
+    if (IsComputeKind(t.kind)) costs.compute_priced_s += seconds;
     costs.task_ns[i] = SecondsToNs(seconds);
   }
 

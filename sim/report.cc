@@ -59,6 +59,23 @@ double PeakDeviceBytes(const Prediction& p) {
 }
 
 
+bool Fp8(const config::Scenario& s) { return s.workload.precision == hw::Precision::kFp8; }
+
+// The mean device's compute time per step split as the plan's priced
+// compute is (TaskCosts: FP8 GEMMs, FP8 casts and scale updates, the rest).
+struct ComputeSplit {
+  double fp8_gemm_s = 0, fp8_cast_s = 0, bf16_s = 0;
+};
+ComputeSplit SplitCompute(const Prediction& p) {
+  ComputeSplit c;
+  const double total = p.costs.compute_priced_s, compute = p.metrics.breakdown.compute_s;
+  if (!(total > 0)) return c;
+  c.fp8_gemm_s = compute * p.costs.fp8_gemm_s / total;
+  c.fp8_cast_s = compute * p.costs.fp8_cast_s / total;
+  c.bf16_s = compute - c.fp8_gemm_s - c.fp8_cast_s;
+  return c;
+}
+
 std::string TaskLabel(const Prediction& p, const plan::Task& t) {
   return plan::TaskLabel(p.plan, p.graph, t);
 }
@@ -72,7 +89,10 @@ ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Predict
   const int devices = scenario.cluster.num_devices();
   if (devices <= 0 || !(samples_per_s > 0)) return f;
   f.model_flops_per_device_per_s = f.model_flops_per_sample * samples_per_s / devices;
-  f.mfu = f.model_flops_per_device_per_s / p.device.PeakFlopRate(scenario.workload.precision);
+  const bool fp8 = scenario.workload.precision == hw::Precision::kFp8;
+  f.mfu = f.model_flops_per_device_per_s /
+          p.device.PeakFlopRate(fp8 ? hw::Precision::kBf16 : scenario.workload.precision);
+  if (fp8) f.mfu_fp8_peak = f.model_flops_per_device_per_s / p.device.PeakFlopRate(hw::Precision::kFp8);
   f.tokens_per_s = samples_per_s * p.tokens_per_sample;
   return f;
 }
@@ -119,6 +139,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["model_tflops_per_device"] =
       fits ? nlohmann::ordered_json(figures.model_flops_per_device_per_s / 1e12) : none;
   j["mfu"] = fits ? nlohmann::ordered_json(figures.mfu) : none;
+  if (Fp8(s)) j["mfu_fp8_peak"] = fits ? nlohmann::ordered_json(figures.mfu_fp8_peak) : none;
   if (!fits) j["does_not_fit"] = p.does_not_fit;
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling_reference;
@@ -130,6 +151,11 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                       {"exposed_comm_s", m.breakdown.exposed_comm_s},
                       {"idle_s", m.breakdown.idle_s},
                       {"comm_total_s", m.breakdown.comm_s}};
+    if (Fp8(s)) {
+      const ComputeSplit c = SplitCompute(p);
+      j["breakdown"]["compute_parts"] = {
+          {"fp8_gemm_s", c.fp8_gemm_s}, {"fp8_cast_s", c.fp8_cast_s}, {"bf16_s", c.bf16_s}};
+    }
     if (HasHostSide(p)) {
       j["breakdown"]["host_wait_s"] = m.breakdown.host_wait_s;
       j["breakdown"]["input_wait_s"] = m.breakdown.input_wait_s;
@@ -546,9 +572,15 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 "model FLOPs: %.2f TFLOP/s per device, MFU %.1f%% of %s's %s peak "
                 "(forward + backward of the model, %.4g GFLOP per sample, no recomputation)\n",
                 figures.model_flops_per_device_per_s / 1e12, 100.0 * figures.mfu,
-                p.device.name.c_str(), hw::PrecisionName(s.workload.precision),
+                p.device.name.c_str(),
+                hw::PrecisionName(Fp8(s) ? hw::Precision::kBf16 : s.workload.precision),
                 figures.model_flops_per_sample / 1e9);
   o << line;
+  if (Fp8(s)) {
+    std::snprintf(line, sizeof line, "  MFU against the FP8 peak: %.1f%%\n",
+                  100.0 * figures.mfu_fp8_peak);
+    o << line;
+  }
   if (figures.mfu > 1.0)
     o << "  MFU above 100%: the device work priced for this plan is below the model's FLOP "
          "count (the kernel model's Winograd or FFT convolutions do fewer multiplications "
@@ -562,6 +594,16 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 100 * m.breakdown.exposed_comm_s / step, FormatSeconds(m.breakdown.idle_s).c_str(),
                 100 * m.breakdown.idle_s / step, FormatSeconds(m.breakdown.comm_s).c_str());
   o << line;
+  if (Fp8(s)) {
+    const ComputeSplit c = SplitCompute(p);
+    std::snprintf(line, sizeof line,
+                  "  compute by kernel (fp8): FP8 GEMMs %s (%.1f%%), FP8 casts and scale updates "
+                  "%s (%.1f%%), bf16/fp32 kernels %s (%.1f%%)\n",
+                  FormatSeconds(c.fp8_gemm_s).c_str(), 100 * c.fp8_gemm_s / step,
+                  FormatSeconds(c.fp8_cast_s).c_str(), 100 * c.fp8_cast_s / step,
+                  FormatSeconds(c.bf16_s).c_str(), 100 * c.bf16_s / step);
+    o << line;
+  }
   if (HasHostSide(p)) {
     std::snprintf(line, sizeof line,
                   "host and input (%s): host-bound %.1f%% of the step (%s), input-bound %.1f%% "

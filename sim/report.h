@@ -20,18 +20,24 @@ namespace dtsim::sim {
 //     graph (input and weight gradients), without recomputation: what the
 //     model needs, not what the plan runs;
 //   model TFLOP/s per device = model FLOPs per sample x samples/s / devices;
-//   MFU = that / the device's dense peak at the scenario's precision;
+//   MFU = that / the device's dense peak at the scenario's precision; in
+//     fp8 the bf16 peak, as MLPerf submitters and Megatron-LM state it for
+//     FP8 training, with mfu_fp8_peak against the FP8 peak beside it;
 //   tokens/s = samples/s x tokens per sample (language models; 0 otherwise).
 struct ModelFigures {
   double model_flops_per_sample = 0;
   double model_flops_per_device_per_s = 0;
   double mfu = 0;
+  double mfu_fp8_peak = 0;  // fp8 only: against the FP8 tensor-core peak
   double tokens_per_s = 0;
 };
 ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Prediction& p);
 
 // Top-level keys include throughput_samples_per_s, step_time_s,
-// scaling_efficiency and breakdown {compute_s, exposed_comm_s, idle_s}.
+// scaling_efficiency and breakdown {compute_s, exposed_comm_s, idle_s}; in
+// fp8 also mfu_fp8_peak and breakdown.compute_parts {fp8_gemm_s,
+// fp8_cast_s, bf16_s}: compute_s split in the proportions of the priced
+// compute (TaskCosts).
 nlohmann::ordered_json ReportJson(const config::Scenario& scenario, const Prediction& p);
 
 // One CSV header line and the matching row (no trailing newline).

@@ -146,8 +146,8 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
   for (models::OpId v = 0; v < static_cast<models::OpId>(graph.num_ops()); ++v)
     whole.ops.push_back(v);
   whole.optimizer = base.parallelism.optimizer;
-  whole.mixed_precision = base.workload.precision == hw::Precision::kFp16 ||
-                          base.workload.precision == hw::Precision::kBf16;
+  whole.mixed_precision = hw::IsMixedPrecision(base.workload.precision);
+  whole.fp8 = base.workload.precision == hw::Precision::kFp8;
 
   Sweep& sweep = out.sweep;
   sweep.name = base.name;

@@ -427,8 +427,8 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
   MemoryInputs in;
   in.graph = &full;
   in.optimizer = par.optimizer;
-  in.mixed_precision = s.workload.precision == hw::Precision::kFp16 ||
-                       s.workload.precision == hw::Precision::kBf16;
+  in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);
+  in.fp8 = s.workload.precision == hw::Precision::kFp8;
   in.recompute = par.recompute;
   in.recompute_selective = par.recompute_selective;
   p.memory_capacity_bytes = capacity_bytes;

@@ -196,6 +196,11 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
     throw UserError("--device: '" + device->name + "' has no SM count or architecture",
                     "the kernel model prices GPUs of the catalog: see dtsim devices");
   const hw::Precision precision = hw::ParsePrecision(o.precision, {"--precision", 0, 0});
+  if (precision == hw::Precision::kFp8 && !device->HasFp8())
+    throw UserError("--precision: fp8 needs FP8 tensor cores, which " + device->name +
+                        " does not have",
+                    "FP8 tensor cores come with Hopper, Ada and Blackwell GPUs: use --device "
+                    "H100-SXM, or --precision bf16");
   const bool is_file =
       name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
   models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);

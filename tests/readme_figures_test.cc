@@ -269,5 +269,54 @@ TEST(ReadmeFigures, RunExampleOutput) {
   EXPECT_NE(readme.find(first), std::string::npos) << first;
 }
 
+// "Language models": the step-log lines of the Llama 2 7B and FP8 GPT-3
+// examples as printed, the eager-attention comparison and FP8's speed-up.
+TEST(ReadmeFigures, LanguageModelExamples) {
+  const std::string readme = Readme();
+  const std::pair<const char*, std::vector<const char*>> examples[] = {
+      {"llama2-7b-8xH100",
+       {"llama2-7b-8xH100: ", "memory per device: ", "throughput: ", "tokens: ",
+        "model FLOPs: "}},
+      {"gpt3-175b-fp8-h100",
+       {"gpt3-175b-fp8-h100: ", "throughput: ", "model FLOPs: ", "  MFU against the FP8 peak",
+        "  compute by kernel (fp8)"}}};
+  for (const auto& [name, prefixes] : examples) {
+    const config::Scenario s = config::LoadScenario("scenarios/" + std::string(name) + ".yaml");
+    const std::string log = sim::StepLog(s, sim::Simulate(s));
+    for (const char* prefix : prefixes) {
+      const std::string line = LineStartingWith(log, prefix);
+      ASSERT_FALSE(line.empty()) << name << ": the step log has no line " << prefix;
+      EXPECT_NE(readme.find("\n" + line + "\n"), std::string::npos)
+          << name << ": README.md lacks the line\n" << line;
+    }
+  }
+  // Eager attention through the transformer keys: memory per GPU and the
+  // step time against flash.
+  std::ifstream in("scenarios/llama2-7b-8xH100.yaml", std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  const std::string zoo = "  model: llama2-7b\n";
+  ASSERT_NE(text.find(zoo), std::string::npos);
+  text.replace(text.find(zoo), zoo.size(),
+               "  model:\n    transformer: {layers: 32, hidden: 4096, heads: 32, ffn_hidden: "
+               "11008, vocab: 32000, sequence: 4096, mlp: swiglu, norm: rmsnorm, positions: "
+               "rotary, bias: false, dropout: false, tied_embeddings: false, attention: eager}\n");
+  const sim::Prediction eager = sim::Simulate(config::ParseScenario(text, "eager.yaml"));
+  const sim::Prediction flash =
+      sim::Simulate(config::LoadScenario("scenarios/llama2-7b-8xH100.yaml"));
+  ExpectFigure("eager attention", readme, R"(come back: ([\d.]+) (GiB) per GPU)",
+               eager.stage_memory.at(0).Total(), "eager memory per GPU");
+  ExpectFigure("eager attention", readme, R"(per GPU and\s+([\d.]+)(x) the step time)",
+               eager.metrics.step_time_s / flash.metrics.step_time_s, "eager step time ratio");
+  // FP8 against the same plan in bf16.
+  config::Scenario bf16 = config::LoadScenario("scenarios/gpt3-175b-fp8-h100.yaml");
+  const sim::Prediction fp8 = sim::Simulate(bf16);
+  bf16.workload.precision = hw::Precision::kBf16;
+  ExpectFigure("fp8", readme, R"(is ([\d.]+)(x) faster than the same plan in bf16)",
+               sim::Simulate(bf16).metrics.step_time_s / fp8.metrics.step_time_s,
+               "fp8 speed-up");
+}
+
 }  // namespace
 }  // namespace dtsim

@@ -55,7 +55,14 @@ bool IsOnnxPath(const std::string& path);
 ModelGraph LoadOnnxModel(const std::string& path);
 
 // Same from the serialized ModelProto `bytes`; `filename` names it in
-// messages and gives the graph's name.
+// messages and gives the graph's name. The graph's warnings() hold
+// OnnxFoldedBatchNormWarning's.
 ModelGraph ParseOnnxModel(const std::string& bytes, const std::string& filename);
+
+// The warning for a PyTorch eval-mode export whose BatchNorm layers were
+// folded into the convolutions before them (it trains faster than the model
+// does), with the export command that keeps them; "" when the file shows no
+// such folding. Throws UserError when `bytes` is not an ONNX model.
+std::string OnnxFoldedBatchNormWarning(const std::string& bytes, const std::string& filename);
 
 }  // namespace dtsim::models

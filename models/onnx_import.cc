@@ -202,6 +202,7 @@ void Importer::FindLiveNodes() {
     // A node without outputs is kept: it is refused when imported.
     if (!live && node.output_size() != 0) continue;
     live_[static_cast<std::size_t>(i)] = true;
+    for (const std::string& out : node.output()) producer_[out] = i;
     for (const std::string& in : node.input()) {
       needed.insert(in);
       readers_[in].push_back(i);
@@ -417,14 +418,23 @@ void Importer::SetConst(const onnx::NodeProto& node, int output, OnnxConst c) {
 Act Importer::FromSample(const Act& like, const Tensor& t) const {
   Act a;
   a.t = t;
-  a.batch_axis = like.batch_alone ? like.batch_axis : 0;
   a.batch_alone = like.batch_alone;
   a.dims = t.shape;
-  if (a.batch_alone) {
-    a.batch_axis = std::min(a.batch_axis, a.dims.size());
-    a.dims.insert(a.dims.begin() + static_cast<std::ptrdiff_t>(a.batch_axis), 1);
-  }
+  a.batch_axis = std::min(like.batch_axis, a.batch_alone ? a.dims.size() : a.dims.size() - 1);
+  if (a.batch_alone) a.dims.insert(a.dims.begin() + static_cast<std::ptrdiff_t>(a.batch_axis), 1);
   return a;
+}
+
+const OnnxConst* Importer::Ahead(const std::string& name) {
+  if (const OnnxConst* c = ConstOrNull(name)) return c;
+  const auto p = producer_.find(name);
+  if (p == producer_.end() || NodeAt(p->second).op_type() != "Constant") return nullptr;
+  // A Constant node listed after the pattern's first node: fold it now.
+  const int at = node_index_;
+  node_index_ = p->second;
+  ImportConstant(NodeAt(p->second));
+  node_index_ = at;
+  return ConstOrNull(name);
 }
 
 Act Importer::Reshaped(const onnx::NodeProto& node, const Act& from, const Tensor& t,

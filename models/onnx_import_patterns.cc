@@ -55,15 +55,16 @@ bool Importer::LayerNormPattern(const onnx::NodeProto& node) {
   const onnx::NodeProto* pow = &NodeAt(dr[0]);
   const onnx::NodeProto* div = &NodeAt(dr[1]);
   if (pow->op_type() != "Pow") std::swap(pow, div);
+  const OnnxConst* two = pow->op_type() == "Pow" && pow->input_size() == 2 ? Ahead(pow->input(1)) : nullptr;
   if (pow->op_type() != "Pow" || div->op_type() != "Div" || pow->input(0) != sub->output(0) ||
-      !IsConst(*pow, 1) || !Near(Const(*pow, 1).Scalar(), 2.0)) {
+      two == nullptr || !Near(two->Scalar(), 2.0)) {
     return false;
   }
   const onnx::NodeProto* var = OnlyReader(pow->output(0), "ReduceMean");
   if (var == nullptr || !last_axis(*var)) return false;
   const onnx::NodeProto* eps = OnlyReader(var->output(0), "Add");
   if (eps == nullptr) return false;
-  const OnnxConst* e = ConstOrNull(Other(*eps, var->output(0)));
+  const OnnxConst* e = Ahead(Other(*eps, var->output(0)));
   if (e == nullptr || !e->Scalar() || *e->Scalar() < 0) return false;
   const onnx::NodeProto* sqrt = OnlyReader(eps->output(0), "Sqrt");
   if (sqrt == nullptr || OnlyReader(sqrt->output(0), "Div") != div ||
@@ -72,7 +73,7 @@ bool Importer::LayerNormPattern(const onnx::NodeProto& node) {
   }
   const std::int64_t d = x.dims.back();
   const auto vector_of_d = [&](const std::string& name) {
-    const OnnxConst* c = ConstOrNull(name);
+    const OnnxConst* c = Ahead(name);
     return c != nullptr && !c->weight.empty() && c->dims == std::vector<std::int64_t>{d} ? c
                                                                                        : nullptr;
   };
@@ -100,13 +101,13 @@ bool Importer::GeluPattern(const onnx::NodeProto& node) {
   const onnx::NodeProto* erf = OnlyReader(node.output(0), "Erf");
   const onnx::NodeProto* one = erf == nullptr ? nullptr : OnlyReader(erf->output(0), "Add");
   if (one == nullptr) return false;
-  const OnnxConst* c1 = ConstOrNull(Other(*one, erf->output(0)));
+  const OnnxConst* c1 = Ahead(Other(*one, erf->output(0)));
   if (c1 == nullptr || !Near(c1->Scalar(), 1.0)) return false;
   const onnx::NodeProto* mul = OnlyReader(one->output(0), "Mul");
   if (mul == nullptr || Other(*mul, one->output(0)) != x) return false;
   const onnx::NodeProto* half = OnlyReader(mul->output(0), "Mul");
   if (half == nullptr) return false;
-  const OnnxConst* c05 = ConstOrNull(Other(*half, mul->output(0)));
+  const OnnxConst* c05 = Ahead(Other(*half, mul->output(0)));
   if (c05 == nullptr || !Near(c05->Scalar(), 0.5)) return false;
   for (const onnx::NodeProto* n : {erf, one, mul, half}) Consume(*n);
   const Act& xa = ActOf(node, 0);

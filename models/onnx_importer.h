@@ -75,6 +75,8 @@ class Importer {
   bool IsAct(const onnx::NodeProto& node, int input) const;
   const OnnxConst& Const(const onnx::NodeProto& node, int input) const;
   const OnnxConst* ConstOrNull(const std::string& name) const;
+  // ConstOrNull, folding a Constant node listed later (patterns look ahead).
+  const OnnxConst* Ahead(const std::string& name);
   const Act& ActOf(const onnx::NodeProto& node, int input) const;
   // The activation input `input` as a dtsim tensor of its per-sample shape
   // (a pending reshape becomes a view); refused while a scale, mask or key
@@ -139,6 +141,7 @@ class Importer {
   std::map<std::string, Act> acts_;
   std::map<std::string, OnnxConst> consts_;
   std::map<std::string, std::vector<int>> readers_;
+  std::map<std::string, int> producer_;  // value -> the live node writing it
   std::map<std::string, bool> claimed_;  // initializer -> claimed by an embedding
   std::set<std::string> used_names_;
   std::set<int> consumed_;  // nodes a pattern already imported

@@ -26,8 +26,9 @@ manifest.json gives, per file, PyTorch's parameter count
 `sum(p.numel() for p in model.parameters())` and an independent forward
 FLOP count: `torch.profiler.profile(with_flops=True)` over one forward pass
 in training mode, summing the FLOPs the profiler reports for aten::conv2d,
-addmm, mm, bmm and matmul (2 FLOPs per multiply-add), outermost events only
-so that a matmul calling mm is counted once.
+addmm, mm, bmm and matmul (2 FLOPs per multiply-add), skipping an event
+inside another that already reports FLOPs, so that nothing is counted twice
+(the profiler gives aten::matmul no FLOPs and counts the mm or bmm it calls).
 """
 import json
 import math
@@ -195,7 +196,7 @@ def profiled_flops(model, x):
         parent = e.cpu_parent
         nested = False
         while parent is not None:
-            if parent.name in GEMM_OPS:
+            if parent.name in GEMM_OPS and parent.flops:
                 nested = True
                 break
             parent = parent.cpu_parent
@@ -245,7 +246,7 @@ def main():
         "params": "sum(p.numel() for p in model.parameters())",
         "forward_flops": "torch.profiler.profile(with_flops=True), one forward pass in training "
                          "mode at batch 1, FLOPs of aten::conv2d/addmm/mm/bmm/matmul (2 per "
-                         "multiply-add), outermost events only",
+                         "multiply-add), an event inside one that already reports FLOPs skipped",
         "files": {},
     }
     if only and os.path.exists(manifest_path):

@@ -25,6 +25,14 @@ namespace dtsim::models::onnx_import {
 
 namespace onnx = dtsim::onnx_format;
 
+// TensorProto.DataType (onnx.proto).
+constexpr int kFloat = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9,
+              kFloat16 = 10, kDouble = 11, kBfloat16 = 16;
+
+inline bool IsFloatType(int t) {
+  return t == kFloat || t == kFloat16 || t == kDouble || t == kBfloat16;
+}
+
 // An activation. Its per-sample shape is `dims` without the batch axis when
 // that axis stands alone (size 1 at batch 1); when the batch was merged into
 // another axis by a reshape (PyTorch's attention views (S, B*A, D)), every

@@ -59,6 +59,10 @@ class ModelGraph {
   void set_name(std::string name) { name_ = std::move(name); }
   const std::string& description() const { return description_; }
   void set_description(std::string d) { description_ = std::move(d); }
+  // What the model's reader doubts about the file it came from (an ONNX
+  // export whose batch norms were folded away); tools print them on stderr.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  void AddWarning(std::string w) { warnings_.push_back(std::move(w)); }
   const Graph& graph() const { return g_; }
   // Index of the op called `name`, or num_ops() when absent.
   OpId Find(const std::string& name) const;
@@ -66,6 +70,7 @@ class ModelGraph {
  private:
   std::string name_;
   std::string description_;
+  std::vector<std::string> warnings_;
   Graph g_;
   std::vector<std::vector<OpId>> input_order_;  // inputs() order per vertex
   std::unordered_map<std::string, OpId> by_name_;

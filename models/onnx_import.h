@@ -9,13 +9,16 @@
 // - Graph inputs that are not initializers: their first dimension is the
 //   batch (a symbol or any number); the others must be fixed numbers.
 //   Float inputs are images or features, integer inputs token ids.
-// - Operators: Conv (2-D, dilation 1, symmetric padding), Gemm, MatMul
-//   (with a weight: a dense layer, fused with a following Add of a bias;
-//   of two activations: a batched product), Add of two activations,
-//   Relu, Tanh, Gelu, Dropout, Identity, BatchNormalization,
-//   LayerNormalization (last axis), LRN, MaxPool, AveragePool,
-//   GlobalAveragePool, Flatten (axis 1), Reshape (a constant shape),
-//   Concat, Softmax (last axis), Gather (an embedding table), Constant.
+// - Real exporter output (torch.onnx.export in training mode, opsets 13 to
+//   17): computations on constants and shapes are folded
+//   (models/onnx_constants.h), so head-split chains become dtsim's views;
+//   the batch is followed through reshapes and transposes (exports hold
+//   batch-1 shapes as numbers). Patterns become one op each: decomposed
+//   LayerNorm and GELU, x * Sigmoid(x) (SiLU), a scaled and causally
+//   masked attention softmax, position and token-type tables added to the
+//   embeddings, ViT's class token, PyTorch's LSTM/GRU/RNN nodes, an LM head
+//   tied to its embedding. A pattern that does not match exactly is imported
+//   node by node, where what dtsim has no op for is refused.
 // - The first graph output is the model's output. ONNX files describe
 //   inference: the loss dtsim trains with is softmax cross-entropy over the
 //   output's last dimension; a final Softmax becomes that loss.
@@ -25,6 +28,10 @@
 // node's index, name and operator, and what to change: never a silently
 // wrong graph. Values that become ints (window sizes, strides, padding,
 // groups) are refused outside int's range rather than cut.
+//
+// A PyTorch eval-mode export, whose batch norms the exporter folded into
+// the convolutions, imports (it is a valid graph) with a warning in the
+// graph's warnings(): it trains faster than the model does.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +62,14 @@ bool IsOnnxPath(const std::string& path);
 ModelGraph LoadOnnxModel(const std::string& path);
 
 // Same from the serialized ModelProto `bytes`; `filename` names it in
-// messages and gives the graph's name.
+// messages and gives the graph's name. The graph's warnings() hold
+// OnnxFoldedBatchNormWarning's.
 ModelGraph ParseOnnxModel(const std::string& bytes, const std::string& filename);
+
+// The warning for a PyTorch eval-mode export whose BatchNorm layers were
+// folded into the convolutions before them (it trains faster than the model
+// does), with the export command that keeps them; "" when the file shows no
+// such folding. Throws UserError when `bytes` is not an ONNX model.
+std::string OnnxFoldedBatchNormWarning(const std::string& bytes, const std::string& filename);
 
 }  // namespace dtsim::models

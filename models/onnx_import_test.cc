@@ -108,8 +108,10 @@ TEST(OnnxImport, EmbeddingLinearAndReshape) {
   EXPECT_TRUE(proj.attrs.bias);
   EXPECT_EQ(proj.output_shape, (Shape{8, 32}));
   EXPECT_EQ(g.Find("proj_bias"), g.num_ops());  // fused, not an op
-  EXPECT_EQ(g.op(g.Find("flat")).output_shape, (Shape{8, 4, 8}));
-  EXPECT_EQ(g.op(g.Find("unflat")).output_shape, (Shape{8, 32}));
+  // Reshapes are views made where a value is read in its new shape: the
+  // pair that restores (8, 32) adds no op.
+  EXPECT_EQ(g.Find("flat"), g.num_ops());
+  EXPECT_EQ(g.Find("unflat"), g.num_ops());
   const Op& loss = g.op(g.num_ops() - 1);
   EXPECT_EQ(loss.kind, OpKind::kSoftmaxCrossEntropy);
   EXPECT_EQ(loss.attrs.vocab, 32);
@@ -125,10 +127,10 @@ TEST(OnnxImport, RefusesWithTheNode) {
     onnx::ModelProto m;
     Writer w(&m);
     w.Input("x", {4});
-    w.Add("Sigmoid", "gate", {"x"}, "y");
+    w.Add("Einsum", "mix", {"x"}, "y");
     w.Output("y");
     const std::string e = ImportError(m);
-    EXPECT_NE(e.find("bad.onnx: node 0 'gate' (Sigmoid): operator 'Sigmoid' is not supported"),
+    EXPECT_NE(e.find("bad.onnx: node 0 'mix' (Einsum): operator 'Einsum' is not supported"),
               std::string::npos)
         << e;
   }

@@ -33,6 +33,7 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   config::Scenario scenario = config::LoadScenario(o.scenario_path);
   if (!o.engine.empty()) scenario.engine = o.engine;
   const sim::Prediction p = sim::Simulate(scenario);
+  for (const std::string& w : p.graph.warnings()) err << "warning: " << w << "\n";
   auto report = sim::ReportJson(scenario, p);
   const bool json_to_stdout = o.json_path == "-";
   std::ostream& log = json_to_stdout ? err : out;
@@ -240,10 +241,11 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
   out << line;
 }
 
-void ModelCommand(const std::string& name, std::ostream& out) {
+void ModelCommand(const std::string& name, std::ostream& out, std::ostream& err) {
   const bool is_file =
       name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
   const models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
+  for (const std::string& w : g.warnings()) err << "warning: " << w << "\n";
   out << models::FormatModelTable(g);
 }
 

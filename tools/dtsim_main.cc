@@ -601,7 +601,7 @@ int main(int argc, char** argv) {
     if (*model_cmd && model_kernels)
       dtsim::tools::ModelKernelsCommand(model_name, kernels_options, std::cout);
     else if (*model_cmd)
-      dtsim::tools::ModelCommand(model_name, std::cout);
+      dtsim::tools::ModelCommand(model_name, std::cout, std::cerr);
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
     if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world, std::cout, std::cerr);
   } catch (const dtsim::InfeasiblePlan& e) {

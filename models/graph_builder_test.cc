@@ -251,8 +251,9 @@ TEST(GraphBuilder, FusedAttentionKeepsNoScoreMatrix) {
                    8 * 64 * 16 + 2 * (2 * 64 * 16) + 8 * 64 * 16 + 8 * 64);
   // Causal: the same model FLOPs (Megatron-LM's and PaLM's count of the
   // whole score matrix); only the kernel's time skips masked blocks.
+  const double full = op.fwd_flops;  // `op` is invalid once another op is added
   const Tensor oc = b.Attention("causal", q, k, v, {.causal = true, .scale = 0.25});
-  EXPECT_DOUBLE_EQ(b.graph().op(oc.op).fwd_flops, op.fwd_flops);
+  EXPECT_DOUBLE_EQ(b.graph().op(oc.op).fwd_flops, full);
   EXPECT_THROW(b.Attention("bad", k, q, v, {}), UserError);  // 2 query heads, 8 kv heads
 }
 

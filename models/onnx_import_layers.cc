@@ -4,6 +4,7 @@
 // Mul, Div).
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "common/error.h"
 #include "models/onnx_import.h"
@@ -34,6 +35,24 @@ std::string Suffix(std::size_t k) {
 
 }  // namespace
 
+std::array<int, 4> Importer::WindowStridesAndPads(const onnx::NodeProto& node) const {
+  const std::vector<std::int64_t> s = Ints(node, "strides", {1, 1});
+  if (s.size() != 2) Fail(node, "strides must have 2 values for a 2-D window");
+  const onnx::AttributeProto* auto_pad = Attr(node, "auto_pad");
+  if (auto_pad != nullptr && auto_pad->s() != "NOTSET" && auto_pad->s() != "VALID") {
+    Fail(node, "auto_pad " + auto_pad->s() + " is not supported: export with explicit pads");
+  }
+  const std::vector<std::int64_t> p = Ints(node, "pads", {0, 0, 0, 0});
+  if (p.size() != 4) Fail(node, "pads must have 4 values for a 2-D window");
+  if (p[0] != p[2] || p[1] != p[3]) {
+    Fail(node, "asymmetric padding (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
+                   ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) +
+                   ") is not supported");
+  }
+  return {SmallInt(node, s[0], "stride", 1), SmallInt(node, s[1], "stride", 1),
+          SmallInt(node, p[0], "padding", 0), SmallInt(node, p[1], "padding", 0)};
+}
+
 void Importer::Conv(const onnx::NodeProto& node) {
   const Act& xa = ActOf(node, 0);
   const Tensor x = Use(node, 0);
@@ -57,23 +76,8 @@ void Importer::Conv(const onnx::NodeProto& node) {
   spec.out_channels = w->dims(0);
   spec.kernel_h = SmallInt(node, w->dims(2), "kernel height", 1);
   spec.kernel_w = SmallInt(node, w->dims(3), "kernel width", 1);
-  const std::vector<std::int64_t> s = Ints(node, "strides", {1, 1});
-  if (s.size() != 2) Fail(node, "strides must have 2 values for a 2-D window");
-  spec.stride_h = SmallInt(node, s[0], "stride", 1);
-  spec.stride_w = SmallInt(node, s[1], "stride", 1);
-  const onnx::AttributeProto* auto_pad = Attr(node, "auto_pad");
-  if (auto_pad != nullptr && auto_pad->s() != "NOTSET" && auto_pad->s() != "VALID") {
-    Fail(node, "auto_pad " + auto_pad->s() + " is not supported: export with explicit pads");
-  }
-  const std::vector<std::int64_t> p = Ints(node, "pads", {0, 0, 0, 0});
-  if (p.size() != 4) Fail(node, "pads must have 4 values for a 2-D window");
-  if (p[0] != p[2] || p[1] != p[3]) {
-    Fail(node, "asymmetric padding (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
-                   ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) +
-                   ") is not supported");
-  }
-  spec.pad_h = SmallInt(node, p[0], "padding", 0);
-  spec.pad_w = SmallInt(node, p[1], "padding", 0);
+  std::tie(spec.stride_h, spec.stride_w, spec.pad_h, spec.pad_w) =
+      std::tuple_cat(WindowStridesAndPads(node));
   spec.bias = node.input_size() > 2 && !node.input(2).empty();
   spec.groups = static_cast<int>(groups);
   ClaimWeight(node, w->name(), false);
@@ -175,23 +179,8 @@ void Importer::Pool(const onnx::NodeProto& node) {
   PoolSpec spec;
   spec.kernel_h = SmallInt(node, k[0], "kernel height", 1);
   spec.kernel_w = SmallInt(node, k[1], "kernel width", 1);
-  const std::vector<std::int64_t> s = Ints(node, "strides", {1, 1});
-  if (s.size() != 2) Fail(node, "strides must have 2 values for a 2-D window");
-  spec.stride_h = SmallInt(node, s[0], "stride", 1);
-  spec.stride_w = SmallInt(node, s[1], "stride", 1);
-  const onnx::AttributeProto* auto_pad = Attr(node, "auto_pad");
-  if (auto_pad != nullptr && auto_pad->s() != "NOTSET" && auto_pad->s() != "VALID") {
-    Fail(node, "auto_pad " + auto_pad->s() + " is not supported: export with explicit pads");
-  }
-  const std::vector<std::int64_t> p = Ints(node, "pads", {0, 0, 0, 0});
-  if (p.size() != 4) Fail(node, "pads must have 4 values for a 2-D window");
-  if (p[0] != p[2] || p[1] != p[3]) {
-    Fail(node, "asymmetric padding (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
-                   ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) +
-                   ") is not supported");
-  }
-  spec.pad_h = SmallInt(node, p[0], "padding", 0);
-  spec.pad_w = SmallInt(node, p[1], "padding", 0);
+  std::tie(spec.stride_h, spec.stride_w, spec.pad_h, spec.pad_w) =
+      std::tuple_cat(WindowStridesAndPads(node));
   spec.ceil_mode = Int(node, "ceil_mode", 0) != 0;
   const Tensor t = node.op_type() == "MaxPool" ? builder_.MaxPool(OpName(node), x, spec)
                                                 : builder_.AvgPool(OpName(node), x, spec);

@@ -11,6 +11,7 @@
 // them holds the batch; dtsim's tensor is the per-sample part.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -74,6 +75,10 @@ class Importer {
   void CheckWeight(const onnx::NodeProto& node, const onnx::TensorProto& w) const;
   int SmallInt(const onnx::NodeProto& node, std::int64_t v, const std::string& what,
                std::int64_t lowest) const;
+  // The strides and symmetric pads of a 2-D Conv or pooling window, as
+  // {stride_h, stride_w, pad_h, pad_w}; refuses auto_pad other than NOTSET
+  // or VALID and asymmetric padding.
+  std::array<int, 4> WindowStridesAndPads(const onnx::NodeProto& node) const;
   static const onnx::AttributeProto* Attr(const onnx::NodeProto& node, const std::string& name);
   static std::int64_t Int(const onnx::NodeProto& node, const std::string& name,
                           std::int64_t fallback);

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "models/op.h"
+
 namespace dtsim::exec {
 
 // 2-D convolution, PyTorch Conv2d semantics (zero padding, dilation 1).
@@ -64,6 +66,23 @@ struct LrnArgs {
   float alpha = 0.001f / 9.0f;
   float beta = 0.75f;
 };
+
+// False for the model op kinds no backend has kernels for yet (the
+// simulator prices them; ModelRuntime refuses them, calibration skips them).
+inline bool HasKernels(models::OpKind kind) {
+  switch (kind) {
+    case models::OpKind::kSigmoid:
+    case models::OpKind::kSilu:
+    case models::OpKind::kMul:
+    case models::OpKind::kRmsNorm:
+    case models::OpKind::kRotary:
+    case models::OpKind::kAttention:
+    case models::OpKind::kRecurrent:
+      return false;
+    default:
+      return true;
+  }
+}
 
 class Backend {
  public:

@@ -353,22 +353,11 @@ const std::vector<OpKind>& CalibratedOpKinds() {
   static const std::vector<OpKind> kinds = [] {
     std::vector<OpKind> k;
     for (OpKind kind : models::AllOpKinds()) {
-      // Views and copies need no calibration; kinds without exec kernels
-      // (ModelRuntime::UnsupportedOps) cannot be measured.
-      switch (kind) {
-        case OpKind::kInput:
-        case OpKind::kConcat:
-        case OpKind::kReshape:
-        case OpKind::kSigmoid:
-        case OpKind::kSilu:
-        case OpKind::kMul:
-        case OpKind::kRmsNorm:
-        case OpKind::kRotary:
-        case OpKind::kAttention:
-        case OpKind::kRecurrent:
-          break;
-        default:
-          k.push_back(kind);
+      // Views and copies need no calibration; kinds without kernels cannot
+      // be measured.
+      if (kind != OpKind::kInput && kind != OpKind::kConcat && kind != OpKind::kReshape &&
+          HasKernels(kind)) {
+        k.push_back(kind);
       }
     }
     return k;

@@ -90,23 +90,8 @@ std::int64_t ModelRuntime::BufferFloats(const models::ModelGraph& graph,
 std::string ModelRuntime::UnsupportedOps(const models::ModelGraph& graph) {
   for (OpId v = 0; v < graph.num_ops(); ++v) {
     const Op& op = graph.op(v);
-    bool runs = true;
-    switch (op.kind) {
-      case OpKind::kSigmoid:
-      case OpKind::kSilu:
-      case OpKind::kMul:
-      case OpKind::kRmsNorm:
-      case OpKind::kRotary:
-      case OpKind::kAttention:
-      case OpKind::kRecurrent:
-        runs = false;
-        break;
-      case OpKind::kReshape:
-        runs = op.attrs.view != models::ViewKind::kRepeatHeads;
-        break;
-      default:
-        break;
-    }
+    const bool runs = HasKernels(op.kind) && !(op.kind == OpKind::kReshape &&
+                                               op.attrs.view == models::ViewKind::kRepeatHeads);
     if (!runs) {
       return "op '" + op.name + "' (" + models::OpKindName(op.kind) +
              (op.kind == OpKind::kReshape ? ", repeated heads" : "") +

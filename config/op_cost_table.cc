@@ -366,7 +366,7 @@ OpCostTable ParseOpCostTable(const std::string& json_text, const std::string& fi
   return t;
 }
 
-OpCostTable LoadOpCostTable(const std::string& path) {
+std::string ReadCostFile(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     throw UserError(SourceLocation{path}, "cannot read op-cost table '" + path + "'",
@@ -376,7 +376,31 @@ OpCostTable LoadOpCostTable(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw UserError(SourceLocation{path}, "cannot read op-cost table '" + path + "'");
-  return ParseOpCostTable(text.str(), path);
+  return text.str();
+}
+
+OpCostTable LoadOpCostTable(const std::string& path) {
+  return ParseOpCostTable(ReadCostFile(path), path);
+}
+
+void ScaleOpCostTable(double factor, OpCostTable* t) {
+  DTSIM_CHECK(factor > 0 && std::isfinite(factor), "scale factor must be finite and > 0");
+  auto scale = [factor](OpTiming& x) {
+    x.median_s *= factor;
+    x.min_s *= factor;
+    x.max_s *= factor;
+  };
+  for (OpCostEntry& e : t->entries) {
+    if (e.forward) scale(*e.forward);
+    if (e.backward) scale(*e.backward);
+  }
+  if (t->optimizer) scale(t->optimizer->seconds);
+  for (CommunicationCost& c : t->communication) scale(c.seconds);
+}
+
+bool IsChromeTrace(const std::string& json_text) {
+  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("traceEvents");
 }
 
 }  // namespace dtsim::config

@@ -115,5 +115,13 @@ std::string OpCostTableJson(const OpCostTable& t);
 OpCostTable ParseOpCostTable(const std::string& json_text, const std::string& filename);
 // Same from a file; a missing or unreadable file is a UserError naming it.
 OpCostTable LoadOpCostTable(const std::string& path);
+// Multiplies every time of `t` (ops, optimizer, communication) by
+// `factor` > 0: a table measured alone, for processes that share the cores.
+void ScaleOpCostTable(double factor, OpCostTable* t);
+// True when `json_text` is a Chrome trace (a JSON object with traceEvents),
+// such as torch.profiler's export_chrome_trace writes, not a table.
+bool IsChromeTrace(const std::string& json_text);
+// The text of a file; a missing or unreadable file is a UserError naming it.
+std::string ReadCostFile(const std::string& path);
 
 }  // namespace dtsim::config

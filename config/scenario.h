@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "hw/catalog.h"
 #include "config/framework.h"
+#include "config/op_cost_table.h"
 #include "config/transport.h"
 #include "models/op.h"
 #include "models/zoo.h"
@@ -91,6 +93,8 @@ struct ModelRef {
 enum class CostModelKind {
   kKernels,   // each op's kernels from their structure (sim/gpu_kernel_model.h)
   kRoofline,  // flops / (peak x efficiency per op kind), bytes / bandwidth
+  kMeasured,  // an op-cost table's times (sim/measured_costs.h); the kernel
+              // or roofline model, chosen as when unset, for the rest
 };
 
 struct WorkloadConfig {
@@ -118,6 +122,13 @@ struct WorkloadConfig {
   // kernel_launch, a device profile) is set, else roofline.
   std::optional<CostModelKind> cost_model;
   SourceLocation cost_model_where;
+  // workload.cost_table (with cost_model: measured): the op-cost table's
+  // path, resolved against the scenario's folder, and the table when the
+  // file is one; a torch.profiler trace (config/torch_trace.h) is kept as
+  // its path and imported against the model's graph when simulated.
+  std::string cost_table;
+  std::shared_ptr<const OpCostTable> cost_table_data;
+  SourceLocation cost_table_where;
   // workload.framework: host and framework costs (config/framework.h);
   // default "none", the devices alone.
   FrameworkProfile framework = BuiltInFrameworks().front();

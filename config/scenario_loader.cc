@@ -48,7 +48,7 @@ const std::vector<std::string> kTopLevelKeys = {
     "simgrid", "outputs"};
 const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
-    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model", "framework",
+    "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model", "cost_table", "framework",
     "input"};
 const std::vector<std::string> kClusterKeys = {
     "nodes", "devices_per_node", "device", "intra_node_link", "host_link", "network", "devices",
@@ -332,6 +332,33 @@ void CheckFp8Device(const Scenario& s, const YamlValue& workload) {
                 "; a device of cluster.devices gives its rate as fp8); use bf16 here");
 }
 
+// workload.cost_table: an op-cost table (read now) or a torch.profiler
+// trace (imported against the model when simulated).
+void ReadCostTable(const YamlValue& x, const std::string& base, WorkloadConfig* w) {
+  if (w->cost_model != CostModelKind::kMeasured) {
+    x.Fail("cost_table applies to cost_model: measured", "add cost_model: measured");
+  }
+  fs::path file = x.AsString();
+  if (file.is_relative()) file = fs::path(base).parent_path() / file;
+  w->cost_table = file.lexically_normal().string();
+  w->cost_table_where = x.where();
+  std::error_code ec;
+  if (!fs::is_regular_file(w->cost_table, ec)) {
+    x.Fail("op-cost table '" + w->cost_table + "' not found",
+           "a relative path is resolved against the scenario file's folder; write a table "
+           "with `dtsim profile SCENARIO --out FILE`");
+  }
+  const std::string text = ReadCostFile(w->cost_table);
+  if (IsChromeTrace(text)) return;
+  auto table = std::make_shared<OpCostTable>(ParseOpCostTable(text, w->cost_table));
+  if (table->precision != hw::PrecisionName(w->precision)) {
+    x.Fail("the op-cost table was measured in " + table->precision + ", and the workload runs in " +
+               hw::PrecisionName(w->precision),
+           "profile the scenario at its precision, or set workload.precision: " + table->precision);
+  }
+  w->cost_table_data = std::move(table);
+}
+
 WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   const YamlMap m = v.AsMap(kWorkloadKeys);
   WorkloadConfig w;
@@ -357,10 +384,12 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
       w.cost_model = CostModelKind::kKernels;
     } else if (kind == "roofline") {
       w.cost_model = CostModelKind::kRoofline;
+    } else if (kind == "measured") {
+      w.cost_model = CostModelKind::kMeasured;
     } else {
       x->Fail("unknown cost model '" + kind + "'",
-              "use kernels (each op's GPU kernels from their shapes) or roofline (one "
-              "efficiency per op kind)");
+              "use kernels (each op's GPU kernels from their shapes), roofline (one "
+              "efficiency per op kind) or measured (an op-cost table, with cost_table)");
     }
     w.cost_model_where = x->where();
     if (w.cost_model == CostModelKind::kKernels) {
@@ -371,6 +400,12 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
                   "remove it, or set cost_model: roofline");
       }
     }
+  }
+  if (auto x = m.Get("cost_table")) ReadCostTable(*x, base, &w);
+  if (w.cost_model == CostModelKind::kMeasured && w.cost_table.empty()) {
+    m.Require("cost_model").Fail("cost_model: measured needs workload.cost_table: FILE",
+                                 "write a table with `dtsim profile SCENARIO --out FILE`, or name "
+                                 "a torch.profiler trace (docs/measured_costs.md)");
   }
   if (auto x = m.Get("framework")) w.framework = ReadFramework(*x, base);
   if (auto x = m.Get("input")) w.input = ReadInputPipeline(*x);

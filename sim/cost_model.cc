@@ -43,7 +43,41 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
   return ComputeTime(op, kind, batch).Total();
 }
 
-ComputeParts CostModel::ComputeTime(const models::Op& op, plan::TaskKind kind, int batch) const {
+ComputeParts CostModel::ComputeTime(const models::Op& op, plan::TaskKind kind, int batch,
+                                    CostSource* source) const {
+  CostSource unused;
+  CostSource& src = source != nullptr ? *source : unused;
+  src = CostSource::kModelled;
+  if (options_.measured == nullptr) return ModelledTime(op, kind, batch);
+  if (kind == plan::TaskKind::kForward) {
+    if (auto m = options_.measured->Seconds(op, MeasuredPass::kForward, batch)) {
+      src = m->source;
+      return ComputeParts{0, 0, m->seconds};
+    }
+    return ModelledTime(op, kind, batch);
+  }
+  const bool input = kind == plan::TaskKind::kBackwardInput;
+  DTSIM_CHECK(input || kind == plan::TaskKind::kBackwardWeight, "not a compute task kind");
+  const std::optional<MeasuredTime> m = options_.measured->Seconds(op, MeasuredPass::kBackward, batch);
+  if (!m) return ModelledTime(op, kind, batch);
+  double share;
+  if (!m->backward_input) {
+    // The measured backward computed no input gradient: it is all weight
+    // gradient, and an input gradient asked for is the model's.
+    if (input) return ModelledTime(op, kind, batch);
+    share = 1;
+  } else {
+    const double in = ModelledTime(op, plan::TaskKind::kBackwardInput, batch).Total();
+    const double w = op.HasParams()
+                         ? ModelledTime(op, plan::TaskKind::kBackwardWeight, batch).Total()
+                         : 0;
+    share = in + w > 0 ? (input ? in : w) / (in + w) : (input ? 1 : 0);
+  }
+  src = m->source;
+  return ComputeParts{0, 0, m->seconds * share};
+}
+
+ComputeParts CostModel::ModelledTime(const models::Op& op, plan::TaskKind kind, int batch) const {
   ComputeParts parts;
   if (kernels_) {
     for (const KernelCall& k : OpKernels(op, kind, batch, precision_)) {
@@ -115,8 +149,18 @@ double CostModel::Fp8ScaleUpdateSeconds(int fp8_tensors) const {
   return kernels_ ? KernelSeconds(*kernels_, k) : StreamSeconds(k.bytes) + options_.kernel_launch_s;
 }
 
-double CostModel::OptimizerSeconds(std::int64_t params, int contributions) const {
+double CostModel::OptimizerSeconds(std::int64_t params, int contributions,
+                                   CostSource* source) const {
+  if (source != nullptr) *source = CostSource::kModelled;
   if (params <= 0) return 0;
+  if (options_.measured != nullptr) {
+    if (const std::optional<double> per_param = options_.measured->OptimizerSecondsPerParam()) {
+      if (source != nullptr) *source = CostSource::kMeasured;
+      // The aggregation's extra reads are the model's (the table measured one update).
+      return *per_param * static_cast<double>(params) +
+             StreamSeconds(static_cast<double>(params) * 4.0 * std::max(0, contributions - 1));
+    }
+  }
   const double bytes = static_cast<double>(params) *
                        (options_.optimizer_bytes_per_param + 4.0 * std::max(0, contributions - 1));
   if (kernels_) return kernels_->StreamSeconds(bytes);

@@ -6,12 +6,16 @@
 //    workload.cost_model: roofline): per-op-kind efficiency plus a fixed
 //    kernel-launch overhead,
 //   t = max(flops / (peak(precision) x eff(kind)), bytes / (mem_bw x mem_eff)) + launch
+// With an op-cost table (workload.cost_model: measured), ops the table
+// prices (sim/measured_costs.h) take its times and the rest one of the two.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "sim/gpu_kernel_model.h"
+#include "sim/measured_costs.h"
 
 #include "hw/catalog.h"
 #include "models/op.h"
@@ -47,6 +51,9 @@ struct CostModelOptions {
   // Price ops by their kernels where the device allows it (above).
   bool kernel_model = true;
   GpuKernelParams kernel_params;
+  // Measured op times (workload.cost_model: measured); null = none. The
+  // kernel or roofline model above prices what the table lacks.
+  std::shared_ptr<const MeasuredCosts> measured;
 };
 
 // Default fraction of peak per kind: dense GEMMs 0.75, convolutions 0.55,
@@ -81,8 +88,12 @@ class CostModel {
   // backward weight) of `op` on `batch` samples.
   double ComputeSeconds(const models::Op& op, plan::TaskKind kind, int batch) const;
   // The same split by ComputeParts. The roofline prices fp8's dense ops at
-  // the FP8 peak and the others at the bf16 peak, without casts.
-  ComputeParts ComputeTime(const models::Op& op, plan::TaskKind kind, int batch) const;
+  // the FP8 peak and the others at the bf16 peak, without casts. Measured
+  // times count as other_s. `source` (optional) receives where the time
+  // came from: a measured backward is split between kBackwardInput and
+  // kBackwardWeight in the proportion the fallback model gives them.
+  ComputeParts ComputeTime(const models::Op& op, plan::TaskKind kind, int batch,
+                           CostSource* source = nullptr) const;
   // fp8's once-per-step kernels (sim/op_kernels.h): the cast of `op`'s
   // weight (0 unless fp8 and a dense op), and one amax/scale update of
   // `fp8_tensors` tensors (0 unless fp8).
@@ -90,8 +101,11 @@ class CostModel {
   double Fp8ScaleUpdateSeconds(int fp8_tensors) const;
   // Seconds of the optimizer step over `params` parameters. A parameter
   // server aggregating `contributions` > 1 updates first reads each of them
-  // (4 bytes per parameter each) and then applies the step.
-  double OptimizerSeconds(std::int64_t params, int contributions = 1) const;
+  // (4 bytes per parameter each) and then applies the step. A table's
+  // measured optimizer gives the step's time per parameter; `source`
+  // (optional) says whether it did.
+  double OptimizerSeconds(std::int64_t params, int contributions = 1,
+                          CostSource* source = nullptr) const;
   // Seconds to stream `bytes` through device memory once (an element-wise
   // pass): the kernel model's streaming rate, or the roofline's memory
   // bandwidth x efficiency, without a launch overhead.
@@ -102,8 +116,12 @@ class CostModel {
   double peak_flop_per_s() const { return peak_; }
   // The kernel model in use, or nullptr for the roofline.
   const GpuKernelModel* kernels() const { return kernels_ ? &*kernels_ : nullptr; }
+  // The op-cost table in use, or nullptr.
+  const MeasuredCosts* measured() const { return options_.measured.get(); }
 
  private:
+  ComputeParts ModelledTime(const models::Op& op, plan::TaskKind kind, int batch) const;
+
   hw::DeviceSpec device_;
   hw::Precision precision_;
   CostModelOptions options_;

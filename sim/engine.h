@@ -58,6 +58,12 @@ struct TaskCosts {
   double compute_priced_s = 0;
   double fp8_gemm_s = 0;
   double fp8_cast_s = 0;
+  // The same sum with the optimizer steps, by where each time came from
+  // (sim/measured_costs.h CostSource: measured, interpolated, modelled).
+  double priced_by_source_s[3] = {0, 0, 0};
+  // With an op-cost table: the ops (model op ids, ascending) some pass of
+  // which the table could not price.
+  std::vector<std::int32_t> modelled_ops = {};
 };
 
 // Optional time-dependent behaviour. The default is the static costs.

@@ -106,31 +106,38 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
   // kernel model tries every tile and algorithm) into a table per (cost
   // model, batch) indexed by op and kind; < 0 = not computed yet.
   constexpr int kKinds = 3;  // forward, backward input, backward weight
-  std::map<std::pair<int, int>, std::vector<ComputeParts>> tables;
+  struct Priced {
+    ComputeParts parts{0, 0, -1};  // other_s < 0: not computed yet
+    CostSource source = CostSource::kModelled;
+  };
+  std::map<std::pair<int, int>, std::vector<Priced>> tables;
   std::pair<int, int> last_key{-1, -1};
-  std::vector<ComputeParts>* last = nullptr;
-  constexpr ComputeParts kUnpriced{0, 0, -1};
+  std::vector<Priced>* last = nullptr;
+  double task_by_source[kNumCostSources] = {0, 0, 0};
+  std::set<std::int32_t> modelled;
   auto compute = [&](int model, const models::Op& op, models::OpId v, plan::TaskKind kind,
                      int batch) {
     if (last == nullptr || last_key != std::pair<int, int>{model, batch}) {
       last_key = {model, batch};
       auto it = tables.find(last_key);
       if (it == tables.end())
-        it = tables.emplace(last_key, std::vector<ComputeParts>(graph.num_ops() * kKinds, kUnpriced))
-                 .first;
+        it = tables.emplace(last_key, std::vector<Priced>(graph.num_ops() * kKinds)).first;
       last = &it->second;
     }
     const int k = kind == plan::TaskKind::kForward ? 0
                   : kind == plan::TaskKind::kBackwardInput ? 1 : 2;
-    ComputeParts& slot = (*last)[static_cast<std::size_t>(v) * kKinds + static_cast<std::size_t>(k)];
-    if (slot.other_s < 0) {
+    Priced& p = (*last)[static_cast<std::size_t>(v) * kKinds + static_cast<std::size_t>(k)];
+    if (p.parts.other_s < 0) {
       const CostModel& cm = cost_models[static_cast<std::size_t>(model)];
-      slot = IsFusedOp(graph, v, fused) ? cm.ComputeTime(FusedOp(op), kind, batch)
-                                        : cm.ComputeTime(op, kind, batch);
+      p.parts = IsFusedOp(graph, v, fused) ? cm.ComputeTime(FusedOp(op), kind, batch, &p.source)
+                                           : cm.ComputeTime(op, kind, batch, &p.source);
     }
-    costs.fp8_gemm_s += slot.fp8_gemm_s;
-    costs.fp8_cast_s += slot.fp8_cast_s;
-    return slot.Total();
+    costs.fp8_gemm_s += p.parts.fp8_gemm_s;
+    costs.fp8_cast_s += p.parts.fp8_cast_s;
+    task_by_source[static_cast<int>(p.source)] += p.parts.Total();
+    if (p.source == CostSource::kModelled && cost_models[static_cast<std::size_t>(model)].measured())
+      modelled.insert(static_cast<std::int32_t>(v));
+    return p.parts.Total();
   };
   Fp8StepKernels fp8_step(plan, graph, cost_models, cost_of_rank);
   for (std::size_t i = 0; i < plan.num_tasks(); ++i) {
@@ -138,6 +145,7 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
     const int model = cost_of_rank[static_cast<std::size_t>(t.rank)];
     const CostModel& cm = cost_models[static_cast<std::size_t>(model)];
     double seconds = 0;
+    for (double& x : task_by_source) x = 0;
     if (t.seconds >= 0 && t.kind != plan::TaskKind::kCollective) {  // a trace's duration
       costs.task_ns[i] = SecondsToNs(t.seconds);
       continue;
@@ -167,11 +175,15 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
             seconds += compute(model, op, v, plan::TaskKind::kBackwardWeight, t.batch);
         }
         break;
-      case plan::TaskKind::kOptimizer:
-        seconds += cm.OptimizerSeconds(t.params, t.contributions);
+      case plan::TaskKind::kOptimizer: {
+        CostSource source;
+        double step = cm.OptimizerSeconds(t.params, t.contributions, &source);
         if (t.extra_bytes_per_param > 0 && t.params > 0)
-          seconds += cm.StreamSeconds(static_cast<double>(t.params) * t.extra_bytes_per_param);
+          step += cm.StreamSeconds(static_cast<double>(t.params) * t.extra_bytes_per_param);
+        task_by_source[static_cast<int>(source)] += step;
+        seconds += step;
         break;
+      }
       case plan::TaskKind::kCollective:
         break;  // priced per collective below
       case plan::TaskKind::kSend:  // alone on the network; contention is the engine's
@@ -181,8 +193,11 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
         DTSIM_CHECK(false, "plans express transfers as kSend tasks");
     }
     if (IsComputeKind(t.kind)) costs.compute_priced_s += seconds;
+    for (int k = 0; k < kNumCostSources; ++k) costs.priced_by_source_s[k] += task_by_source[k];
     costs.task_ns[i] = SecondsToNs(seconds);
   }
+
+  costs.modelled_ops.assign(modelled.begin(), modelled.end());
 
   using Key = std::tuple<int, int, std::int32_t, std::uint64_t>;
   std::map<Key, SimTime> cache;

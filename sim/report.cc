@@ -97,6 +97,51 @@ ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Predict
   return f;
 }
 
+namespace {
+
+// The op-cost table's part of the priced compute (sim/measured_costs.h).
+struct CostShares {
+  double seconds[kNumCostSources] = {0, 0, 0};
+  double total = 0;
+  double Share(CostSource c) const { return total > 0 ? seconds[static_cast<int>(c)] / total : 0; }
+};
+CostShares SharesOf(const Prediction& p) {
+  CostShares c;
+  for (int k = 0; k < kNumCostSources; ++k) {
+    c.seconds[k] = p.costs.priced_by_source_s[k];
+    c.total += c.seconds[k];
+  }
+  return c;
+}
+
+// The names of the first `n` ops the table could not price, and how many more.
+std::string ModelledOpNames(const Prediction& p, std::size_t n) {
+  std::string names;
+  for (std::size_t i = 0; i < p.costs.modelled_ops.size() && i < n; ++i) {
+    if (i) names += ", ";
+    names += p.graph.op(static_cast<models::OpId>(p.costs.modelled_ops[i])).name;
+  }
+  if (p.costs.modelled_ops.size() > n)
+    names += " and " + std::to_string(p.costs.modelled_ops.size() - n) + " more";
+  return names;
+}
+
+nlohmann::ordered_json CostSourcesJson(const config::Scenario& s, const Prediction& p) {
+  const CostShares c = SharesOf(p);
+  nlohmann::ordered_json j;
+  j["cost_table"] = s.workload.cost_table;
+  for (CostSource src : {CostSource::kMeasured, CostSource::kInterpolated, CostSource::kModelled}) {
+    j[std::string(CostSourceName(src)) + "_s"] = c.seconds[static_cast<int>(src)];
+    j[std::string(CostSourceName(src)) + "_share"] = c.Share(src);
+  }
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (std::int32_t v : p.costs.modelled_ops) ops.push_back(p.graph.op(static_cast<models::OpId>(v)).name);
+  j["modelled_ops"] = std::move(ops);
+  return j;
+}
+
+}  // namespace
+
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;
   nlohmann::ordered_json j;
@@ -144,6 +189,8 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling_reference;
   j["cost_model"] = p.cost_model;
+  if (p.costs.compute_priced_s > 0 && !s.workload.cost_table.empty())
+    j["cost_sources"] = CostSourcesJson(s, p);
   if (HasHostSide(p)) j["framework"] = p.framework;
   if (!p.transport.empty()) j["transport"] = p.transport;
   if (fits) {
@@ -603,6 +650,15 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   FormatSeconds(c.fp8_cast_s).c_str(), 100 * c.fp8_cast_s / step,
                   FormatSeconds(c.bf16_s).c_str(), 100 * c.bf16_s / step);
     o << line;
+  }
+  if (p.costs.compute_priced_s > 0 && !s.workload.cost_table.empty()) {
+    const CostShares c = SharesOf(p);
+    std::snprintf(line, sizeof line, "measured %.1f%%, interpolated %.1f%%, modelled %.1f%%",
+                  100 * c.Share(CostSource::kMeasured), 100 * c.Share(CostSource::kInterpolated),
+                  100 * c.Share(CostSource::kModelled));
+    o << "priced compute (" << s.workload.cost_table << "): " << line;
+    if (!p.costs.modelled_ops.empty()) o << " (modelled: " << ModelledOpNames(p, 5) << ")";
+    o << "\n";
   }
   if (HasHostSide(p)) {
     std::snprintf(line, sizeof line,

@@ -36,8 +36,9 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
   // Unset: the kernel model unless a roofline key is set (config/scenario.h).
-  o.kernel_model = w.cost_model ? *w.cost_model == config::CostModelKind::kKernels
-                                : w.compute_efficiency.empty() &&
+  o.kernel_model = w.cost_model && *w.cost_model != config::CostModelKind::kMeasured
+                       ? *w.cost_model == config::CostModelKind::kKernels
+                       : w.compute_efficiency.empty() &&
                                       w.dense_efficiency_by_rows.empty() &&
                                       w.conv_efficiency_by_flops.empty() &&
                                       !w.memory_efficiency && !w.kernel_launch_s;
@@ -381,7 +382,9 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
     const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
     const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
     if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
-    const CostModel cost_model(*device, s.workload.precision, MakeCostOptions(s.workload));
+    CostModelOptions options = MakeCostOptions(s.workload);
+    options.measured = WorkloadMeasuredCosts(s.workload, graph);
+    const CostModel cost_model(*device, s.workload.precision, std::move(options));
     HybridSetup setup = MakeHybridSetup(s, graph, cost_model);
     setup.options.symmetric = materialize != 0;
     return plan::BuildHybridPlan(setup.shard, shape, setup.options);
@@ -663,7 +666,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.tokens_per_sample = static_cast<double>(models::NumElements(full.op(0).output_shape));
   p.device = *device;
   p.averaging_period = AveragingPeriod(s);
-  const CostModelOptions cost_options = MakeCostOptions(s.workload);
+  CostModelOptions cost_options = MakeCostOptions(s.workload);
+  cost_options.measured = WorkloadMeasuredCosts(s.workload, full);
   if (s.workload.cost_model == config::CostModelKind::kKernels && !device->HasMicroarchitecture())
     throw UserError(s.workload.cost_model_where,
                     "cost_model: kernels needs a GPU whose architecture and SM count the catalog "
@@ -674,6 +678,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       CostModel(*device, s.workload.precision, cost_options),
       CostModel(*server_device, s.workload.precision, cost_options)};
   p.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
+  if (cost_options.measured != nullptr) p.cost_model = "measured, else " + p.cost_model;
   const int workers = s.cluster.num_devices();
   const bool alike = WorkersAreAlike(s);
   // SimGrid simulates every rank: the flows of all of them share the links.

@@ -1,10 +1,7 @@
 // `dtsim calibrate`: measures the CPU backend of this process (and, over MPI,
 // the link between ranks) and writes a device profile (exec/calibrate/,
 // docs/device_profile.md).
-#include <unistd.h>
-
 #include <cstdio>
-#include <ctime>
 #include <ostream>
 
 #include "common/atomic_file.h"
@@ -13,48 +10,12 @@
 #include "config/device_profile.h"
 #include "exec/calibrate/calibrate.h"
 #include "exec/kernels/cpu_isa.h"
-#include "hw/local_cpu.h"
 #include "tools/commands.h"
+#include "tools/host_facts.h"
 #include "tools/mpi_launch.h"
 
 namespace dtsim::tools {
 namespace {
-
-// "2025-01-31T12:00:00Z".
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
-  return buf;
-}
-
-// "cpu (Intel(R) Xeon(R) CPU @ 2.20GHz)": the backend and the CPU's model
-// name from /proc/cpuinfo when there is one.
-std::string DeviceDescription(const std::string& backend) {
-  const hw::CpuProbe probe = hw::ProbeLocalCpu();
-  if (!probe.cpuinfo) return backend;
-  const std::string& text = *probe.cpuinfo;
-  const std::size_t key = text.find("model name");
-  if (key == std::string::npos) return backend;
-  const std::size_t colon = text.find(':', key);
-  const std::size_t end = text.find('\n', key);
-  if (colon == std::string::npos || colon > end) return backend;
-  std::string model = text.substr(colon + 1, end - colon - 1);
-  model.erase(0, model.find_first_not_of(' '));
-  std::string s = backend;
-  s += " (";
-  s += model;
-  s += ")";
-  return s;
-}
 
 std::string Rate(const config::ProfileMeasurement& m) {
   if (m.flops > 0) return FormatFlopRate(m.flops / m.seconds);

@@ -18,6 +18,7 @@
 #include "exec/comm/mpi_world.h"
 #include "sim/plan_size.h"
 #include "tools/commands.h"
+#include "tools/profile_command.h"
 #include "tools/exec_command.h"
 #include "tools/heap_pages.h"
 #include "tools/interrupt_watcher.h"
@@ -256,6 +257,9 @@ int main(int argc, char** argv) {
                            "Scenario: device profile for the prediction (default: the "
                            "scenario's, else results/calibration/device_profile.yaml, measured "
                            "first with a quick calibration when missing)");
+  validate_cmd->add_option("--cost-table", validate_exec.cost_table,
+                           "Scenario: price compute from this op-cost table (dtsim profile) "
+                           "or torch.profiler trace, as workload.cost_model: measured does");
   validate_cmd->add_flag("--mpi-allreduce", validate_exec.mpi_allreduce,
                          "Scenario: MPI's own all-reduce instead of the plan's ring or tree");
   validate_cmd->add_option("--threads", validate_exec.threads,
@@ -496,6 +500,9 @@ int main(int argc, char** argv) {
       "the device while the others wait, then ranks 0 and 1 play ping-pong; rank 0 writes\n"
       "the profile. Without mpirun and without --ranks, MPI is not used at all.");
 
+  dtsim::tools::ProfileCommandOptions profile;
+  CLI::App* profile_cmd = dtsim::tools::AddProfileCommand(app, &profile);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -604,6 +611,7 @@ int main(int argc, char** argv) {
       dtsim::tools::ModelCommand(model_name, std::cout, std::cerr);
     if (*devices_cmd) dtsim::tools::DevicesCommand(local, std::cout);
     if (*calibrate_cmd) dtsim::tools::CalibrateCommand(calibrate, world, std::cout, std::cerr);
+    if (*profile_cmd) dtsim::tools::ProfileCommand(profile, std::cout, std::cerr);
   } catch (const dtsim::InfeasiblePlan& e) {
     if (const int status = interrupted()) return status;
     std::cerr << ("dtsim: " + std::string(e.what()) + "\n");  // one write: ranks share stderr

@@ -38,6 +38,7 @@
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "tools/commands.h"
+#include "tools/exec_scenario.h"
 #include "tools/mpi_launch.h"
 #include "tools/output_set.h"
 
@@ -109,8 +110,6 @@ std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const st
       exec::TeacherDatasetOptions{.shape = input.output_shape, .classes = classes, .seed = seed});
 }
 
-namespace {
-
 exec::OptimizerOptions OptimizerFor(const config::Scenario& s, double lr) {
   exec::OptimizerOptions o;
   switch (s.parallelism.optimizer) {
@@ -122,7 +121,6 @@ exec::OptimizerOptions OptimizerFor(const config::Scenario& s, double lr) {
   return o;
 }
 
-// Refuses what real execution does not do, before any work.
 void CheckExecutable(const config::Scenario& s) {
   const std::string where = s.source_path;
   if (s.parallelism.hybrid.tensor_parallel > 1)
@@ -161,6 +159,8 @@ void CheckExecutable(const config::Scenario& s) {
     throw UserError(where + ": interleaved virtual stages are simulated but not executed for real",
                     "use schedule gpipe or 1f1b");
 }
+
+namespace {
 
 struct Summary {
   double step_s = 0, compute_s = 0, comm_s = 0, input_s = 0, throughput = 0;
@@ -697,6 +697,37 @@ void CheckMemory(const ExecCommandOptions& o, const config::Scenario& s, const p
 
 // The device profile the prediction uses (see ExecCommandOptions::profile);
 // every rank takes part in a calibration run.
+// validate --cost-table: the prediction prices compute from the table,
+// which must have timed the kernels this run uses (`runs`), on as many
+// threads.
+void UseCostTable(const ExecCommandOptions& o, const std::string& runs, config::Scenario* s) {
+  config::WorkloadConfig& w = s->workload;
+  w.cost_model = config::CostModelKind::kMeasured;
+  w.cost_table = o.cost_table;
+  w.cost_table_where = SourceLocation{o.cost_table};
+  const std::string text = config::ReadCostFile(o.cost_table);
+  w.cost_table_data = nullptr;
+  if (config::IsChromeTrace(text)) return;
+  auto table = std::make_shared<config::OpCostTable>(config::ParseOpCostTable(text, o.cost_table));
+  const std::string again = "profile again: dtsim profile " + o.scenario_path +
+                            (o.portable ? " --portable" : "") +
+                            (o.threads > 1 ? " --threads " + std::to_string(o.threads) : "");
+  if (table->source == "dtsim profile" && table->backend != runs)
+    throw UserError(SourceLocation{o.cost_table},
+                    "the op-cost table timed the '" + table->backend + "' kernels, but this run "
+                    "uses '" + runs + "'", again);
+  if (table->threads != o.threads)
+    throw UserError(SourceLocation{o.cost_table},
+                    "the op-cost table timed kernels on " + std::to_string(table->threads) +
+                        " thread(s), but this run uses " + std::to_string(o.threads),
+                    again);
+  if (table->precision != hw::PrecisionName(w.precision))
+    throw UserError(SourceLocation{o.cost_table},
+                    "the op-cost table was measured in " + table->precision + ", the scenario trains in " +
+                        hw::PrecisionName(w.precision), again);
+  w.cost_table_data = std::move(table);
+}
+
 void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::Scenario* s,
                 std::ostream& out, std::ostream& err) {
   std::string path = o.profile;
@@ -751,6 +782,12 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
 void ShareCores(int processes, const config::DeviceProfile* profile, config::Scenario* s) {
   const double share = CoreShare(processes);
   if (share >= 1) return;
+  if (s->workload.cost_table_data != nullptr) {
+    // The table timed one process alone; each op takes 1 / share as long.
+    auto table = std::make_shared<config::OpCostTable>(*s->workload.cost_table_data);
+    config::ScaleOpCostTable(1 / share, table.get());
+    s->workload.cost_table_data = std::move(table);
+  }
   for (hw::DeviceSpec& d : s->cluster.custom_devices) {
     if (d.name != s->cluster.device) continue;
     for (double* rate : {&d.fp32_flop_per_s, &d.tf32_flop_per_s, &d.fp16_flop_per_s,
@@ -808,6 +845,7 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
   if (!o.out_dir.empty()) a.insert(a.end(), {"--out", o.out_dir});
   if (o.quiet) a.emplace_back("--quiet");
   if (!o.profile.empty()) a.insert(a.end(), {"--profile", o.profile});
+  if (!o.cost_table.empty()) a.insert(a.end(), {"--cost-table", o.cost_table});
   return a;
 }
 
@@ -916,6 +954,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   exec::ExecOptions eo = MakeExecOptions(o, s, world.size());
   if (o.validate) {
     UseProfile(o, comm, &s, out, err);
+    if (!o.cost_table.empty()) UseCostTable(o, exec::MakeCpuBackend(CpuIsaOf(o))->Name(), &s);
     // The profile the loader or UseProfile applied, read once.
     std::optional<config::DeviceProfile> profile;
     if (!s.cluster.device_profile.empty())

@@ -69,6 +69,10 @@ struct ExecCommandOptions {
   // cluster.device_profile, else kDefaultProfile, measured first (quick
   // calibration, all ranks) when that file does not exist.
   std::string profile;
+  // validate: an op-cost table (dtsim profile) or torch.profiler trace the
+  // prediction prices compute from (workload.cost_model: measured); "" = the
+  // scenario's cost model.
+  std::string cost_table;
   // Emulated cluster network (exec/netem/emulated_network.h; needs root):
   // each rank in its own network namespace on a bridge, its link shaped to
   // this bandwidth per direction ("1Gbps", "100Mbps", ...); "" = none, the

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <Eigen/Core>
+
 #include "common/error.h"
 #include "exec/kernels/cpu_backend.h"
 
@@ -67,6 +69,11 @@ std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa, int threads) {
   if (isa == CpuIsa::kAvx512) return cpu_avx512::NewCpuBackend(threads);
 #endif
   return cpu::NewCpuBackend(threads);
+}
+
+std::map<std::string, std::string> KernelLibraries() {
+  return {{"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
+                        "." + std::to_string(EIGEN_MINOR_VERSION)}};
 }
 
 }  // namespace dtsim::exec

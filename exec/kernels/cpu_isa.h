@@ -12,7 +12,9 @@
 //   std::unique_ptr<Backend> p = MakeCpuBackend(CpuIsa::kPortable);
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "exec/backend.h"
 
@@ -32,5 +34,9 @@ CpuIsa BestCpuIsa();
 // A CpuBackend of that build on `threads` threads (CpuBackend says what runs
 // on them). Throws UserError when the build is not available or threads < 1.
 std::unique_ptr<Backend> MakeCpuBackend(CpuIsa isa, int threads = 1);
+
+// The libraries the CPU kernels are built on, name -> version
+// ({"eigen": "3.4.0"}), for the files that record measurements.
+std::map<std::string, std::string> KernelLibraries();
 
 }  // namespace dtsim::exec

@@ -1,0 +1,31 @@
+// `dtsim profile SCENARIO`: times every op of the scenario's per-device
+// training step on this machine's device through the exec backend and
+// writes an op-cost table (config/op_cost_table.h) that `workload.cost_model:
+// measured` prices from (docs/measured_costs.md).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace dtsim::tools {
+
+struct ProfileCommandOptions {
+  std::string scenario_path;
+  std::string out_path;      // default results/profile/<scenario name>.json
+  std::string backend = "cpu";
+  int threads = 1;           // CPU kernel threads (as exec --threads)
+  bool portable = false;     // the portable CPU kernels (as exec --portable)
+  int warmup_steps = 1;
+  int timed_steps = 5;
+  bool quiet = false;
+};
+
+// Declares the command and its options on `app`; parsed values land in *o.
+CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o);
+void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace dtsim::tools

@@ -3,16 +3,22 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
 #include "common/error.h"
+#include "config/loader_test_util.h"
 #include "models/graph_builder.h"
 
 namespace dtsim::config {
 namespace {
 
 using models::OpKind;
+namespace fs = std::filesystem;
 
 OpCostTable Sample() {
   OpCostTable t;
@@ -136,6 +142,46 @@ TEST(OpCostTable, SignatureSeparatesWhatChangesTheKernels) {
   // ConvSpec::Square has a bias: 64 x 64 x 3 x 3 weights + 64 biases = 36,928.
   EXPECT_EQ(OpSignature(m.op(a.op)),
             "conv2d in=64x56x56 out=64x56x56 params=36928 k=3x3 s=1x1 p=1x1 g=1 bias=1");
+}
+
+}  // namespace
+}  // namespace dtsim::config
+
+namespace dtsim::config {
+namespace {
+
+// workload.cost_model: measured and cost_table: both or neither, the file
+// must exist and be measured at the workload's precision.
+TEST(OpCostTable, ScenarioKeys) {
+  EXPECT_TRUE(FailsAt("workload:\n  cost_model: measured\n", 2, "needs workload.cost_table"));
+  EXPECT_TRUE(FailsAt("workload:\n  cost_table: t.json\n", 2,
+                      "cost_table applies to cost_model: measured"));
+  EXPECT_TRUE(FailsAt("workload:\n  cost_model: measured\n  cost_table: /nonexistent/t.json\n", 3,
+                      "not found"));
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_cost_table_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path table = dir / "t.json";
+  {
+    std::ofstream f(table);
+    f << OpCostTableJson(Sample());  // fp32
+  }
+  const std::string yaml = "workload:\n  cost_model: measured\n  cost_table: " + table.string() + "\n";
+  const Scenario s = ParseScenario(yaml, "test.yaml");
+  EXPECT_EQ(s.workload.cost_model, CostModelKind::kMeasured);
+  ASSERT_NE(s.workload.cost_table_data, nullptr);
+  EXPECT_EQ(s.workload.cost_table_data->entries.size(), 2u);
+  EXPECT_TRUE(FailsAt(yaml + "  precision: bf16\n", 3, "measured in fp32"));
+  // A Chrome trace is kept as its path, for import against the model.
+  {
+    std::ofstream f(dir / "trace.json");
+    f << "{\"traceEvents\": []}";
+  }
+  const Scenario traced = ParseScenario(
+      "workload:\n  cost_model: measured\n  cost_table: " + (dir / "trace.json").string() + "\n",
+      "test.yaml");
+  EXPECT_EQ(traced.workload.cost_table_data, nullptr);
+  EXPECT_EQ(traced.workload.cost_table, (dir / "trace.json").string());
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -126,7 +126,10 @@ std::string ModelledOpNames(const Prediction& p, std::size_t n) {
   return names;
 }
 
+}  // namespace
+
 nlohmann::ordered_json CostSourcesJson(const config::Scenario& s, const Prediction& p) {
+  if (s.workload.cost_table.empty()) return nullptr;
   const CostShares c = SharesOf(p);
   nlohmann::ordered_json j;
   j["cost_table"] = s.workload.cost_table;
@@ -139,8 +142,6 @@ nlohmann::ordered_json CostSourcesJson(const config::Scenario& s, const Predicti
   j["modelled_ops"] = std::move(ops);
   return j;
 }
-
-}  // namespace
 
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;

@@ -274,6 +274,7 @@ struct EnginePrediction {
   std::string engine;
   std::string device;
   double step_s = 0, throughput = 0, compute_s = 0, comm_s = 0;
+  nlohmann::ordered_json cost_sources;  // sim::CostSourcesJson
 };
 
 // `trace` (optional) gets the prediction's timeline (sim's trace.json).
@@ -285,8 +286,13 @@ EnginePrediction Predict(const config::Scenario& s, const std::string& engine,
   if (engine == "simgrid") e.workload.input = config::InputPipeline{};
   const sim::Prediction p = sim::Simulate(e);
   if (trace) sim::WriteChromeTrace(*trace, p, s.outputs.trace_max_ranks);
-  return {engine, p.device.name, p.metrics.step_time_s, p.metrics.throughput_samples_per_s,
-          p.metrics.breakdown.compute_s, p.metrics.breakdown.comm_s};
+  return {engine,
+          p.device.name,
+          p.metrics.step_time_s,
+          p.metrics.throughput_samples_per_s,
+          p.metrics.breakdown.compute_s,
+          p.metrics.breakdown.comm_s,
+          sim::CostSourcesJson(e, p)};
 }
 
 // Measured step time per iteration (the slowest rank) and mean compute per
@@ -473,6 +479,17 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     };
     j["predicted"] = predicted(preds[0]);
     j["error_percent"] = errors(preds[0]);
+    std::string sources;  // where the prediction's compute came from
+    if (!preds[0].cost_sources.is_null()) {
+      j["cost_sources"] = preds[0].cost_sources;
+      char buf[160];
+      const auto& c = preds[0].cost_sources;
+      std::snprintf(buf, sizeof buf, "measured %.1f%%, interpolated %.1f%%, modelled %.1f%%",
+                    100 * c["measured_share"].get<double>(),
+                    100 * c["interpolated_share"].get<double>(),
+                    100 * c["modelled_share"].get<double>());
+      sources = "Compute priced from the op-cost table " + s.workload.cost_table + ": " + buf + ".\n\n";
+    }
     if (preds.size() > 1) {
       for (const EnginePrediction& p : preds) {
         j["predicted_by_engine"][p.engine] = predicted(p);
@@ -549,7 +566,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
     md << "# " << s.name << ": prediction against real execution\n\n"
        << r.times.size() << " ranks, " << m.measured << " measured iterations of "
        << r.samples_per_iteration << " samples; device " << setting << ".\n\n"
-       << table << "\n![step time per iteration](validation.svg)\n";
+       << sources << table << "\n![step time per iteration](validation.svg)\n";
     CloseOutput(md, "validation.md");
     auto svg = files.Open("validation.svg");
     svg << StepTimeChart(s, r, preds);

@@ -1556,3 +1556,49 @@ TEST_F(Cli, TtaGivesTimesToTheTargetDeterministically) {
 }
 
 }  // namespace
+
+namespace {
+
+// dtsim profile writes a table of the scenario's ops; a scenario naming it
+// prices every op and the optimizer from it, and says so in its report.
+TEST_F(Cli, ProfileThenPriceFromTheTable) {
+  fs::create_directories(dir_);
+  const fs::path table = dir_ / "cifar10.json";
+  Result r = Dtsim("profile scenarios/local/cifar10-1cpu.yaml --steps 1 --warmup 0 --quiet --out " +
+                   table.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote " + table.string()), std::string::npos) << r.out;
+  const auto t = nlohmann::json::parse(Slurp(table));
+  EXPECT_EQ(t.at("format"), "dtsim-op-costs");
+  EXPECT_EQ(t.at("precision"), "fp32");
+  EXPECT_FALSE(t.at("ops").empty());
+
+  std::string scenario = Slurp("scenarios/local/cifar10-1cpu.yaml");
+  scenario += "\n";
+  const std::size_t at = scenario.find("workload:\n");
+  ASSERT_NE(at, std::string::npos);
+  scenario.insert(at + 10, "  cost_model: measured\n  cost_table: cifar10.json\n");
+  std::ofstream(dir_ / "measured.yaml") << scenario;
+  r = Dtsim("run " + (dir_ / "measured.yaml").string() + " --no-trace --out " +
+            (dir_ / "out").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("measured 100.0%, interpolated 0.0%, modelled 0.0%"), std::string::npos)
+      << r.out;
+  const auto report = nlohmann::json::parse(Slurp(dir_ / "out" / "report.json"));
+  EXPECT_DOUBLE_EQ(report.at("cost_sources").at("measured_share").get<double>(), 1.0);
+  EXPECT_TRUE(report.at("cost_sources").at("modelled_ops").empty());
+  EXPECT_NE(report.at("cost_model").get<std::string>().find("measured"), std::string::npos);
+
+  // User mistakes exit 2 with a location.
+  r = Dtsim("profile scenarios/default.yaml --quiet --out " + (dir_ / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("fp16"), std::string::npos) << r.err;
+  std::ofstream(dir_ / "broken.json") << "{\"format\": \"dtsim-op-costs\", \"version\": 1}";
+  scenario.replace(scenario.find("cifar10.json"), 12, "broken.json");
+  std::ofstream(dir_ / "broken.yaml") << scenario;
+  r = Dtsim("run " + (dir_ / "broken.yaml").string() + " --quiet --no-trace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
+}
+
+}  // namespace

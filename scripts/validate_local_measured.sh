@@ -16,7 +16,7 @@ set -eu
 DTSIM=${DTSIM:-build/tools/dtsim}
 OUT=${OUT:-results/local-measured}
 PASSES=${PASSES:-3}
-mkdir -p "$OUT"
+mkdir -p "$OUT/runs"
 
 if [ $# -gt 0 ]; then
   names="$*"
@@ -34,13 +34,13 @@ runnable() {
 # profile; compute comes from the tables.
 if [ "${CALIBRATE:-1}" != 0 ]; then
   echo "== calibrate --ranks 2" >&2
-  "$DTSIM" calibrate --ranks 2 --out results/calibration/device_profile.yaml > "$OUT/calibrate.log"
+  "$DTSIM" calibrate --ranks 2 --out results/calibration/device_profile.yaml > "$OUT/runs/calibrate.log"
 fi
 
 for n in $names; do
   runnable "$n" || { echo "== skip $n (needs root)" >&2; continue; }
   echo "== profile $n" >&2
-  "$DTSIM" profile "scenarios/local/$n.yaml" --out "$OUT/$n.json" --quiet > "$OUT/$n.profile.log"
+  "$DTSIM" profile "scenarios/local/$n.yaml" --out "$OUT/$n.json" --quiet > "$OUT/runs/$n.profile.log"
 done
 
 : > "$OUT/errors.csv"
@@ -51,9 +51,9 @@ while [ "$pass" -le "$PASSES" ]; do
     echo "== pass $pass: validate $n" >&2
     # shellcheck disable=SC2046
     "$DTSIM" validate "scenarios/local/$n.yaml" $(network_of "$n") --cost-table "$OUT/$n.json" \
-      --out "$OUT/$n-pass$pass" --quiet > "$OUT/$n-pass$pass.log" 2>&1 || {
-      echo "validate $n failed: see $OUT/$n-pass$pass.log" >&2; exit 1; }
-    python3 - "$OUT/$n-pass$pass/validation.json" "$n" "$pass" >> "$OUT/errors.csv" <<'PY'
+      --out "$OUT/runs/$n-pass$pass" --quiet > "$OUT/runs/$n-pass$pass.log" 2>&1 || {
+      echo "validate $n failed: see $OUT/runs/$n-pass$pass.log" >&2; exit 1; }
+    python3 - "$OUT/runs/$n-pass$pass/validation.json" "$n" "$pass" >> "$OUT/errors.csv" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(f"{sys.argv[2]},{sys.argv[3]},{j['predicted']['step_time_s']:.6f},"

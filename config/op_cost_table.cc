@@ -197,6 +197,7 @@ OpTiming TimingOf(std::vector<double> seconds) {
 
 std::string OpCostTableProblem(const OpCostTable& t) {
   if (t.threads < 1) return "threads must be >= 1";
+  if (t.concurrent < 1) return "concurrent must be >= 1";
   std::set<std::pair<std::string, std::int64_t>> seen;
   for (std::size_t i = 0; i < t.entries.size(); ++i) {
     const OpCostEntry& e = t.entries[i];
@@ -238,6 +239,7 @@ std::string OpCostTableJson(const OpCostTable& t) {
   j["device"] = t.device;
   j["backend"] = t.backend;
   j["threads"] = t.threads;
+  j["concurrent"] = t.concurrent;
   j["precision"] = t.precision;
   j["host"] = t.host;
   j["date"] = t.date;
@@ -290,7 +292,7 @@ OpCostTable ParseOpCostTable(const std::string& json_text, const std::string& fi
     root.Fail("this is a Chrome trace, not an op-cost table");
   }
   const Object o(j, root,
-                 {"format", "version", "source", "device", "backend", "threads", "precision",
+                 {"format", "version", "source", "device", "backend", "threads", "concurrent", "precision",
                   "host", "date", "dtsim_version", "libraries", "scenario", "ops", "optimizer",
                   "communication"});
   if (o.String("format") != kFormat)
@@ -302,6 +304,7 @@ OpCostTable ParseOpCostTable(const std::string& json_text, const std::string& fi
   t.device = o.String("device", false);
   t.backend = o.String("backend", false);
   t.threads = static_cast<int>(o.Integer("threads", 1, false, 1));
+  t.concurrent = static_cast<int>(o.Integer("concurrent", 1, false, 1));
   t.precision = o.String("precision");
   t.host = o.String("host", false);
   t.date = o.String("date", false);

@@ -8,7 +8,7 @@
 // The file is JSON:
 //   {"format": "dtsim-op-costs", "version": 1,
 //    "source": "dtsim profile" | "torch.profiler", "device": "...",
-//    "backend": "cpu-avx512", "threads": 1, "precision": "fp32",
+//    "backend": "cpu-avx512", "threads": 1, "concurrent": 2, "precision": "fp32",
 //    "host": "...", "date": "2026-11-28T01:02:03Z", "dtsim_version": "...",
 //    "libraries": {"eigen": "3.4.0", ...},
 //    "ops": [{"signature": "...", "kind": "conv2d", "batch": 32, "name": "conv1",
@@ -88,6 +88,7 @@ struct OpCostTable {
   std::string device;     // what was measured, e.g. "cpu (AMD EPYC 7B13)"
   std::string backend;    // exec backend build or framework, e.g. "cpu-avx512", "pytorch 1.13.1"
   int threads = 1;        // threads the kernels ran on, >= 1
+  int concurrent = 1;     // copies of the step that ran at once (ranks sharing the machine), >= 1
   std::string precision = "fp32";  // hw::PrecisionName of the runs
   std::string host, date, dtsim_version;
   std::map<std::string, std::string> libraries;  // library -> version
@@ -100,7 +101,8 @@ struct OpCostTable {
 // "" when `t` can be written and read back: every entry with a signature,
 // batch >= 1, at least one timing, timings with 0 < min <= median <= max
 // and runs >= 1, finite work >= 0, no two entries with the same
-// (signature, batch), threads >= 1; otherwise the first problem.
+// (signature, batch), threads and concurrent >= 1; otherwise the first
+// problem.
 std::string OpCostTableProblem(const OpCostTable& t);
 
 // The table as JSON text (entries in the order given, numbers with 17

@@ -26,6 +26,7 @@ OpCostTable Sample() {
   t.device = "cpu (Test \"Quoted\" CPU)";
   t.backend = "cpu-avx2";
   t.threads = 2;
+  t.concurrent = 3;
   t.precision = "fp32";
   t.host = "h";
   t.date = "2026-11-28T00:00:00Z";

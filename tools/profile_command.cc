@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <memory>
 #include <ostream>
+#include <algorithm>
+#include <map>
 #include <set>
+#include <thread>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -23,21 +26,30 @@
 namespace dtsim::tools {
 namespace {
 
-// The batches the scenario's compute tasks run at (one per device, or the
-// micro-batch of a pipeline), from the plan exec would run.
-std::set<std::int64_t> PlanBatches(const config::Scenario& s, const models::ModelGraph& graph) {
+// What the profile needs of the plan exec would run: the batches its
+// compute tasks run at (one per device, or a pipeline's micro-batch), and
+// the most ranks one node holds.
+struct PlanFacts {
+  std::set<std::int64_t> batches;
+  int ranks_per_node = 1;
+};
+PlanFacts FactsOf(const config::Scenario& s, const models::ModelGraph& graph) {
   config::Scenario one = s;
   one.workload.iterations = 1;
   if (one.parallelism.strategy == config::Strategy::kLocalSgd) one.parallelism.averaging_period = 1;
   const plan::Plan plan = sim::MakePlan(one, graph, 0);
-  std::set<std::int64_t> batches;
+  PlanFacts facts;
+  std::map<int, int> per_node;
+  for (const plan::RankPlacement& r : plan.ranks)
+    facts.ranks_per_node = std::max(facts.ranks_per_node, ++per_node[r.node]);
+  std::set<std::int64_t>& batches = facts.batches;
   for (const plan::Task& t : plan.tasks()) {
     if (t.op >= 0 && t.batch > 0 &&
         (t.kind == plan::TaskKind::kForward || t.kind == plan::TaskKind::kBackwardInput ||
          t.kind == plan::TaskKind::kBackwardWeight || t.kind == plan::TaskKind::kBackward))
       batches.insert(t.batch);
   }
-  return batches;
+  return facts;
 }
 
 }  // namespace
@@ -67,13 +79,17 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o) {
   cmd->add_option("--steps", o->timed_steps, "Timed training steps; each op's median is over them")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--concurrent", o->concurrent,
+                  "Copies of the step run at once, one timed (default: the ranks the scenario "
+                  "puts on a node, at most this machine's cores / --threads; CPU only)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr");
   return cmd;
 }
 
 void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.backend != "cpu" && (o.threads != 1 || o.portable))
-    throw UserError("--threads and --portable choose CPU kernels; --backend " + o.backend +
+  if (o.backend != "cpu" && (o.threads != 1 || o.portable || o.concurrent > 1))
+    throw UserError("--threads, --portable and --concurrent are for CPU kernels; --backend " + o.backend +
                         " runs its kernels on the device",
                     "drop them, or use --backend cpu");
   const config::Scenario s = config::LoadScenario(o.scenario_path);
@@ -84,7 +100,8 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
                         hw::PrecisionName(s.workload.precision),
                     "profile with workload.precision: fp32");
   const models::ModelGraph graph = config::BuildWorkloadModel(s);
-  const std::set<std::int64_t> batches = PlanBatches(s, graph);
+  const PlanFacts facts = FactsOf(s, graph);
+  const std::set<std::int64_t>& batches = facts.batches;
   if (batches.empty()) throw UserError(o.scenario_path + ": the plan has no compute tasks");
 
   exec::SoloCommunicator solo;
@@ -97,6 +114,13 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
                                o.threads);
   }
   exec::Backend& backend = device.backend ? *device.backend : *cpu;
+  // As many copies of the step as the job runs ranks on a node, on at most
+  // as many cores: a GPU, or ranks beyond the cores, time-share instead
+  // (validate stretches the times by the share of a core).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int concurrent = o.concurrent > 0 ? o.concurrent
+                         : o.backend == "cpu" ? std::min(facts.ranks_per_node, std::max(1, cores / o.threads))
+                                              : 1;
 
   config::OpCostTable table;
   table.source = "dtsim profile";
@@ -114,11 +138,17 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
   po.timed_steps = o.timed_steps;
   po.optimizer = OptimizerFor(s, 0);
   po.seed = s.seed;
+  po.concurrent = concurrent;
+  const exec::CpuIsa isa = o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa();
+  po.make_backend = [isa, &o] { return exec::MakeCpuBackend(isa, o.threads); };
+  table.concurrent = concurrent;
   for (std::int64_t batch : batches) {
     po.batch = batch;
     if (!o.quiet)
       err << "profile: " << graph.name() << " at batch " << batch << " on " << backend.Name()
-          << ", " << o.warmup_steps << " warm-up and " << o.timed_steps << " timed steps\n"
+          << ", " << o.warmup_steps << " warm-up and " << o.timed_steps << " timed steps"
+          << (concurrent > 1 ? ", " + std::to_string(concurrent) + " copies at once" : std::string())
+          << "\n"
           << std::flush;
     const exec::OpProfile p = exec::ProfileOps(
         graph, backend, po, [&](int step, int total, double seconds) {

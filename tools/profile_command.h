@@ -21,6 +21,7 @@ struct ProfileCommandOptions {
   bool portable = false;     // the portable CPU kernels (as exec --portable)
   int warmup_steps = 1;
   int timed_steps = 5;
+  int concurrent = 0;        // copies of the step at once; 0 = the ranks on a node, at most the cores
   bool quiet = false;
 };
 

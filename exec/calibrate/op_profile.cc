@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <barrier>
+#include <exception>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "common/error.h"
 #include "exec/runtime/model_runtime.h"
@@ -38,66 +42,129 @@ std::int64_t LossClasses(const models::ModelGraph& graph) {
   return 1;
 }
 
+// One copy of the training step: a runtime, its optimizer and a batch.
+class StepRunner {
+ public:
+  StepRunner(const models::ModelGraph& graph, Backend& backend, const OpProfileOptions& options)
+      : graph_(graph), backend_(backend), rt_(graph, backend, Runtime(options)),
+        optimizer_(backend, rt_.num_params(), options.optimizer) {
+    // A batch like exec's synthetic ones: token ids below the vocabulary, or
+    // uniform values in [0, 1); labels below the loss's class count.
+    std::mt19937_64 rng(options.seed);
+    x_.resize(static_cast<std::size_t>(rt_.input_elements() * options.batch));
+    const std::int64_t vocab = TokenVocabulary(graph);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    for (float& v : x_) {
+      v = vocab > 0
+              ? static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, vocab - 1)(rng))
+              : uniform(rng);
+    }
+    labels_.resize(static_cast<std::size_t>(rt_.label_elements() * options.batch));
+    const std::int64_t classes = LossClasses(graph);
+    for (float& v : labels_)
+      v = static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(rng));
+  }
+
+  // One step; with `times`, each call's seconds appended: forward[op],
+  // backward[op], the optimizer's, the whole step's.
+  struct Times {
+    std::vector<std::vector<double>> forward, backward;
+    std::vector<double> optimizer, step;
+  };
+  void Step(int step, Times* times) {
+    const std::size_t n = graph_.num_ops();
+    const Clock::time_point step_start = Clock::now();
+    rt_.SetStep(step);
+    if (rt_.reads_data()) rt_.SetInput(0, x_.data());
+    if (rt_.holds_loss()) rt_.SetLabels(0, labels_.data());
+    for (OpId v = 0; v < n; ++v) {
+      const Clock::time_point t = Clock::now();
+      rt_.Forward(v, 0);
+      backend_.Synchronize();
+      if (times) times->forward[v].push_back(Since(t));
+    }
+    for (OpId v = n; v-- > 0;) {
+      const Clock::time_point t = Clock::now();
+      rt_.Backward(v, 0);
+      backend_.Synchronize();
+      if (times) times->backward[v].push_back(Since(t));
+    }
+    const Clock::time_point t = Clock::now();
+    optimizer_.Step(rt_.params(), rt_.grads());
+    rt_.ZeroGrads();
+    backend_.Synchronize();
+    if (times) {
+      times->optimizer.push_back(Since(t));
+      times->step.push_back(Since(step_start));
+    }
+  }
+  std::int64_t num_params() const { return rt_.num_params(); }
+
+ private:
+  static RuntimeOptions Runtime(const OpProfileOptions& o) {
+    RuntimeOptions ro;
+    ro.micro_batch = o.batch;
+    ro.seed = o.seed;
+    return ro;
+  }
+  const models::ModelGraph& graph_;
+  Backend& backend_;
+  ModelRuntime rt_;
+  Optimizer optimizer_;
+  std::vector<float> x_, labels_;
+};
+
 }  // namespace
 
 OpProfile ProfileOps(const models::ModelGraph& graph, Backend& backend,
                      const OpProfileOptions& options, const OpProfileProgress& progress) {
-  DTSIM_CHECK(options.batch >= 1 && options.timed_steps >= 1 && options.warmup_steps >= 0,
+  DTSIM_CHECK(options.batch >= 1 && options.timed_steps >= 1 && options.warmup_steps >= 0 &&
+                  options.concurrent >= 1,
               "bad profile options");
+  DTSIM_CHECK(options.concurrent == 1 || options.make_backend, "concurrent copies need backends");
   if (const std::string why = ModelRuntime::UnsupportedOps(graph); !why.empty())
     throw UserError(why, "profile a model whose ops all have kernels here");
-  RuntimeOptions ro;
-  ro.micro_batch = options.batch;
-  ro.seed = options.seed;
-  ModelRuntime rt(graph, backend, ro);
-  Optimizer optimizer(backend, rt.num_params(), options.optimizer);
-
-  // A batch like exec's synthetic ones: token ids below the vocabulary, or
-  // uniform values in [0, 1); labels below the loss's class count.
-  std::mt19937_64 rng(options.seed);
-  std::vector<float> x(static_cast<std::size_t>(rt.input_elements() * options.batch));
-  const std::int64_t vocab = TokenVocabulary(graph);
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  for (float& v : x) {
-    v = vocab > 0 ? static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, vocab - 1)(rng))
-                  : uniform(rng);
-  }
-  std::vector<float> labels(static_cast<std::size_t>(rt.label_elements() * options.batch));
-  const std::int64_t classes = LossClasses(graph);
-  for (float& v : labels)
-    v = static_cast<float>(std::uniform_int_distribution<std::int64_t>(0, classes - 1)(rng));
-
+  StepRunner timed(graph, backend, options);
   const std::size_t n = graph.num_ops();
-  std::vector<std::vector<double>> forward(n), backward(n);
-  std::vector<double> optimizer_s, step_s;
+  StepRunner::Times times;
+  times.forward.resize(n);
+  times.backward.resize(n);
   const int total = options.warmup_steps + options.timed_steps;
-  for (int step = 0; step < total; ++step) {
-    const bool timed = step >= options.warmup_steps;
-    const Clock::time_point step_start = Clock::now();
-    rt.SetStep(step);
-    if (rt.reads_data()) rt.SetInput(0, x.data());
-    if (rt.holds_loss()) rt.SetLabels(0, labels.data());
-    for (OpId v = 0; v < n; ++v) {
-      const Clock::time_point t = Clock::now();
-      rt.Forward(v, 0);
-      backend.Synchronize();
-      if (timed) forward[v].push_back(Since(t));
-    }
-    for (OpId v = n; v-- > 0;) {
-      const Clock::time_point t = Clock::now();
-      rt.Backward(v, 0);
-      backend.Synchronize();
-      if (timed) backward[v].push_back(Since(t));
-    }
-    const Clock::time_point t = Clock::now();
-    optimizer.Step(rt.params(), rt.grads());
-    rt.ZeroGrads();
-    backend.Synchronize();
-    if (timed) optimizer_s.push_back(Since(t));
-    const double seconds = Since(step_start);
-    if (timed) step_s.push_back(seconds);
-    if (progress) progress(step + 1, total, seconds);
+
+  // The companions run the same steps on their own threads, each step
+  // started together with the timed one's.
+  std::barrier sync(options.concurrent);
+  std::vector<std::thread> companions;
+  std::exception_ptr failed;
+  std::mutex failed_mu;
+  for (int c = 1; c < options.concurrent; ++c) {
+    companions.emplace_back([&] {
+      try {
+        const std::unique_ptr<Backend> own = options.make_backend();
+        StepRunner runner(graph, *own, options);
+        for (int step = 0; step < total; ++step) {
+          sync.arrive_and_wait();
+          runner.Step(step, nullptr);
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failed_mu);
+        failed = std::current_exception();
+        sync.arrive_and_drop();
+      }
+    });
   }
+  for (int step = 0; step < total; ++step) {
+    if (options.concurrent > 1) sync.arrive_and_wait();
+    const Clock::time_point start = Clock::now();
+    timed.Step(step, step >= options.warmup_steps ? &times : nullptr);
+    if (progress) progress(step + 1, total, Since(start));
+  }
+  for (std::thread& t : companions) t.join();
+  if (failed) std::rethrow_exception(failed);
+  const std::vector<std::vector<double>>& forward = times.forward;
+  const std::vector<std::vector<double>>& backward = times.backward;
+  const std::vector<double>& optimizer_s = times.optimizer;
+  const std::vector<double>& step_s = times.step;
 
   OpProfile profile;
   const double b = static_cast<double>(options.batch);
@@ -134,7 +201,7 @@ OpProfile ProfileOps(const models::ModelGraph& graph, Backend& backend,
     profile.entries[i].backward = config::TimingOf(entry_backward[i]);
   }
   profile.optimizer.name = OptimizerAlgorithmName(options.optimizer.algorithm);
-  profile.optimizer.params = std::max<std::int64_t>(1, rt.num_params());
+  profile.optimizer.params = std::max<std::int64_t>(1, timed.num_params());
   profile.optimizer.seconds = config::TimingOf(optimizer_s);
   profile.step_s = config::TimingOf(step_s).median_s;
   return profile;

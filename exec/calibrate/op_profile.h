@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ struct OpProfileOptions {
   int timed_steps = 5;      // steps whose calls are timed, >= 1
   OptimizerOptions optimizer;
   std::uint64_t seed = 1;   // parameters and the synthetic batch
+  // Copies of the training step that run at once, each on its own thread
+  // and backend (from make_backend), in lockstep, step by step: the timed
+  // one sees the machine as shared as the job's ranks share it (memory
+  // bandwidth, caches, sibling hyper-threads). 1 = alone.
+  int concurrent = 1;
+  std::function<std::unique_ptr<Backend>()> make_backend;  // REQUIRED when concurrent > 1
 };
 
 struct OpProfile {

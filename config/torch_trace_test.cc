@@ -1,0 +1,313 @@
+// torch.profiler trace import on the traces Debian's python3-torch wrote
+// (config/testdata/torch, scripts/torch_traces.py) and on small hand-written
+// traces whose every number is derived below.
+#include "config/torch_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "models/graph_builder.h"
+#include "models/onnx_import.h"
+#include "models/zoo.h"
+
+namespace dtsim::config {
+namespace {
+
+using models::ModelGraph;
+using models::OpKind;
+
+constexpr const char* kDir = "config/testdata/torch/";
+
+// The entry of `graph`'s op `name` in `t`, or null.
+const OpCostEntry* EntryOf(const OpCostTable& t, const ModelGraph& graph,
+                           const std::string& name) {
+  const std::string sig = OpSignature(graph.op(graph.Find(name)));
+  for (const auto& e : t.entries) {
+    if (e.signature == sig) return &e;
+  }
+  return nullptr;
+}
+
+// Every op of `kinds` in `graph` has a forward and a backward time.
+void ExpectMeasured(const OpCostTable& t, const ModelGraph& graph,
+                    std::initializer_list<OpKind> kinds) {
+  for (std::size_t id = 0; id < graph.num_ops(); ++id) {
+    const auto& op = graph.op(id);
+    if (std::find(kinds.begin(), kinds.end(), op.kind) == kinds.end()) continue;
+    const OpCostEntry* e = EntryOf(t, graph, op.name);
+    ASSERT_NE(e, nullptr) << op.name;
+    EXPECT_TRUE(e->forward.has_value()) << op.name;
+    EXPECT_TRUE(e->backward.has_value()) << op.name;
+  }
+}
+
+// The step's top-level events: what the import attributed or set apart.
+double Accounted(const TorchTraceStep& s) {
+  return s.forward_s + s.backward_s + s.optimizer_s + s.zero_grad_s + s.communication_s +
+         s.unattributed_s;
+}
+
+// A hand-written step of a tiny model, batch 2:
+//   image 2x4x4 -conv 1x1 2-> -norm_a lrn(1)-> -norm_b lrn(1)-> -flatten-> 32
+//   -fc 32->3-> -loss
+// Two ProfilerStep spans 1000 us apart; the second's conv forward takes
+// `conv2_us` instead of 100. Times in us.
+ModelGraph TinyModel() {
+  models::GraphBuilder b("tiny");
+  models::Tensor x = b.Input("image", {2, 4, 4});
+  x = b.Conv2d("conv", x, models::ConvSpec::Square(2, 1));
+  x = b.LocalResponseNorm("norm_a", x, 1);
+  x = b.LocalResponseNorm("norm_b", x, 1);
+  x = b.Flatten("flatten", x);
+  b.SoftmaxCrossEntropy("loss", b.Dense("fc", x, {.out_features = 3}), 3);
+  return b.Finish("test");
+}
+
+nlohmann::json X(const std::string& name, double ts, double dur, nlohmann::json args = {},
+                 const std::string& cat = "cpu_op") {
+  return {{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 7}, {"tid", 7},
+          {"ts", ts}, {"dur", dur}, {"args", args.is_null() ? nlohmann::json::object() : args}};
+}
+nlohmann::json Aten(const std::string& name, double ts, double dur, nlohmann::json dims,
+                    int seq) {
+  return X(name, ts, dur, {{"Input Dims", dims}, {"Sequence number", seq}});
+}
+nlohmann::json Node(const std::string& name, double ts, double dur, int seq) {
+  nlohmann::json args = nlohmann::json::object();
+  if (seq >= 0) args["Sequence number"] = seq;
+  return X("autograd::engine::evaluate_function: " + name, ts, dur, args);
+}
+
+std::string TinyTrace(double conv2_us) {
+  nlohmann::json ev = nlohmann::json::array();
+  for (int step = 0; step < 2; ++step) {
+    const double o = 1000.0 * step;
+    const int q = 100 * step;  // sequence numbers grow across steps
+    ev.push_back(X("ProfilerStep#" + std::to_string(step), o, 1000, {}, "user_annotation"));
+    ev.push_back(X("Optimizer.zero_grad#SGD.zero_grad", o + 1, 4, {}, "user_annotation"));
+    ev.push_back(Aten("aten::zeros", o + 2, 1, {{}}, -1));  // inside zero_grad
+    ev.push_back(Aten("aten::conv2d", o + 10, step ? conv2_us : 100,
+                      {{2, 2, 4, 4}, {2, 2, 1, 1}, {2}, {}, {}, {}, {}}, q + 10));
+    ev.push_back(Aten("aten::convolution", o + 12, 60, {{2, 2, 4, 4}, {2, 2, 1, 1}, {2}}, q + 10));
+    // The two LRNs' composite: 60 us between the conv and flatten anchors.
+    ev.push_back(Aten("aten::mul", o + 420, 20, {{2, 2, 4, 4}, {2, 2, 4, 4}}, q + 11));
+    ev.push_back(Aten("aten::avg_pool3d", o + 450, 30, {{2, 1, 4, 4, 4}}, q + 12));
+    ev.push_back(Aten("aten::div", o + 490, 10, {{2, 2, 4, 4}, {2, 2, 4, 4}}, q + 13));
+    ev.push_back(Aten("aten::flatten", o + 510, 5, {{2, 2, 4, 4}, {}, {}}, q + 14));
+    ev.push_back(Aten("aten::linear", o + 520, 40, {{2, 32}, {3, 32}, {3}}, q + 15));
+    ev.push_back(Aten("aten::cross_entropy_loss", o + 570, 10, {{2, 3}, {2}}, q + 17));
+    ev.push_back(Aten("aten::ones_like", o + 590, 3, {{}}, -1));
+    ev.push_back(Node("NllLossBackward0", o + 600, 5, q + 18));
+    ev.push_back(Node("LogSoftmaxBackward0", o + 606, 5, q + 17));
+    ev.push_back(Node("AddmmBackward0", o + 612, 50, q + 16));
+    ev.push_back(Node("torch::autograd::AccumulateGrad", o + 663, 2, -1));
+    ev.push_back(Node("TBackward0", o + 666, 1, q + 15));
+    ev.push_back(Node("ViewBackward0", o + 668, 1, q + 14));
+    ev.push_back(Node("DivBackward0", o + 670, 20, q + 13));
+    ev.push_back(Node("AvgPool3DBackward0", o + 691, 30, q + 12));
+    ev.push_back(Node("MulBackward0", o + 722, 10, q + 11));
+    ev.push_back(Node("ConvolutionBackward0", o + 733, 200, q + 10));
+    // A collective inside the conv's backward (a DDP hook), 4 floats.
+    ev.push_back(X("gloo:all_reduce", o + 800, 50, {{"Input Dims", {{4}}}, {"Input type", {"float"}}},
+                   "user_annotation"));
+    ev.push_back(Node("torch::autograd::AccumulateGrad", o + 940, 4, -1));
+    ev.push_back(X("Optimizer.step#SGD.step", o + 950, 40, {}, "user_annotation"));
+    ev.push_back(Aten("aten::add_", o + 955, 10, {{2, 2, 1, 1}, {2, 2, 1, 1}}, -1));
+  }
+  return nlohmann::json{{"schemaVersion", 1}, {"traceEvents", ev}}.dump();
+}
+
+constexpr double kUs = 1e-6;  // s
+
+TEST(TorchTraceTest, HandWrittenStepIsAttributedAsDerived) {
+  const ModelGraph g = TinyModel();
+  TorchTraceReport r;
+  const OpCostTable t = ImportTorchTrace(TinyTrace(300), "tiny.json", g, &r);
+  EXPECT_EQ(r.batch, 2);
+  ASSERT_EQ(r.steps.size(), 2u);
+  const TorchTraceStep& s = r.steps[0];
+  EXPECT_NEAR(s.step_s, 1000 * kUs, 1e-12);
+  // Forward: conv 100 (its nested aten::convolution not again) + LRNs 20 +
+  // 30 + 10 + flatten 5 + fc 40 + loss 10 = 215.
+  EXPECT_NEAR(s.forward_s, 215 * kUs, 1e-12);
+  // Backward: loss 5 + 5, fc 50 + 2 (AccumulateGrad after AddmmBackward0)
+  // + 1, flatten 1, LRNs 20 + 30 + 10, conv 200 - 50 (the collective) + 4.
+  EXPECT_NEAR(s.backward_s, (10 + 53 + 1 + 60 + 154) * kUs, 1e-12);
+  EXPECT_NEAR(s.optimizer_s, 40 * kUs, 1e-12);
+  EXPECT_NEAR(s.zero_grad_s, 4 * kUs, 1e-12);
+  EXPECT_NEAR(s.communication_s, 50 * kUs, 1e-12);
+  EXPECT_NEAR(s.unattributed_s, 3 * kUs, 1e-12);  // aten::ones_like
+  ASSERT_EQ(r.unattributed.size(), 2u);
+  EXPECT_EQ(r.unattributed[0], "aten::ones_like in ProfilerStep#0 (3 us)");
+
+  const OpCostEntry* conv = EntryOf(t, g, "conv");
+  ASSERT_NE(conv, nullptr);
+  // Forward 100 us then 300 us: median of two is their mean.
+  EXPECT_NEAR(conv->forward->median_s, 200 * kUs, 1e-12);
+  EXPECT_NEAR(conv->forward->min_s, 100 * kUs, 1e-12);
+  EXPECT_NEAR(conv->forward->max_s, 300 * kUs, 1e-12);
+  EXPECT_EQ(conv->forward->runs, 2);
+  EXPECT_NEAR(conv->backward->median_s, 154 * kUs, 1e-12);
+  EXPECT_FALSE(conv->backward_input);  // reads only the image
+  EXPECT_EQ(conv->batch, 2);
+  EXPECT_DOUBLE_EQ(conv->forward_flops, 2 * g.op(g.Find("conv")).fwd_flops);
+  // The two LRNs have the same FLOPs, so each gets half of the composite:
+  // forward 60 / 2, backward 60 / 2; one entry for both (same signature).
+  const OpCostEntry* norm = EntryOf(t, g, "norm_a");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->occurrences, 2);
+  EXPECT_EQ(norm->forward->runs, 4);  // 2 ops x 2 steps
+  EXPECT_NEAR(norm->forward->median_s, 30 * kUs, 1e-12);
+  EXPECT_NEAR(norm->backward->median_s, 30 * kUs, 1e-12);
+  EXPECT_NEAR(EntryOf(t, g, "fc")->backward->median_s, 53 * kUs, 1e-12);
+  EXPECT_NEAR(EntryOf(t, g, "loss")->backward->median_s, 10 * kUs, 1e-12);
+
+  ASSERT_TRUE(t.optimizer.has_value());
+  EXPECT_EQ(t.optimizer->name, "sgd");
+  EXPECT_NEAR(t.optimizer->seconds.median_s, 40 * kUs, 1e-12);
+  ASSERT_EQ(t.communication.size(), 1u);
+  EXPECT_EQ(t.communication[0].name, "gloo:all_reduce");
+  EXPECT_DOUBLE_EQ(t.communication[0].bytes, 16);  // 4 floats
+  EXPECT_EQ(t.communication[0].seconds.runs, 2);
+  EXPECT_TRUE(r.unmeasured.empty());
+  EXPECT_EQ(OpCostTableProblem(t), "");
+  // The table survives the file format.
+  const OpCostTable back = ParseOpCostTable(OpCostTableJson(t), "tiny.json");
+  EXPECT_EQ(back.entries.size(), t.entries.size());
+}
+
+// Traces of Debian's torch 1.13 (scripts/torch_traces.py; batches from the
+// file names, as config/testdata/torch/manifest.json records them).
+struct Fixture {
+  const char* file;
+  const char* model;  // zoo name or ONNX file
+  std::int64_t batch;
+};
+const Fixture kFixtures[] = {
+    {"cifar10-cnn_b16.trace.json.gz", "cifar10-cnn", 16},
+    {"cifar10-cnn_b32.trace.json.gz", "cifar10-cnn", 32},
+    {"resnet18_b8.trace.json.gz", "models/testdata/onnx/resnet18_train_op17.onnx", 8},
+    {"resnet18_b16.trace.json.gz", "models/testdata/onnx/resnet18_train_op17.onnx", 16},
+};
+
+ModelGraph GraphOf(const Fixture& f) {
+  const std::string m = f.model;
+  return m.find(".onnx") != std::string::npos ? models::LoadOnnxModel(m)
+                                              : models::BuildZooModel(m);
+}
+
+TEST(TorchTraceTest, RealTracesMeasureEveryLayerForwardAndBackward) {
+  for (const Fixture& f : kFixtures) {
+    SCOPED_TRACE(f.file);
+    const ModelGraph g = GraphOf(f);
+    TorchTraceReport r;
+    const OpCostTable t = LoadTorchTrace(std::string(kDir) + f.file, g, &r);
+    EXPECT_EQ(r.batch, f.batch);
+    EXPECT_FALSE(r.gpu_kernels);  // CPU-only traces
+    ASSERT_EQ(r.steps.size(), 2u);  // torch_traces.py profiles two steps
+    ExpectMeasured(t, g, {OpKind::kConv2d, OpKind::kDense, OpKind::kBatchNorm,
+                          OpKind::kLocalResponseNorm, OpKind::kMaxPool,
+                          OpKind::kSoftmaxCrossEntropy});
+    // Every layer got time: nothing is left to the kernel model.
+    EXPECT_TRUE(r.unmeasured.empty()) << r.unmeasured.front();
+    EXPECT_EQ(OpCostTableProblem(t), "");
+    for (const auto& e : t.entries) {
+      EXPECT_EQ(e.batch, f.batch);
+      // Two profiled steps: each op with its signature once per step.
+      if (e.forward) {
+        EXPECT_EQ(e.forward->runs, 2 * e.occurrences) << e.name;
+      }
+    }
+    ASSERT_TRUE(t.optimizer.has_value());
+    EXPECT_EQ(t.optimizer->name, "sgd");  // "Optimizer.step#SGD.step"
+    EXPECT_EQ(t.optimizer->params, g.Totals().params);
+    EXPECT_TRUE(t.communication.empty());  // one process
+  }
+}
+
+TEST(TorchTraceTest, RealTracesAttributeTheStepTime) {
+  for (const Fixture& f : kFixtures) {
+    SCOPED_TRACE(f.file);
+    const ModelGraph g = GraphOf(f);
+    TorchTraceReport r;
+    LoadTorchTrace(std::string(kDir) + f.file, g, &r);
+    for (const auto& s : r.steps) {
+      // What is neither attributed nor set apart is the time between
+      // top-level events (Python, the profiler): a few % of the step.
+      const double attributed = s.forward_s + s.backward_s + s.optimizer_s;
+      EXPECT_GT(attributed, 0.95 * s.step_s) << s.name;
+      EXPECT_LE(Accounted(s), s.step_s) << s.name;
+      // Unattributed: the profiler's and BatchNorm's bookkeeping
+      // (num_batches_tracked += 1), aten::ones_like (the loss's gradient).
+      EXPECT_LT(s.unattributed_s, 0.01 * s.step_s) << s.name;
+    }
+  }
+}
+
+TEST(TorchTraceTest, LocalResponseNormIsTheCompositeBetweenItsNeighbours) {
+  // nn.LocalResponseNorm has no aten op: its mul, pad, avg_pool3d, pow and
+  // div sit between pool1 and conv2, where norm1 is the only graph op left.
+  const ModelGraph g = models::BuildZooModel("cifar10-cnn");
+  TorchTraceReport r;
+  LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b16.trace.json.gz", g, &r);
+  const auto it = std::find_if(r.measured.begin(), r.measured.end(),
+                               [](const std::string& m) { return m.rfind("norm1 <-", 0) == 0; });
+  ASSERT_NE(it, r.measured.end());
+  EXPECT_NE(it->find("aten::avg_pool3d"), std::string::npos) << *it;
+  EXPECT_NE(it->find("aten::pow"), std::string::npos) << *it;
+  EXPECT_EQ(std::count(r.measured.begin(), r.measured.end(), "conv2 <- aten::conv2d"), 1);
+}
+
+// Whether `f` throws a UserError whose message and hint hold `want`.
+void ExpectRefused(const std::function<void()>& f, const std::string& want) {
+  try {
+    f();
+    ADD_FAILURE() << "accepted; expected an error with: " << want;
+  } catch (const UserError& e) {
+    const std::string all = e.message() + " | " + e.hint();
+    EXPECT_NE(all.find(want), std::string::npos) << all;
+    EXPECT_FALSE(e.where().file.empty());
+  }
+}
+
+TEST(TorchTraceTest, RefusesTracesWithoutShapes) {
+  const ModelGraph g = models::BuildZooModel("cifar10-cnn");
+  // Recorded with record_shapes=False.
+  ExpectRefused([&] { LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b4.noshapes.trace.json.gz", g,
+                                     nullptr); },
+                "record_shapes=True");
+  // Debian torch's own export_chrome_trace (no Kineto): a bare list, args {}.
+  ExpectRefused([&] { LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b4.legacy.json", g,
+                                     nullptr); },
+                "without Kineto");
+  ExpectRefused([&] { LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b4.legacy.json", g,
+                                     nullptr); },
+                "record_shapes=True");
+}
+
+TEST(TorchTraceTest, RefusesWhatIsNotATorchTrace) {
+  const ModelGraph g = models::BuildZooModel("cifar10-cnn");
+  ExpectRefused([&] { ImportTorchTrace("{\"ops\": []}", "t.json", g, nullptr); },
+                "no \"traceEvents\"");
+  ExpectRefused([&] { ImportTorchTrace("[1, 2", "t.json", g, nullptr); }, "not JSON");
+  ExpectRefused([&] {
+    ImportTorchTrace(R"({"traceEvents": [{"ph": "X", "name": "foo", "ts": 0, "dur": 1}]})",
+                     "t.json", g, nullptr);
+  }, "no aten::");
+  ExpectRefused([&] { LoadTorchTrace("config/testdata/torch/absent.json", g, nullptr); },
+                "cannot read");
+  // A trace of another model: no layer of mnist-mlp (784-500-10) is in it.
+  ExpectRefused([&] {
+    LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b16.trace.json.gz",
+                   models::BuildZooModel("mnist-mlp"), nullptr);
+  }, "matches 0 of the 2 layers with parameters of model 'mnist-mlp'");
+}
+
+}  // namespace
+}  // namespace dtsim::config

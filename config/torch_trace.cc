@@ -25,35 +25,49 @@ using torch_trace::Step;
 // Graph ops a trace op's time goes to, with the share of it each gets.
 using Attribution = std::vector<std::pair<OpId, double>>;
 
-// Whether trace op `t` computes graph op `op`: same kind, same per-sample
+// What a trace op is matched by, computed once per op.
+struct TraceKey {
+  std::vector<OpKind> kinds;   // torch_trace::AtenKinds
+  std::int64_t per_sample = -1;  // activation elements without the batch; -1: none
+  std::int64_t batch = 0;        // the activation's leading dimension
+  std::int64_t weight = -1;      // weight elements; -1: no weight
+  bool binary = false;           // a second tensor input of the activation's shape
+};
+
+TraceKey KeyOf(const ForwardOp& t) {
+  TraceKey k;
+  k.kinds = torch_trace::AtenKinds(t.name);
+  const auto use = torch_trace::InputsOf(t.name, t.dims);
+  if (use.activation < 0) return k;
+  const auto& x = t.dims[use.activation];
+  k.batch = x[0];
+  k.per_sample = 1;
+  for (std::size_t d = 1; d < x.size(); ++d) k.per_sample *= x[d];
+  k.binary = t.dims.size() >= 2 && t.dims[1] == x;
+  if (use.weight >= 0) {
+    k.weight = 1;
+    for (std::int64_t d : t.dims[use.weight]) k.weight *= d;
+  }
+  return k;
+}
+
+// Whether a trace op computes graph op `op`: same kind, same per-sample
 // input elements and, for ops with weights, a weight that accounts for the
 // op's parameters (less a bias of one per output feature).
-bool Computes(const ForwardOp& t, const models::Op& op) {
-  const auto kinds = torch_trace::AtenKinds(t.name);
-  if (std::find(kinds.begin(), kinds.end(), op.kind) == kinds.end()) return false;
-  const auto use = torch_trace::InputsOf(t.name, t.dims);
-  if (use.activation < 0 || op.input_shapes.empty()) return false;
-  const auto& x = t.dims[use.activation];
-  std::int64_t per_sample = 1;
-  for (std::size_t d = 1; d < x.size(); ++d) per_sample *= x[d];
-  if (x.empty() || per_sample != models::NumElements(op.input_shapes[0])) return false;
-  if (op.kind == OpKind::kAdd && (t.dims.size() < 2 || t.dims[1] != x)) return false;
-  if (use.weight >= 0) {
-    std::int64_t w = 1;
-    for (std::int64_t d : t.dims[use.weight]) w *= d;
+bool Computes(const TraceKey& t, const models::Op& op) {
+  if (std::find(t.kinds.begin(), t.kinds.end(), op.kind) == t.kinds.end()) return false;
+  if (t.per_sample < 0 || op.input_shapes.empty()) return false;
+  if (t.per_sample != models::NumElements(op.input_shapes[0])) return false;
+  if (op.kind == OpKind::kAdd && !t.binary) return false;
+  if (t.weight >= 0) {
     // Output features: channels (first) of images, the last dimension else.
     const bool image = op.kind == OpKind::kConv2d || op.kind == OpKind::kBatchNorm;
     const std::int64_t out = op.output_shape.empty() ? 0
                              : image                 ? op.output_shape[0]
                                                      : op.output_shape.back();
-    if (op.params != w && op.params != w + out) return false;
+    if (op.params != t.weight && op.params != t.weight + out) return false;
   }
   return true;
-}
-
-std::int64_t BatchOf(const ForwardOp& t) {
-  const auto use = torch_trace::InputsOf(t.name, t.dims);
-  return use.activation < 0 || t.dims[use.activation].empty() ? 0 : t.dims[use.activation][0];
 }
 
 // The longest common subsequence of `trace` and `ops` under Computes: the
@@ -61,16 +75,18 @@ std::int64_t BatchOf(const ForwardOp& t) {
 std::vector<std::pair<int, int>> Align(const std::vector<ForwardOp>& trace,
                                        const std::vector<OpId>& ops, const ModelGraph& g) {
   const int n = static_cast<int>(trace.size()), m = static_cast<int>(ops.size());
+  std::vector<TraceKey> keys;
+  for (const ForwardOp& t : trace) keys.push_back(KeyOf(t));
   std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
   for (int i = n - 1; i >= 0; --i) {
     for (int j = m - 1; j >= 0; --j) {
-      lcs[i][j] = Computes(trace[i], g.op(ops[j])) ? lcs[i + 1][j + 1] + 1
-                                                   : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+      lcs[i][j] = Computes(keys[i], g.op(ops[j])) ? lcs[i + 1][j + 1] + 1
+                                                  : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     }
   }
   std::vector<std::pair<int, int>> anchors;
   for (int i = 0, j = 0; i < n && j < m;) {
-    if (Computes(trace[i], g.op(ops[j])) && lcs[i][j] == lcs[i + 1][j + 1] + 1) {
+    if (Computes(keys[i], g.op(ops[j])) && lcs[i][j] == lcs[i + 1][j + 1] + 1) {
       anchors.push_back({i, j});
       ++i, ++j;
     } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
@@ -129,7 +145,7 @@ StepTimes MapStep(const Step& step, const std::vector<OpId>& ops, const ModelGra
   const auto anchors = Align(step.forward, ops, g);
   const auto attribution = Attribute(step.forward, ops, g, anchors);
   for (const auto& [t, j] : anchors) {
-    ++(*batches)[BatchOf(step.forward[t])];
+    ++(*batches)[KeyOf(step.forward[t]).batch];
     anchored->insert(ops[j]);
   }
   auto unattributed = [&](const std::string& name, double s) {

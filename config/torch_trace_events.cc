@@ -240,12 +240,25 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
       if (id >= 0) by_external_id.emplace(id, i);
     }
   }
+  // A kernel names its launching op by "External id", or the runtime call
+  // that launched it (cudaLaunchKernel, nested in the op) by "correlation".
+  std::map<std::int64_t, int> launch_by_correlation;
+  for (int i = 0; i < n; ++i) {
+    if (ev[i].cat == "cuda_runtime" || ev[i].cat == "cuda_driver") {
+      launch_by_correlation.emplace(IntArg(ev[i], "correlation", -1), i);
+    }
+  }
   for (int i = 0; i < n; ++i) {
     if (!IsKernel(ev[i])) continue;
     trace.gpu_kernels = true;
-    auto it = by_external_id.find(IntArg(ev[i], "External id", -1));
-    if (it == by_external_id.end()) continue;
-    const int launcher = TopCompute(ev, it->second);
+    int launcher = -1;
+    if (auto it = by_external_id.find(IntArg(ev[i], "External id", -1));
+        it != by_external_id.end()) {
+      launcher = TopCompute(ev, it->second);
+    } else if (auto rt = launch_by_correlation.find(IntArg(ev[i], "correlation", -1));
+               rt != launch_by_correlation.end()) {
+      launcher = TopCompute(ev, rt->second);
+    }
     if (launcher >= 0) kernel_us[launcher] += ev[i].dur;
   }
   if (trace.gpu_kernels) {
@@ -257,7 +270,9 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
   for (int i = 0; i < n; ++i) {
     if (!IsCommunication(ev[i].name)) continue;
     bool nested_in_comm = false;
-    for (int k = ev[i].parent; k >= 0; k = ev[k].parent) nested_in_comm |= IsCommunication(ev[k].name);
+    for (int k = ev[i].parent; k >= 0; k = ev[k].parent) {
+      nested_in_comm |= IsCommunication(ev[k].name);
+    }
     if (nested_in_comm) continue;
     const int s = step_of(ev[i].ts);
     if (s < 0) continue;

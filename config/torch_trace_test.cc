@@ -114,8 +114,8 @@ std::string TinyTrace(double conv2_us) {
     ev.push_back(Node("MulBackward0", o + 722, 10, q + 11));
     ev.push_back(Node("ConvolutionBackward0", o + 733, 200, q + 10));
     // A collective inside the conv's backward (a DDP hook), 4 floats.
-    ev.push_back(X("gloo:all_reduce", o + 800, 50, {{"Input Dims", {{4}}}, {"Input type", {"float"}}},
-                   "user_annotation"));
+    ev.push_back(X("gloo:all_reduce", o + 800, 50,
+                   {{"Input Dims", {{4}}}, {"Input type", {"float"}}}, "user_annotation"));
     ev.push_back(Node("torch::autograd::AccumulateGrad", o + 940, 4, -1));
     ev.push_back(X("Optimizer.step#SGD.step", o + 950, 40, {}, "user_annotation"));
     ev.push_back(Aten("aten::add_", o + 955, 10, {{2, 2, 1, 1}, {2, 2, 1, 1}}, -1));
@@ -180,6 +180,45 @@ TEST(TorchTraceTest, HandWrittenStepIsAttributedAsDerived) {
   // The table survives the file format.
   const OpCostTable back = ParseOpCostTable(OpCostTableJson(t), "tiny.json");
   EXPECT_EQ(back.entries.size(), t.entries.size());
+}
+
+// SYNTHETIC, not recorded on a GPU: the shape of a Kineto GPU trace, where
+// an op's time is its kernels' (linked by "External id", or through the
+// launching cudaLaunchKernel's "correlation"), not its CPU time.
+TEST(TorchTraceTest, GpuTraceTimesOpsByTheirKernels) {
+  const ModelGraph g = TinyModel();
+  nlohmann::json ev = nlohmann::json::array();
+  ev.push_back(X("ProfilerStep#0", 0, 1000, {}, "user_annotation"));
+  nlohmann::json conv = Aten("aten::conv2d", 10, 100, {{2, 2, 4, 4}, {2, 2, 1, 1}, {2}}, 10);
+  conv["args"]["External id"] = 3;
+  ev.push_back(conv);
+  nlohmann::json fc = Aten("aten::linear", 200, 50, {{2, 32}, {3, 32}, {3}}, 15);
+  fc["args"]["External id"] = 4;
+  ev.push_back(fc);
+  ev.push_back(X("cudaLaunchKernel", 210, 5, {{"correlation", 99}}, "cuda_runtime"));
+  ev.push_back(Node("ConvolutionBackward0", 400, 80, 10));
+  ev.back()["args"]["External id"] = 5;
+  // Kernels run later on the GPU's own timeline (pid 0, stream 7).
+  auto kernel = [](double ts, double dur, nlohmann::json args) {
+    nlohmann::json k = X("some_kernel", ts, dur, args, "kernel");
+    k["pid"] = 0;
+    k["tid"] = "stream 7";
+    return k;
+  };
+  ev.push_back(kernel(50, 7, {{"External id", 3}}));   // conv forward
+  ev.push_back(kernel(60, 2, {{"External id", 3}}));   // conv forward, a second kernel
+  ev.push_back(kernel(300, 4, {{"correlation", 99}}));  // fc: via its launch
+  ev.push_back(kernel(500, 11, {{"External id", 5}}));  // conv backward
+  const std::string text =
+      nlohmann::json{{"deviceProperties", {{{"name", "NVIDIA H100"}}}}, {"traceEvents", ev}}
+          .dump();
+  TorchTraceReport r;
+  const OpCostTable t = ImportTorchTrace(text, "gpu.json", g, &r);
+  EXPECT_TRUE(r.gpu_kernels);
+  EXPECT_EQ(t.device, "NVIDIA H100");
+  EXPECT_NEAR(EntryOf(t, g, "conv")->forward->median_s, 9 * kUs, 1e-12);  // 7 + 2
+  EXPECT_NEAR(EntryOf(t, g, "conv")->backward->median_s, 11 * kUs, 1e-12);
+  EXPECT_NEAR(EntryOf(t, g, "fc")->forward->median_s, 4 * kUs, 1e-12);
 }
 
 // Traces of Debian's torch 1.13 (scripts/torch_traces.py; batches from the
@@ -279,9 +318,8 @@ void ExpectRefused(const std::function<void()>& f, const std::string& want) {
 TEST(TorchTraceTest, RefusesTracesWithoutShapes) {
   const ModelGraph g = models::BuildZooModel("cifar10-cnn");
   // Recorded with record_shapes=False.
-  ExpectRefused([&] { LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b4.noshapes.trace.json.gz", g,
-                                     nullptr); },
-                "record_shapes=True");
+  const std::string noshapes = std::string(kDir) + "cifar10-cnn_b4.noshapes.trace.json.gz";
+  ExpectRefused([&] { LoadTorchTrace(noshapes, g, nullptr); }, "record_shapes=True");
   // Debian torch's own export_chrome_trace (no Kineto): a bare list, args {}.
   ExpectRefused([&] { LoadTorchTrace(std::string(kDir) + "cifar10-cnn_b4.legacy.json", g,
                                      nullptr); },

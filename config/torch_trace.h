@@ -36,6 +36,9 @@
 // Every graph op measured in the steps becomes an entry keyed by
 // OpSignature and batch; an entry's timing is over all calls of ops with
 // that signature (ops x steps), seconds per call.
+// The table's source is "torch.profiler", its backend "pytorch", its device
+// "cpu" or the GPU's name; a trace does not say the threads, host or date:
+// the caller sets them (threads stays 1).
 #pragma once
 
 #include <string>
@@ -62,8 +65,8 @@ struct TorchTraceReport {
   std::int64_t batch = 0;  // the leading dimension of the anchors' inputs
   bool gpu_kernels = false;  // times are GPU kernel times
   std::vector<TorchTraceStep> steps;
-  // Graph ops with a measured time, e.g. "conv1 <- aten::conv2d" or
-  // "norm1 <- aten::mul aten::unsqueeze ... (composite, 1/1)".
+  // The graph ops the first step's forward ops went to, with those ops,
+  // e.g. "conv1 <- aten::conv2d", "norm1 <- aten::mul aten::unsqueeze ...".
   std::vector<std::string> measured;
   // Graph ops (not inputs) with no trace op: priced by the kernel model.
   std::vector<std::string> unmeasured;

@@ -29,7 +29,9 @@
 //    is reported apart and priced nowhere.
 //  - Communication: events named gloo:*, nccl:*, c10d::* or
 //    record_param_comms, top-level or nested, go to `communication` and are
-//    subtracted from the compute op they are nested in.
+//    subtracted from the compute op they are nested in. Their bytes come
+//    from "In msg nelems" and "dtype", or the first input's dims and type.
+//    On a GPU their time is their kernels', never counted as compute.
 //  - GPU: when the trace has kernels (cat "kernel"), an op's time is the sum
 //    of the kernels that its aten ops launched (kernel "External id" = the
 //    launching op's "External id"), not its CPU time.

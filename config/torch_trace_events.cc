@@ -75,21 +75,28 @@ std::vector<std::vector<std::int64_t>> Dims(const Event& e) {
   return out;
 }
 
-// Bytes of a collective's first tensor, 0 when the trace does not say.
+// Bytes of a collective: "In msg nelems" x "dtype" (record_param_comms),
+// else its first input's "Input Dims" x "Input type"; 0 when the trace does
+// not say.
 double CollectiveBytes(const Event& e) {
+  static const std::map<std::string, int> kBytes = {
+      {"float", 4}, {"Float", 4},         {"double", 8}, {"Double", 8},
+      {"c10::Half", 2}, {"Half", 2},      {"c10::BFloat16", 2}, {"BFloat16", 2},
+      {"int", 4},   {"Int", 4},           {"long int", 8}, {"Long", 8}};
+  auto size_of = [&](const Json* type) {
+    if (type == nullptr || !type->is_string()) return 0;
+    auto it = kBytes.find(type->get<std::string>());
+    return it == kBytes.end() ? 0 : it->second;
+  };
+  const std::int64_t nelems = IntArg(e, "In msg nelems", -1);
+  if (nelems >= 0) return static_cast<double>(nelems) * size_of(Arg(e, "dtype"));
   const auto dims = Dims(e);
   const Json* types = Arg(e, "Input type");
-  if (dims.empty() || dims[0].empty() || types == nullptr || !types->is_array() ||
-      types->empty() || !(*types)[0].is_string())
+  if (dims.empty() || dims[0].empty() || types == nullptr || !types->is_array() || types->empty())
     return 0;
-  static const std::map<std::string, int> kBytes = {
-      {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2},
-      {"int", 4},   {"long int", 8}};
-  auto it = kBytes.find((*types)[0].get<std::string>());
-  if (it == kBytes.end()) return 0;
   double n = 1;
   for (std::int64_t d : dims[0]) n *= static_cast<double>(d);
-  return n * it->second;
+  return n * size_of(&(*types)[0]);
 }
 
 std::vector<Event> ReadEvents(const Json& events) {
@@ -143,6 +150,16 @@ int TopCompute(const std::vector<Event>& ev, int i) {
   int top = -1;
   for (int k = i; k >= 0; k = ev[k].parent) {
     if (IsCompute(ev[k])) top = k;
+  }
+  return top;
+}
+
+// The outermost collective enclosing `i` (itself when it is one and none
+// encloses it); -1 when `i` is in none.
+int OutermostCommunication(const std::vector<Event>& ev, int i) {
+  int top = -1;
+  for (int k = i; k >= 0; k = ev[k].parent) {
+    if (IsCommunication(ev[k].name)) top = k;
   }
   return top;
 }
@@ -248,18 +265,28 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
       launch_by_correlation.emplace(IntArg(ev[i], "correlation", -1), i);
     }
   }
+  // On a GPU a collective's time is its kernels' (it runs on its own
+  // stream), never its op's: kernels launched under a collective go to it.
+  std::vector<double> comm_kernel_us(n, 0);
+  std::vector<bool> comm_has_kernels(n, false);
   for (int i = 0; i < n; ++i) {
     if (!IsKernel(ev[i])) continue;
     trace.gpu_kernels = true;
-    int launcher = -1;
+    int launch = -1;
     if (auto it = by_external_id.find(IntArg(ev[i], "External id", -1));
         it != by_external_id.end()) {
-      launcher = TopCompute(ev, it->second);
+      launch = it->second;
     } else if (auto rt = launch_by_correlation.find(IntArg(ev[i], "correlation", -1));
                rt != launch_by_correlation.end()) {
-      launcher = TopCompute(ev, rt->second);
+      launch = rt->second;
     }
-    if (launcher >= 0) kernel_us[launcher] += ev[i].dur;
+    if (launch < 0) continue;
+    if (const int comm = OutermostCommunication(ev, launch); comm >= 0) {
+      comm_kernel_us[comm] += ev[i].dur;
+      comm_has_kernels[comm] = true;
+    } else if (const int op = TopCompute(ev, launch); op >= 0) {
+      kernel_us[op] += ev[i].dur;
+    }
   }
   if (trace.gpu_kernels) {
     const Json& props = top.value("deviceProperties", Json::array());
@@ -268,16 +295,12 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
                        : "gpu";
   }
   for (int i = 0; i < n; ++i) {
-    if (!IsCommunication(ev[i].name)) continue;
-    bool nested_in_comm = false;
-    for (int k = ev[i].parent; k >= 0; k = ev[k].parent) {
-      nested_in_comm |= IsCommunication(ev[k].name);
-    }
-    if (nested_in_comm) continue;
+    if (OutermostCommunication(ev, i) != i) continue;
     const int s = step_of(ev[i].ts);
     if (s < 0) continue;
+    const double us = comm_has_kernels[i] ? comm_kernel_us[i] : ev[i].dur;
     trace.steps[s].communication.push_back(
-        {ev[i].name, CollectiveBytes(ev[i]), ev[i].dur * kSecondsPerMicrosecond});
+        {ev[i].name, CollectiveBytes(ev[i]), us * kSecondsPerMicrosecond});
     const int host = TopCompute(ev, ev[i].parent);
     if (host >= 0) comm_inside[host] += ev[i].dur;
   }

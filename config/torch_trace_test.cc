@@ -198,6 +198,9 @@ TEST(TorchTraceTest, GpuTraceTimesOpsByTheirKernels) {
   ev.push_back(X("cudaLaunchKernel", 210, 5, {{"correlation", 99}}, "cuda_runtime"));
   ev.push_back(Node("ConvolutionBackward0", 400, 80, 10));
   ev.back()["args"]["External id"] = 5;
+  // A DDP all-reduce of 100 floats launched from the conv's backward.
+  ev.push_back(X("record_param_comms", 420, 10,
+                 {{"External id", 6}, {"In msg nelems", 100}, {"dtype", "Float"}}));
   // Kernels run later on the GPU's own timeline (pid 0, stream 7).
   auto kernel = [](double ts, double dur, nlohmann::json args) {
     nlohmann::json k = X("some_kernel", ts, dur, args, "kernel");
@@ -209,6 +212,7 @@ TEST(TorchTraceTest, GpuTraceTimesOpsByTheirKernels) {
   ev.push_back(kernel(60, 2, {{"External id", 3}}));   // conv forward, a second kernel
   ev.push_back(kernel(300, 4, {{"correlation", 99}}));  // fc: via its launch
   ev.push_back(kernel(500, 11, {{"External id", 5}}));  // conv backward
+  ev.push_back(kernel(520, 30, {{"External id", 6}}));  // the all-reduce's NCCL kernel
   const std::string text =
       nlohmann::json{{"deviceProperties", {{{"name", "NVIDIA H100"}}}}, {"traceEvents", ev}}
           .dump();
@@ -219,6 +223,10 @@ TEST(TorchTraceTest, GpuTraceTimesOpsByTheirKernels) {
   EXPECT_NEAR(EntryOf(t, g, "conv")->forward->median_s, 9 * kUs, 1e-12);  // 7 + 2
   EXPECT_NEAR(EntryOf(t, g, "conv")->backward->median_s, 11 * kUs, 1e-12);
   EXPECT_NEAR(EntryOf(t, g, "fc")->forward->median_s, 4 * kUs, 1e-12);
+  // The collective's kernel is communication, not the conv's backward.
+  ASSERT_EQ(t.communication.size(), 1u);
+  EXPECT_NEAR(t.communication[0].seconds.median_s, 30 * kUs, 1e-12);
+  EXPECT_DOUBLE_EQ(t.communication[0].bytes, 400);  // 100 x 4-byte floats
 }
 
 // Traces of Debian's torch 1.13 (scripts/torch_traces.py; batches from the

@@ -52,9 +52,11 @@
 namespace dtsim::config {
 
 // What one profiled step's time went to, seconds. forward + backward +
-// optimizer + zero_grad + communication + unattributed is the time of the
-// step's top-level events; the rest of step_s is time between them
-// (Python, the profiler).
+// optimizer + zero_grad + unattributed is the time of the step's top-level
+// compute events; the rest of step_s is time between them (Python, the
+// profiler) and collectives on the training thread. communication_s sums
+// the step's collectives, which may run on other threads (gloo's, a GPU's
+// communication stream), overlapping the rest.
 struct TorchTraceStep {
   std::string name;  // "ProfilerStep#3", or "whole trace"
   double step_s = 0;

@@ -9,7 +9,9 @@ For each model and batch it trains a few steps on synthetic data (forward,
 cross-entropy loss, backward, SGD with momentum; torch.set_num_threads(1)),
 profiles two steps with record_shapes=True after a warm-up, and writes
 MODEL_bB.trace.json.gz. manifest.json records the torch version, threads,
-batch, the profiled steps and the wall time of unprofiled steps.
+batch, the profiled steps and the wall time of unprofiled steps. Rank 0 of a
+2-process DistributedDataParallel run (gloo, CIFAR-10 CNN, batch 16 each)
+writes cifar10-cnn_b16_ddp2_rank0.trace.json.gz: collectives beside compute.
 
 Trace format. torch.profiler writes its Chrome trace through Kineto; Debian's
 torch 1.13 is built without Kineto (torch.autograd.kineto_available() is
@@ -84,8 +86,8 @@ def kineto_events(events, pid, record_shapes):
         if name == "ProfilerStep*":  # the fallback profiler's name for ProfilerStep#N
             name = "ProfilerStep#%d" % step
             step += 1
-        op = name.startswith("aten::") or name.startswith("autograd::") or \
-            "Backward" in name or name.startswith("torch::autograd::")
+        op = name.startswith(("aten::", "autograd::", "torch::autograd::", "c10d::")) or \
+            "Backward" in name
         args = {"External id": i + 1}
         if record_shapes and op:
             args["Input Dims"] = [list(s) for s in (e.input_shapes or [])]
@@ -131,6 +133,31 @@ def profile_steps(torch, step, steps, record_shapes=True, legacy_path=None):
             step()
             prof.step()
     return kept
+
+
+DDP_PORT = 29571
+
+
+def ddp_rank(rank, out, steps):
+    """One of two DDP processes (gloo) training the CIFAR-10 CNN at batch 16
+    each; rank 0 writes its trace: the collectives beside the compute."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(DDP_PORT)
+    torch.set_num_threads(1)
+    torch.manual_seed(1 + rank)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    model, shape, classes = build("cifar10-cnn")
+    step = make_step(torch, DistributedDataParallel(model), shape, classes, 16)
+    for _ in range(2):
+        step()
+    events = profile_steps(torch, step, steps)
+    if rank == 0:
+        write_trace(os.path.join(out, "cifar10-cnn_b16_ddp2_rank0.trace.json.gz"), events,
+                    NOTE + "; rank 0 of 2 under DistributedDataParallel (gloo)")
+    dist.destroy_process_group()
 
 
 def wall_times(step, n):
@@ -181,6 +208,10 @@ def main():
                            legacy_path=os.path.join(a.out, "cifar10-cnn_b4.legacy.json"))
     write_trace(os.path.join(a.out, "cifar10-cnn_b4.noshapes.trace.json.gz"), events,
                 NOTE.replace("record_shapes=True", "record_shapes=False"), record_shapes=False)
+    import torch.multiprocessing as mp
+    mp.spawn(ddp_rank, args=(a.out, a.steps), nprocs=2, join=True)
+    manifest["ddp"] = {"cifar10-cnn_b16_ddp2_rank0.trace.json.gz": {
+        "model": "cifar10-cnn", "batch_per_process": 16, "processes": 2, "backend": "gloo"}}
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -192,6 +192,102 @@ Json ParseTop(const std::string& json_text, const std::string& filename) {
   return top;
 }
 
+// The profiled steps: ProfilerStep#N spans in time order, else the whole
+// trace as one.
+class StepWindows {
+ public:
+  StepWindows(const std::vector<Event>& ev, Trace* trace) {
+    std::vector<const Event*> spans;
+    for (const Event& e : ev) {
+      if (StartsWith(e.name, "ProfilerStep#")) spans.push_back(&e);
+    }
+    std::stable_sort(spans.begin(), spans.end(),
+                     [](const Event* a, const Event* b) { return a->ts < b->ts; });
+    for (const Event* s : spans) Add(s->name, s->ts, s->ts + s->dur, trace);
+    if (spans.empty()) {
+      double lo = 1e300, hi = -1e300;
+      for (const Event& e : ev) {
+        if (IsKernel(e)) continue;
+        lo = std::min(lo, e.ts);
+        hi = std::max(hi, e.ts + e.dur);
+      }
+      Add("whole trace", lo, hi, trace);
+    }
+  }
+  // The step whose span holds `ts` (us), -1 when none does.
+  int Of(double ts) const {
+    for (std::size_t s = 0; s < spans_.size(); ++s) {
+      if (ts >= spans_[s].first && ts < spans_[s].second) return static_cast<int>(s);
+    }
+    return -1;
+  }
+
+ private:
+  void Add(const std::string& name, double lo, double hi, Trace* trace) {
+    Step s;
+    s.name = name;
+    s.seconds = (hi - lo) * kSecondsPerMicrosecond;
+    trace->steps.push_back(std::move(s));
+    spans_.push_back({lo, hi});
+  }
+  std::vector<std::pair<double, double>> spans_;  // us
+};
+
+// GPU kernels summed per launching event, us: per top-level compute op, and
+// per outermost collective (a collective's kernels are its own time).
+struct KernelTimes {
+  bool any = false;
+  std::vector<double> op_us, comm_us;
+  std::vector<bool> comm_has;
+};
+
+KernelTimes LinkKernels(const std::vector<Event>& ev) {
+  const int n = static_cast<int>(ev.size());
+  KernelTimes k{false, std::vector<double>(n, 0), std::vector<double>(n, 0),
+                std::vector<bool>(n, false)};
+  // A kernel names its launching op by "External id", or the runtime call
+  // that launched it (cudaLaunchKernel, nested in the op) by "correlation".
+  std::map<std::int64_t, int> by_external_id, by_correlation;
+  for (int i = 0; i < n; ++i) {
+    if (IsCompute(ev[i]) && !IsKernel(ev[i])) {
+      const std::int64_t id = IntArg(ev[i], "External id", -1);
+      if (id >= 0) by_external_id.emplace(id, i);
+    }
+    if (ev[i].cat == "cuda_runtime" || ev[i].cat == "cuda_driver") {
+      by_correlation.emplace(IntArg(ev[i], "correlation", -1), i);
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!IsKernel(ev[i])) continue;
+    k.any = true;
+    int launch = -1;
+    if (auto it = by_external_id.find(IntArg(ev[i], "External id", -1));
+        it != by_external_id.end()) {
+      launch = it->second;
+    } else if (auto rt = by_correlation.find(IntArg(ev[i], "correlation", -1));
+               rt != by_correlation.end()) {
+      launch = rt->second;
+    }
+    if (launch < 0) continue;
+    if (const int comm = OutermostCommunication(ev, launch); comm >= 0) {
+      k.comm_us[comm] += ev[i].dur;
+      k.comm_has[comm] = true;
+    } else if (const int op = TopCompute(ev, launch); op >= 0) {
+      k.op_us[op] += ev[i].dur;
+    }
+  }
+  return k;
+}
+
+// "sgd" from "Optimizer.step#SGD.step".
+std::string OptimizerName(const std::string& span) {
+  const auto hash = span.find('#'), dot = span.find('.', hash);
+  std::string name = span.substr(hash + 1, dot == std::string::npos ? dot : dot - hash - 1);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
+}
+
 }  // namespace
 
 Trace ReadTrace(const std::string& json_text, const std::string& filename) {
@@ -199,8 +295,9 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
   std::vector<Event> ev = ReadEvents(top["traceEvents"]);
   const bool any_aten = std::any_of(ev.begin(), ev.end(),
                                     [](const Event& e) { return StartsWith(e.name, "aten::"); });
-  if (!any_aten) Refuse(filename, "not a torch.profiler trace of PyTorch ops: no aten:: events",
-                        kShapesHint);
+  if (!any_aten) {
+    Refuse(filename, "not a torch.profiler trace of PyTorch ops: no aten:: events", kShapesHint);
+  }
   const bool shapes = std::any_of(ev.begin(), ev.end(), [](const Event& e) {
     return StartsWith(e.name, "aten::") && Arg(e, "Input Dims") != nullptr;
   });
@@ -212,113 +309,38 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
   const int n = static_cast<int>(ev.size());
 
   Trace trace;
-  // Steps: the ProfilerStep#N spans, else the whole trace.
-  auto new_step = [&](const std::string& name, double us) {
-    Step s;
-    s.name = name;
-    s.seconds = us * kSecondsPerMicrosecond;
-    trace.steps.push_back(std::move(s));
-  };
-  std::vector<std::pair<double, double>> window;  // us
-  std::vector<const Event*> spans;
-  for (const Event& e : ev) {
-    if (StartsWith(e.name, "ProfilerStep#")) spans.push_back(&e);
-  }
-  if (spans.empty()) {
-    double lo = ev.empty() ? 0 : ev[0].ts, hi = lo;
-    for (const Event& e : ev) {
-      if (IsKernel(e)) continue;
-      lo = std::min(lo, e.ts);
-      hi = std::max(hi, e.ts + e.dur);
-    }
-    new_step("whole trace", hi - lo);
-    window.push_back({lo, hi});
-  } else {
-    std::stable_sort(spans.begin(), spans.end(),
-                     [](const Event* a, const Event* b) { return a->ts < b->ts; });
-    for (const Event* s : spans) {
-      new_step(s->name, s->dur);
-      window.push_back({s->ts, s->ts + s->dur});
-    }
-  }
-  auto step_of = [&](double ts) -> int {
-    for (std::size_t s = 0; s < window.size(); ++s) {
-      if (ts >= window[s].first && ts < window[s].second) return static_cast<int>(s);
-    }
-    return -1;
-  };
-
-  // Per top-level compute event: communication nested in it, kernels it launched.
-  std::vector<double> comm_inside(n, 0), kernel_us(n, 0);
-  std::map<std::int64_t, int> by_external_id;
-  for (int i = 0; i < n; ++i) {
-    if (IsCompute(ev[i]) && !IsKernel(ev[i])) {
-      const std::int64_t id = IntArg(ev[i], "External id", -1);
-      if (id >= 0) by_external_id.emplace(id, i);
-    }
-  }
-  // A kernel names its launching op by "External id", or the runtime call
-  // that launched it (cudaLaunchKernel, nested in the op) by "correlation".
-  std::map<std::int64_t, int> launch_by_correlation;
-  for (int i = 0; i < n; ++i) {
-    if (ev[i].cat == "cuda_runtime" || ev[i].cat == "cuda_driver") {
-      launch_by_correlation.emplace(IntArg(ev[i], "correlation", -1), i);
-    }
-  }
-  // On a GPU a collective's time is its kernels' (it runs on its own
-  // stream), never its op's: kernels launched under a collective go to it.
-  std::vector<double> comm_kernel_us(n, 0);
-  std::vector<bool> comm_has_kernels(n, false);
-  for (int i = 0; i < n; ++i) {
-    if (!IsKernel(ev[i])) continue;
-    trace.gpu_kernels = true;
-    int launch = -1;
-    if (auto it = by_external_id.find(IntArg(ev[i], "External id", -1));
-        it != by_external_id.end()) {
-      launch = it->second;
-    } else if (auto rt = launch_by_correlation.find(IntArg(ev[i], "correlation", -1));
-               rt != launch_by_correlation.end()) {
-      launch = rt->second;
-    }
-    if (launch < 0) continue;
-    if (const int comm = OutermostCommunication(ev, launch); comm >= 0) {
-      comm_kernel_us[comm] += ev[i].dur;
-      comm_has_kernels[comm] = true;
-    } else if (const int op = TopCompute(ev, launch); op >= 0) {
-      kernel_us[op] += ev[i].dur;
-    }
-  }
-  if (trace.gpu_kernels) {
-    const Json& props = top.value("deviceProperties", Json::array());
+  const StepWindows steps(ev, &trace);
+  const KernelTimes kernels = LinkKernels(ev);
+  trace.gpu_kernels = kernels.any;
+  if (kernels.any) {
+    const Json props = top.value("deviceProperties", Json::array());
     trace.device = props.is_array() && !props.empty() && props[0].is_object()
                        ? props[0].value("name", "gpu")
                        : "gpu";
   }
+  // Collectives, and the CPU time they take inside compute ops.
+  std::vector<double> comm_inside(n, 0);
   for (int i = 0; i < n; ++i) {
     if (OutermostCommunication(ev, i) != i) continue;
-    const int s = step_of(ev[i].ts);
+    const int s = steps.Of(ev[i].ts);
     if (s < 0) continue;
-    const double us = comm_has_kernels[i] ? comm_kernel_us[i] : ev[i].dur;
+    const double us = kernels.comm_has[i] ? kernels.comm_us[i] : ev[i].dur;
     trace.steps[s].communication.push_back(
         {ev[i].name, CollectiveBytes(ev[i]), us * kSecondsPerMicrosecond});
     const int host = TopCompute(ev, ev[i].parent);
     if (host >= 0) comm_inside[host] += ev[i].dur;
   }
 
-  // Top-level work of each step, in time order.
+  // Optimizer spans, and the top-level compute ops outside them.
   std::vector<int> order;
   for (int i = 0; i < n; ++i) {
     if (IsKernel(ev[i])) continue;
     const std::string& name = ev[i].name;
-    const int s = step_of(ev[i].ts);
+    const int s = steps.Of(ev[i].ts);
     if (s < 0) continue;
     if (StartsWith(name, "Optimizer.step#")) {
       trace.steps[s].optimizer_s += ev[i].dur * kSecondsPerMicrosecond;
-      const auto hash = name.find('#'), dot = name.find('.', hash);
-      std::string opt = name.substr(hash + 1, dot == std::string::npos ? dot : dot - hash - 1);
-      std::transform(opt.begin(), opt.end(), opt.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      trace.optimizer = opt;
+      trace.optimizer = OptimizerName(name);
     } else if (StartsWith(name, "Optimizer.zero_grad")) {
       trace.steps[s].zero_grad_s += ev[i].dur * kSecondsPerMicrosecond;
     } else if (IsCompute(ev[i]) && TopCompute(ev, i) == i && !IsCommunication(name) &&
@@ -327,16 +349,17 @@ Trace ReadTrace(const std::string& json_text, const std::string& filename) {
     }
   }
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ev[a].ts < ev[b].ts; });
+  // Forward: the ops before the step's first backward node.
   std::vector<double> first_backward(trace.steps.size(), 1e300);
   for (int i : order) {
     if (StartsWith(ev[i].name, kBackwardPrefix)) {
-      double& f = first_backward[step_of(ev[i].ts)];
+      double& f = first_backward[steps.Of(ev[i].ts)];
       f = std::min(f, ev[i].ts);
     }
   }
   for (int i : order) {
-    const int s = step_of(ev[i].ts);
-    const double us = trace.gpu_kernels ? kernel_us[i] : ev[i].dur - comm_inside[i];
+    const int s = steps.Of(ev[i].ts);
+    const double us = kernels.any ? kernels.op_us[i] : ev[i].dur - comm_inside[i];
     const double seconds = std::max(0.0, us) * kSecondsPerMicrosecond;
     if (StartsWith(ev[i].name, kBackwardPrefix)) {
       trace.steps[s].backward.push_back({ev[i].name.substr(std::string(kBackwardPrefix).size()),

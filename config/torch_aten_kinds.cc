@@ -88,11 +88,6 @@ AtenInputs InputsOf(const std::string& aten_name,
   return in;
 }
 
-bool IsLossTail(const std::string& aten_name) {
-  return aten_name == "aten::nll_loss" || aten_name == "aten::nll_loss_nd" ||
-         aten_name == "aten::nll_loss2d";
-}
-
 bool IsAccumulateGrad(const std::string& node_name) {
   return node_name.find("AccumulateGrad") != std::string::npos;
 }

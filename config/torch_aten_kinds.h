@@ -26,8 +26,6 @@ struct AtenInputs {
 AtenInputs InputsOf(const std::string& aten_name,
                     const std::vector<std::vector<std::int64_t>>& dims);
 
-// aten::nll_loss after aten::log_softmax: the rest of a cross-entropy loss.
-bool IsLossTail(const std::string& aten_name);
 // "torch::autograd::AccumulateGrad": stores a parameter's gradient.
 bool IsAccumulateGrad(const std::string& node_name);
 

@@ -43,7 +43,11 @@ TraceKey KeyOf(const ForwardOp& t) {
   k.batch = x[0];
   k.per_sample = 1;
   for (std::size_t d = 1; d < x.size(); ++d) k.per_sample *= x[d];
-  k.binary = t.dims.size() >= 2 && t.dims[1] == x;
+  // The second input: the activation's shape, or it without the batch
+  // dimension (broadcast over the batch, as a position table).
+  k.binary = t.dims.size() >= 2 &&
+             (t.dims[1] == x || std::equal(t.dims[1].begin(), t.dims[1].end(), x.begin() + 1,
+                                           x.end()));
   if (use.weight >= 0) {
     k.weight = 1;
     for (std::int64_t d : t.dims[use.weight]) k.weight *= d;
@@ -59,7 +63,7 @@ bool Computes(const TraceKey& t, const models::Op& op) {
   if (t.per_sample < 0 || op.input_shapes.empty()) return false;
   if (t.per_sample != models::NumElements(op.input_shapes[0])) return false;
   if (op.kind == OpKind::kAdd && !t.binary) return false;
-  if (t.weight >= 0) {
+  if (t.weight >= 0 && op.attrs.tied_to < 0) {  // a tied head's weight is its table's
     // Output features: channels (first) of images, the last dimension else.
     const bool image = op.kind == OpKind::kConv2d || op.kind == OpKind::kBatchNorm;
     const std::int64_t out = op.output_shape.empty() ? 0
@@ -99,32 +103,32 @@ std::vector<std::pair<int, int>> Align(const std::vector<ForwardOp>& trace,
 }
 
 // Each forward op's attribution: anchors to their graph op; the trace ops
-// between two anchors to the graph ops left unaligned between them, by
-// forward FLOPs (evenly when none has any); the loss's nll_loss after its
-// log_softmax to the loss.
+// between two anchors to the graph ops left unaligned between them, in
+// proportion to their forward bytes (Op::FwdBytes; these are mostly
+// memory-bound elementwise ops); when no graph op is left between them, to
+// the next anchor (what they prepare: a softmax's scale and causal mask,
+// BatchNorm's step counter) or, after the last anchor, to the last (the
+// loss's remaining ops). Ops before the first anchor stay unattributed.
 std::vector<Attribution> Attribute(const std::vector<ForwardOp>& trace,
                                    const std::vector<OpId>& ops, const ModelGraph& g,
                                    const std::vector<std::pair<int, int>>& anchors) {
   std::vector<Attribution> out(trace.size());
   int prev_t = -1, prev_g = -1;
   for (std::size_t a = 0; a <= anchors.size(); ++a) {
-    const int next_t = a < anchors.size() ? anchors[a].first : static_cast<int>(trace.size());
-    const int next_g = a < anchors.size() ? anchors[a].second : static_cast<int>(ops.size());
-    std::vector<OpId> free_ops(ops.begin() + prev_g + 1, ops.begin() + next_g);
-    double flops = 0;
-    for (OpId id : free_ops) flops += g.op(id).fwd_flops;
-    for (int t = prev_t + 1; t < next_t; ++t) {
-      if (!free_ops.empty()) {
-        for (OpId id : free_ops) {
-          const double share = flops > 0 ? g.op(id).fwd_flops / flops : 1.0 / free_ops.size();
-          if (share > 0) out[t].push_back({id, share});
-        }
-      } else if (prev_g >= 0 && torch_trace::IsLossTail(trace[t].name) &&
-                 g.op(ops[prev_g]).kind == OpKind::kSoftmaxCrossEntropy) {
-        out[t].push_back({ops[prev_g], 1.0});
-      }
+    const bool last = a == anchors.size();
+    const int next_t = last ? static_cast<int>(trace.size()) : anchors[a].first;
+    const int next_g = last ? static_cast<int>(ops.size()) : anchors[a].second;
+    Attribution gap;
+    double bytes = 0;
+    for (int j = prev_g + 1; j < next_g; ++j) bytes += g.op(ops[j]).FwdBytes(1);
+    for (int j = prev_g + 1; j < next_g; ++j) {
+      gap.push_back({ops[j], bytes > 0 ? g.op(ops[j]).FwdBytes(1) / bytes
+                                       : 1.0 / (next_g - prev_g - 1)});
     }
-    if (a < anchors.size()) out[next_t].push_back({ops[next_g], 1.0});
+    if (gap.empty() && !last && prev_g >= 0) gap.push_back({ops[next_g], 1.0});
+    if (gap.empty() && last && prev_g >= 0) gap.push_back({ops[prev_g], 1.0});
+    for (int t = prev_t + 1; t < next_t; ++t) out[t] = gap;
+    if (!last) out[next_t].push_back({ops[next_g], 1.0});
     prev_t = next_t;
     prev_g = next_g;
   }

@@ -17,8 +17,11 @@
 //    anchors. The trace ops between two anchors that align with nothing (a
 //    composite such as nn.LocalResponseNorm's mul, pad, avg_pool3d, pow,
 //    div) go to the graph ops left unaligned between the same anchors, split
-//    in proportion to their forward FLOPs (evenly when all have none); with
-//    no such graph op they stay unattributed.
+//    in proportion to their forward bytes (Op::FwdBytes); with no such graph
+//    op, to the next anchor (what they prepare: a softmax's scale and
+//    causal mask, BatchNorm's step counter), or after the last anchor to
+//    the last (the loss's remaining ops). Ops before the first anchor (the
+//    profiler's bookkeeping) stay unattributed.
 //  - Backward: each autograd node ("autograd::engine::evaluate_function:
 //    ConvolutionBackward0") carries the "Sequence number" of the forward op
 //    that made it; a forward op owns the sequence numbers from its own to the

@@ -322,6 +322,32 @@ TEST(TorchTraceTest, DdpTraceKeepsCollectivesApartFromCompute) {
   }
 }
 
+TEST(TorchTraceTest, Gpt2TraceMeasuresEveryTransformerOp) {
+  // GPT-2 small on 128 tokens, batch 2 (scripts/torch_traces.py
+  // --only-gpt2), against its ONNX export: attention as aten::matmul,
+  // softmax with its scale and causal mask (aten::mul, aten::masked_fill),
+  // a tied LM head, position table broadcast over the batch.
+  const ModelGraph g = models::LoadOnnxModel("models/testdata/onnx/gpt2_small_train_op17.onnx");
+  TorchTraceReport r;
+  const OpCostTable t =
+      LoadTorchTrace(std::string(kDir) + "gpt2-small_s128_b2.trace.json.gz", g, &r);
+  EXPECT_EQ(r.batch, 2);
+  ExpectMeasured(t, g, {OpKind::kDense, OpKind::kLayerNorm, OpKind::kMatMul, OpKind::kSoftmax,
+                        OpKind::kGelu, OpKind::kEmbedding, OpKind::kDropout, OpKind::kAdd,
+                        OpKind::kSoftmaxCrossEntropy});
+  EXPECT_TRUE(r.unmeasured.empty()) << r.unmeasured.front();
+  ASSERT_EQ(r.steps.size(), 1u);
+  const TorchTraceStep& s = r.steps[0];
+  EXPECT_GT(s.forward_s + s.backward_s + s.optimizer_s, 0.95 * s.step_s);
+  EXPECT_LT(s.unattributed_s, 0.01 * s.step_s);
+  // The softmax's scale and causal mask are its own: 12 layers, one each.
+  const auto softmax = std::find_if(r.measured.begin(), r.measured.end(), [](const auto& m) {
+    return m.rfind("/h.0/attn/Softmax <-", 0) == 0;
+  });
+  ASSERT_NE(softmax, r.measured.end());
+  EXPECT_NE(softmax->find("aten::masked_fill"), std::string::npos) << *softmax;
+}
+
 TEST(TorchTraceTest, LocalResponseNormIsTheCompositeBetweenItsNeighbours) {
   // nn.LocalResponseNorm has no aten op: its mul, pad, avg_pool3d, pow and
   // div sit between pool1 and conv2, where norm1 is the only graph op left.

@@ -117,7 +117,8 @@ def ddp_worker(rank, a, queue):
         cpu = []
         passes = timed_passes(step, a.warmup, steps, a.passes, dist.barrier, cpu)
         out["models"][name] = {"batch_per_process": batch, "steps_per_pass": steps,
-                               "pass_step_s": passes, "pass_cpu_per_wall_rank0": cpu, "step_median_s": statistics.median(passes),
+                               "pass_step_s": passes, "pass_cpu_per_wall_rank0": cpu,
+                               "step_median_s": statistics.median(passes),
                                "spread": (max(passes) - min(passes)) / statistics.median(passes)}
         del ddp, model
     for size in ALLREDUCE_BYTES:

@@ -12,6 +12,9 @@ MODEL_bB.trace.json.gz. manifest.json records the torch version, threads,
 batch, the profiled steps and the wall time of unprofiled steps. Rank 0 of a
 2-process DistributedDataParallel run (gloo, CIFAR-10 CNN, batch 16 each)
 writes cifar10-cnn_b16_ddp2_rank0.trace.json.gz: collectives beside compute.
+--only-gpt2 writes gpt2-small_s128_b2.trace.json.gz (GPT-2 small, 128
+tokens, batch 2, one profiled step; minutes of CPU) and adds it to the
+manifest.
 
 Trace format. torch.profiler writes its Chrome trace through Kineto; Debian's
 torch 1.13 is built without Kineto (torch.autograd.kineto_available() is
@@ -160,6 +163,36 @@ def ddp_rank(rank, out, steps):
     dist.destroy_process_group()
 
 
+GPT2_BATCH = 2
+
+
+def gpt2_trace(torch, out):
+    """GPT-2 small as models/testdata/onnx/gpt2_small_train_op17.onnx was
+    exported (scripts/onnx_fixtures.py's nanoGPT-style Gpt2, 128 tokens),
+    batch 2, one profiled step: linear, layer_norm, matmul, softmax with its
+    scale and causal mask, gelu, embedding, dropout and a tied LM head."""
+    import onnx_fixtures
+    torch.manual_seed(1)
+    model = onnx_fixtures.Gpt2()
+    model.train()
+    vocab, seq = 50257, onnx_fixtures.SEQ
+    x = torch.randint(0, vocab, (GPT2_BATCH, seq))
+    y = torch.randint(0, vocab, (GPT2_BATCH * seq,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x).view(-1, vocab), y)
+        loss.backward()
+        opt.step()
+    walls = wall_times(step, 1)
+    events = profile_steps(torch, step, 1)
+    name = "gpt2-small_s%d_b%d.trace.json.gz" % (seq, GPT2_BATCH)
+    write_trace(os.path.join(out, name), events, NOTE)
+    return name, {"model": "gpt2_small_train_op17.onnx", "batch": GPT2_BATCH, "tokens": seq,
+                  "unprofiled_step_s": walls}
+
+
 def wall_times(step, n):
     times = []
     for _ in range(n):
@@ -173,11 +206,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="config/testdata/torch")
     ap.add_argument("--steps", type=int, default=2, help="profiled steps (default 2)")
+    ap.add_argument("--only-gpt2", action="store_true",
+                    help="write only the GPT-2 trace (minutes of CPU) into the manifest")
     a = ap.parse_args()
     import torch
     torch.set_num_threads(1)
     torch.manual_seed(1)
     os.makedirs(a.out, exist_ok=True)
+    manifest_path = os.path.join(a.out, "manifest.json")
+    if a.only_gpt2:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+        name, entry = gpt2_trace(torch, a.out)
+        manifest["traces"][name] = entry
+        with open(manifest_path, "w") as f:
+            json.dump(manifest, f, indent=1, sort_keys=True)
+            f.write("\n")
+        return 0
     manifest = {"torch": torch.__version__, "kineto": torch.autograd.kineto_available(),
                 "threads": torch.get_num_threads(), "machine": platform.machine(),
                 "processor": platform.processor(), "profiled_steps": a.steps,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -30,12 +31,22 @@ struct Event {
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// An op's event: aten and autograd ops, collectives' ops and other cpu_op
+// events. Record-function spans (ProfilerStep#N, Optimizer.step#...) are
+// not, even where older PyTorch files them, like ops, under "Operator".
 bool IsCompute(const Event& e) {
-  return e.cat == "cpu_op" || e.cat == "Operator" || StartsWith(e.name, "aten::") ||
-         StartsWith(e.name, "autograd::");
+  if (StartsWith(e.name, "aten::") || StartsWith(e.name, "autograd::") ||
+      StartsWith(e.name, "c10d::"))
+    return true;
+  return e.cat == "cpu_op" && !StartsWith(e.name, "ProfilerStep#") &&
+         !StartsWith(e.name, "Optimizer.");
 }
+// Device work: "kernel", "gpu_memcpy", "gpu_memset" (PyTorch 1.9 on) or
+// "Kernel", "Memcpy", "Memset" (1.8).
 bool IsKernel(const Event& e) {
-  return e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset";
+  static const std::set<std::string> kCats = {"kernel", "gpu_memcpy", "gpu_memset",
+                                              "Kernel", "Memcpy",     "Memset"};
+  return kCats.count(e.cat) > 0;
 }
 bool IsCommunication(const std::string& name) {
   return StartsWith(name, "gloo:") || StartsWith(name, "nccl:") || StartsWith(name, "c10d::") ||
@@ -57,6 +68,12 @@ const Json* Arg(const Event& e, const char* key) {
 std::int64_t IntArg(const Event& e, const char* key, std::int64_t absent) {
   const Json* j = Arg(e, key);
   return j != nullptr && j->is_number_integer() ? j->get<std::int64_t>() : absent;
+}
+
+// "External id" (PyTorch 1.9 on; "external id" on 1.8's device events).
+std::int64_t ExternalId(const Event& e) {
+  const std::int64_t id = IntArg(e, "External id", -1);
+  return id >= 0 ? id : IntArg(e, "external id", -1);
 }
 
 // "Input Dims": one list per input; tensors' lists of sizes, [] for others.
@@ -250,7 +267,7 @@ KernelTimes LinkKernels(const std::vector<Event>& ev) {
   std::map<std::int64_t, int> by_external_id, by_correlation;
   for (int i = 0; i < n; ++i) {
     if (IsCompute(ev[i]) && !IsKernel(ev[i])) {
-      const std::int64_t id = IntArg(ev[i], "External id", -1);
+      const std::int64_t id = ExternalId(ev[i]);
       if (id >= 0) by_external_id.emplace(id, i);
     }
     if (ev[i].cat == "cuda_runtime" || ev[i].cat == "cuda_driver") {
@@ -261,7 +278,7 @@ KernelTimes LinkKernels(const std::vector<Event>& ev) {
     if (!IsKernel(ev[i])) continue;
     k.any = true;
     int launch = -1;
-    if (auto it = by_external_id.find(IntArg(ev[i], "External id", -1));
+    if (auto it = by_external_id.find(ExternalId(ev[i]));
         it != by_external_id.end()) {
       launch = it->second;
     } else if (auto rt = by_correlation.find(IntArg(ev[i], "correlation", -1));

@@ -230,6 +230,37 @@ TEST(TorchTraceTest, GpuTraceTimesOpsByTheirKernels) {
   EXPECT_DOUBLE_EQ(t.communication[0].bytes, 400);  // 100 x 4-byte floats
 }
 
+TEST(TorchTraceTest, ReadsPyTorch18Categories) {
+  // PyTorch 1.8 files record-function spans and ops alike under "Operator",
+  // device work under "Kernel" and "Memcpy" with "external id", and gives
+  // thread ids as strings. A step of the tiny model's conv and fc only.
+  const ModelGraph g = TinyModel();
+  auto op = [](nlohmann::json e) {
+    e["cat"] = "Operator";
+    e["tid"] = "123";
+    return e;
+  };
+  nlohmann::json ev = nlohmann::json::array();
+  ev.push_back(op(X("ProfilerStep#1", 0, 500)));
+  ev.push_back(op(Aten("aten::conv2d", 10, 100, {{2, 2, 4, 4}, {2, 2, 1, 1}, {2}}, 10)));
+  ev.back()["args"]["External id"] = 2;
+  ev.push_back(op(Aten("aten::linear", 200, 50, {{2, 32}, {3, 32}, {3}}, 15)));
+  ev.push_back(op(X("Optimizer.step#SGD.step", 400, 20)));
+  nlohmann::json copy = X("Memcpy HtoD", 30, 6, {{"external id", 2}}, "Memcpy");
+  ev.push_back(copy);
+  nlohmann::json kernel = X("implicit_gemm", 40, 8, {{"external id", 2}}, "Kernel");
+  ev.push_back(kernel);
+  TorchTraceReport r;
+  const OpCostTable t = ImportTorchTrace(nlohmann::json{{"traceEvents", ev}}.dump(), "old.json",
+                                         g, &r);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_TRUE(r.gpu_kernels);
+  EXPECT_NEAR(EntryOf(t, g, "conv")->forward->median_s, 14 * kUs, 1e-12);  // 6 + 8
+  // The linear launched nothing: no GPU time, left to the kernel model.
+  EXPECT_EQ(EntryOf(t, g, "fc"), nullptr);
+  EXPECT_NEAR(r.steps[0].optimizer_s, 20 * kUs, 1e-12);
+}
+
 // Traces of Debian's torch 1.13 (scripts/torch_traces.py; batches from the
 // file names, as config/testdata/torch/manifest.json records them).
 struct Fixture {

@@ -40,6 +40,9 @@ TraceKey KeyOf(const ForwardOp& t) {
   const auto use = torch_trace::InputsOf(t.name, t.dims);
   if (use.activation < 0) return k;
   const auto& x = t.dims[use.activation];
+  // A batch of at least one sample and no negative size, or no match.
+  if (x[0] < 1 || std::any_of(x.begin(), x.end(), [](std::int64_t d) { return d < 0; }))
+    return k;
   k.batch = x[0];
   k.per_sample = 1;
   for (std::size_t d = 1; d < x.size(); ++d) k.per_sample *= x[d];

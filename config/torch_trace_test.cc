@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -259,6 +260,39 @@ TEST(TorchTraceTest, ReadsPyTorch18Categories) {
   // The linear launched nothing: no GPU time, left to the kernel model.
   EXPECT_EQ(EntryOf(t, g, "fc"), nullptr);
   EXPECT_NEAR(r.steps[0].optimizer_s, 20 * kUs, 1e-12);
+}
+
+TEST(TorchTraceTest, DamagedTracesAreImportedOrRefusedNeverCrash) {
+  // The hand-written trace with events dropped or their fields corrupted
+  // (seeded): each import gives a valid table or a UserError, nothing else.
+  const nlohmann::json base = nlohmann::json::parse(TinyTrace(300));
+  std::mt19937 rng(7);
+  int imported = 0, refused = 0;
+  for (int round = 0; round < 200; ++round) {
+    nlohmann::json doc = base;
+    auto& ev = doc["traceEvents"];
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      switch (rng() % 8) {
+        case 0: ev[i]["dur"] = -5; break;
+        case 1: ev[i]["args"]["Input Dims"] = "bad"; break;
+        case 2: ev[i]["args"]["Sequence number"] = "x"; break;
+        case 3: ev[i]["ts"] = nlohmann::json(); break;
+        case 4: ev[i]["args"]["Input Dims"] = {{0, 3}, {-1}}; break;
+        default: break;
+      }
+    }
+    if (rng() % 2) ev.erase(ev.begin() + static_cast<long>(rng() % ev.size()));
+    try {
+      const OpCostTable t = ImportTorchTrace(doc.dump(), "damaged.json", TinyModel(), nullptr);
+      EXPECT_EQ(OpCostTableProblem(t), "") << "round " << round;
+      ++imported;
+    } catch (const UserError&) {
+      ++refused;
+    }
+  }
+  // Both outcomes occur, so the test covers both.
+  EXPECT_GT(imported, 0);
+  EXPECT_GT(refused, 0);
 }
 
 // Traces of Debian's torch 1.13 (scripts/torch_traces.py; batches from the

@@ -34,26 +34,36 @@ struct TraceKey {
   bool binary = false;           // a second tensor input of the activation's shape
 };
 
+// The elements of dims [first, last): -1 when a size is negative or the
+// product exceeds models::kMaxModelCount (no graph tensor is that large).
+std::int64_t Elements(std::vector<std::int64_t>::const_iterator first,
+                      std::vector<std::int64_t>::const_iterator last) {
+  std::int64_t n = 1;
+  for (; first != last; ++first) {
+    if (*first < 0 || (*first > 0 && n > models::kMaxModelCount / *first)) return -1;
+    n *= *first;
+  }
+  return n;
+}
+
 TraceKey KeyOf(const ForwardOp& t) {
   TraceKey k;
   k.kinds = torch_trace::AtenKinds(t.name);
   const auto use = torch_trace::InputsOf(t.name, t.dims);
   if (use.activation < 0) return k;
   const auto& x = t.dims[use.activation];
-  // A batch of at least one sample and no negative size, or no match.
-  if (x[0] < 1 || std::any_of(x.begin(), x.end(), [](std::int64_t d) { return d < 0; }))
-    return k;
+  // A batch of at least one sample and sizes a graph can have, or no match.
+  if (x[0] < 1 || Elements(x.begin() + 1, x.end()) < 0) return k;
   k.batch = x[0];
-  k.per_sample = 1;
-  for (std::size_t d = 1; d < x.size(); ++d) k.per_sample *= x[d];
+  k.per_sample = Elements(x.begin() + 1, x.end());
   // The second input: the activation's shape, or it without the batch
   // dimension (broadcast over the batch, as a position table).
   k.binary = t.dims.size() >= 2 &&
              (t.dims[1] == x || std::equal(t.dims[1].begin(), t.dims[1].end(), x.begin() + 1,
                                            x.end()));
   if (use.weight >= 0) {
-    k.weight = 1;
-    for (std::int64_t d : t.dims[use.weight]) k.weight *= d;
+    k.weight = Elements(t.dims[use.weight].begin(), t.dims[use.weight].end());
+    if (k.weight < 0) k.per_sample = -1;  // no match
   }
   return k;
 }

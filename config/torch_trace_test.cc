@@ -278,6 +278,7 @@ TEST(TorchTraceTest, DamagedTracesAreImportedOrRefusedNeverCrash) {
         case 2: ev[i]["args"]["Sequence number"] = "x"; break;
         case 3: ev[i]["ts"] = nlohmann::json(); break;
         case 4: ev[i]["args"]["Input Dims"] = {{0, 3}, {-1}}; break;
+        case 5: ev[i]["args"]["Input Dims"] = {{2, 1LL << 40, 1LL << 40}, {1LL << 62, 4}}; break;
         default: break;
       }
     }

@@ -406,4 +406,9 @@ bool IsChromeTrace(const std::string& json_text) {
   return j.is_object() && j.contains("traceEvents");
 }
 
+bool IsTraceFile(const std::string& path) {
+  const std::string text = ReadCostFile(path);
+  return path.ends_with(".gz") || IsChromeTrace(text);
+}
+
 }  // namespace dtsim::config

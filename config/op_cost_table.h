@@ -123,6 +123,10 @@ void ScaleOpCostTable(double factor, OpCostTable* t);
 // True when `json_text` is a Chrome trace (a JSON object with traceEvents),
 // such as torch.profiler's export_chrome_trace writes, not a table.
 bool IsChromeTrace(const std::string& json_text);
+// True when the file at `path` is a trace rather than a table: gzipped
+// (".gz", as torch.profiler traces are often kept) or a Chrome trace.
+// Throws UserError when it cannot be read.
+bool IsTraceFile(const std::string& path);
 // The text of a file; a missing or unreadable file is a UserError naming it.
 std::string ReadCostFile(const std::string& path);
 

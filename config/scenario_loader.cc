@@ -348,9 +348,8 @@ void ReadCostTable(const YamlValue& x, const std::string& base, WorkloadConfig* 
            "a relative path is resolved against the scenario file's folder; write a table "
            "with `dtsim profile SCENARIO --out FILE`");
   }
-  const std::string text = ReadCostFile(w->cost_table);
-  if (IsChromeTrace(text)) return;
-  auto table = std::make_shared<OpCostTable>(ParseOpCostTable(text, w->cost_table));
+  if (IsTraceFile(w->cost_table)) return;
+  auto table = std::make_shared<OpCostTable>(LoadOpCostTable(w->cost_table));
   if (table->precision != hw::PrecisionName(w->precision)) {
     x.Fail("the op-cost table was measured in " + table->precision + ", and the workload runs in " +
                hw::PrecisionName(w->precision),

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "config/torch_trace.h"
 
 namespace dtsim::sim {
 namespace {
@@ -141,10 +142,14 @@ std::shared_ptr<const MeasuredCosts> WorkloadMeasuredCosts(const config::Workloa
                                                            const models::ModelGraph& graph) {
   if (w.cost_model != config::CostModelKind::kMeasured) return nullptr;
   if (w.cost_table_data != nullptr) return std::make_shared<MeasuredCosts>(*w.cost_table_data);
-  (void)graph;
-  throw UserError(w.cost_table_where,
-                  "cost_table '" + w.cost_table + "' is a Chrome trace, which this build cannot import",
-                  "name an op-cost table written by `dtsim profile`");
+  config::OpCostTable table = config::LoadTorchTrace(w.cost_table, graph, nullptr);
+  if (table.precision != hw::PrecisionName(w.precision)) {
+    throw UserError(w.cost_table_where,
+                    "the trace '" + w.cost_table + "' was measured in " + table.precision +
+                        ", and the workload runs in " + hw::PrecisionName(w.precision),
+                    "record the trace at the workload's precision");
+  }
+  return std::make_shared<MeasuredCosts>(std::move(table));
 }
 
 }  // namespace dtsim::sim

@@ -722,10 +722,9 @@ void UseCostTable(const ExecCommandOptions& o, const std::string& runs, config::
   w.cost_model = config::CostModelKind::kMeasured;
   w.cost_table = o.cost_table;
   w.cost_table_where = SourceLocation{o.cost_table};
-  const std::string text = config::ReadCostFile(o.cost_table);
   w.cost_table_data = nullptr;
-  if (config::IsChromeTrace(text)) return;
-  auto table = std::make_shared<config::OpCostTable>(config::ParseOpCostTable(text, o.cost_table));
+  if (config::IsTraceFile(o.cost_table)) return;  // imported against the model when predicted
+  auto table = std::make_shared<config::OpCostTable>(config::LoadOpCostTable(o.cost_table));
   const std::string again = "profile again: dtsim profile " + o.scenario_path +
                             (o.portable ? " --portable" : "") +
                             (o.threads > 1 ? " --threads " + std::to_string(o.threads) : "");

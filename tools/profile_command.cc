@@ -15,6 +15,7 @@
 #include "common/units.h"
 #include "config/op_cost_table.h"
 #include "config/scenario.h"
+#include "config/torch_trace.h"
 #include "exec/calibrate/op_profile.h"
 #include "exec/comm/solo_communicator.h"
 #include "exec/device_runtime.h"
@@ -52,6 +53,39 @@ PlanFacts FactsOf(const config::Scenario& s, const models::ModelGraph& graph) {
   return facts;
 }
 
+std::string OutPath(const ProfileCommandOptions& o, const config::Scenario& s) {
+  return o.out_path.empty() ? "results/profile/" + s.name + ".json" : o.out_path;
+}
+
+// --torch-trace: the table of the trace's ops for the scenario's model, and
+// what mapped, what did not and where each step's time went.
+void TraceCommand(const ProfileCommandOptions& o, const config::Scenario& s,
+                  const models::ModelGraph& graph, std::ostream& out) {
+  config::TorchTraceReport report;
+  config::OpCostTable table = config::LoadTorchTrace(o.torch_trace, graph, &report);
+  table.scenario = o.scenario_path;
+  table.threads = o.threads;
+  out << o.torch_trace << ": batch " << report.batch << ", " << report.steps.size()
+      << " profiled step(s), " << (report.gpu_kernels ? "GPU kernel" : "CPU") << " times\n";
+  for (const config::TorchTraceStep& st : report.steps) {
+    out << "  " << st.name << ": step " << FormatSeconds(st.step_s) << " = forward "
+        << FormatSeconds(st.forward_s) << ", backward " << FormatSeconds(st.backward_s)
+        << ", optimizer " << FormatSeconds(st.optimizer_s) << ", zero_grad "
+        << FormatSeconds(st.zero_grad_s) << ", unattributed " << FormatSeconds(st.unattributed_s)
+        << ", communication " << FormatSeconds(st.communication_s) << "; the rest between ops\n";
+  }
+  out << report.measured.size() << " graph ops measured, " << report.unmeasured.size()
+      << " not (priced by the model)";
+  for (std::size_t i = 0; i < report.unmeasured.size() && i < 8; ++i)
+    out << (i ? ", " : ": ") << report.unmeasured[i];
+  out << "\n";
+  const std::string path = OutPath(o, s);
+  WriteFileAtomic(
+      path, [&table](std::ostream& f) { f << config::OpCostTableJson(table); },
+      {.create_folder = true});
+  out << "wrote " << path << " (" << table.entries.size() << " entries)\n";
+}
+
 }  // namespace
 
 CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o) {
@@ -83,6 +117,10 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o) {
                   "Copies of the step run at once, one timed (default: the ranks the scenario "
                   "puts on a node, at most this machine's cores / --threads; CPU only)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--torch-trace", o->torch_trace,
+                  "Make the table from this torch.profiler trace of the scenario's model "
+                  "(record_shapes=True; .json or .json.gz) instead of running the ops here "
+                  "(docs/torch_traces.md)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr");
   return cmd;
 }
@@ -93,6 +131,10 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
                         " runs its kernels on the device",
                     "drop them, or use --backend cpu");
   const config::Scenario s = config::LoadScenario(o.scenario_path);
+  if (!o.torch_trace.empty()) {
+    TraceCommand(o, s, config::BuildWorkloadModel(s), out);
+    return;
+  }
   CheckExecutable(s);
   if (s.workload.precision != hw::Precision::kFp32)
     throw UserError(s.Where("workload.precision"),
@@ -168,8 +210,7 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
                   o.timed_steps, FormatSeconds(p.optimizer.seconds.median_s).c_str());
     out << line;
   }
-  const std::string path =
-      o.out_path.empty() ? "results/profile/" + s.name + ".json" : o.out_path;
+  const std::string path = OutPath(o, s);
   WriteFileAtomic(
       path, [&table](std::ostream& f) { f << config::OpCostTableJson(table); },
       {.create_folder = true});

@@ -23,6 +23,9 @@ struct ProfileCommandOptions {
   int timed_steps = 5;
   int concurrent = 0;        // copies of the step at once; 0 = the ranks on a node, at most the cores
   bool quiet = false;
+  // A torch.profiler trace of the scenario's model to turn into the table
+  // instead of running the ops here (config/torch_trace.h).
+  std::string torch_trace;
 };
 
 // Declares the command and its options on `app`; parsed values land in *o.

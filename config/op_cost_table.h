@@ -14,7 +14,7 @@
 //    "ops": [{"signature": "...", "kind": "conv2d", "batch": 32, "name": "conv1",
 //             "occurrences": 2, "backward_input": true,
 //             "forward_flops": ..., "backward_flops": ..., "forward_bytes": ..., "backward_bytes": ...,
-//             "forward": {"median_s": ..., "min_s": ..., "max_s": ..., "runs": 15},
+//             "forward": {"median_s": ..., "mean_s": ..., "min_s": ..., "max_s": ..., "runs": 15},
 //             "backward": {...}}, ...],
 //    "optimizer": {"name": "momentum", "params": 1068298, "seconds": {...}},
 //    "communication": [{"name": "gloo:all_reduce", "bytes": 4.2e6, "seconds": {...}}]}
@@ -43,10 +43,16 @@ std::string OpSignature(const models::Op& op);
 
 // Repeated timings of one piece of work, seconds per call.
 struct OpTiming {
-  double median_s = 0;  // > 0; what pricing uses
+  double median_s = 0;  // > 0
   double min_s = 0;     // 0 < min <= median <= max
   double max_s = 0;
   int runs = 1;         // timed calls the statistics are over, >= 1
+  double mean_s = 0;    // min <= mean <= max; 0 = not known
+  // What pricing uses: the mean, or the median when the mean is not known.
+  // A step's expected time is the sum of its calls' expected times, and a
+  // measured step time is a mean over steps; noise (preemption, page
+  // faults) only ever lengthens a call, so the median of a call falls short.
+  double Expected() const { return mean_s > 0 ? mean_s : median_s; }
 };
 // The statistics of `seconds` (non-empty, every value > 0).
 OpTiming TimingOf(std::vector<double> seconds);

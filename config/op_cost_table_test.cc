@@ -62,6 +62,10 @@ TEST(OpCostTable, TimingOfIsTheMedianAndRange) {
   EXPECT_DOUBLE_EQ(t.max_s, 4);
   EXPECT_EQ(t.runs, 4);
   EXPECT_DOUBLE_EQ(TimingOf({3, 1, 2}).median_s, 2);
+  // Pricing uses the mean: (4 + 1 + 3 + 2) / 4 = 2.5; without one, the median.
+  EXPECT_DOUBLE_EQ(TimingOf({4, 1, 3, 2}).Expected(), 2.5);
+  EXPECT_DOUBLE_EQ(TimingOf({1, 1, 7}).Expected(), 3);
+  EXPECT_DOUBLE_EQ((OpTiming{2, 1, 7, 3}).Expected(), 2);
 }
 
 TEST(OpCostTable, RoundTripIsExact) {
@@ -122,7 +126,7 @@ TEST(OpCostTable, ErrorsNameThePlace) {
             std::string::npos);
   EXPECT_NE(ErrorOf(replaced("\"batch\": 16", "\"batch\": 32")).find("second entry"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(replaced("\"runs\": 15", "\"runs\": 15, \"mean_s\": 1")).find("unknown key"),
+  EXPECT_NE(ErrorOf(replaced("\"runs\": 15", "\"runs\": 15, \"sum_s\": 1")).find("unknown key"),
             std::string::npos);
   EXPECT_NE(ErrorOf(replaced("\"min_s\": 0.0001", "\"min_s\": 0.5")).find("ops[0].forward"),
             std::string::npos);

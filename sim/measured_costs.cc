@@ -46,14 +46,14 @@ MeasuredCosts::MeasuredCosts(config::OpCostTable table) : table_(std::move(table
       if (!t) continue;
       const int p = PassIndex(pass);
       by_signature_[{e.signature, p}].push_back(
-          {static_cast<double>(e.batch), t->median_s, 0, e.backward_input});
+          {static_cast<double>(e.batch), t->Expected(), 0, e.backward_input});
       const double flops = pass == MeasuredPass::kForward ? e.forward_flops : e.backward_flops;
       const double bytes = pass == MeasuredPass::kForward ? e.forward_bytes : e.backward_bytes;
       const double work[2] = {flops, bytes};
       for (int basis = 0; basis < 2; ++basis) {
         if (work[basis] > 0) {
           by_kind_[{e.kind, p, basis}].push_back(
-              {std::log2(work[basis]), t->median_s, work[basis] / t->median_s, e.backward_input});
+              {std::log2(work[basis]), t->Expected(), work[basis] / t->Expected(), e.backward_input});
         }
       }
     }
@@ -135,7 +135,7 @@ std::optional<MeasuredTime> MeasuredCosts::Seconds(const models::Op& op, Measure
 
 std::optional<double> MeasuredCosts::OptimizerSecondsPerParam() const {
   if (!table_.optimizer) return std::nullopt;
-  return table_.optimizer->seconds.median_s / static_cast<double>(table_.optimizer->params);
+  return table_.optimizer->seconds.Expected() / static_cast<double>(table_.optimizer->params);
 }
 
 std::shared_ptr<const MeasuredCosts> WorkloadMeasuredCosts(const config::WorkloadConfig& w,

@@ -2,7 +2,7 @@
 // `workload.cost_model: measured`. An op's pass is priced, in this order:
 //
 //  1. measured: the table holds the op's signature at the batch asked;
-//     its median time.
+//     its expected time (config::OpTiming::Expected: the mean of its calls).
 //  2. interpolated by batch: the table holds the signature at other
 //     batches. Between two measured batches b0 < b < b1, linear in the batch:
 //       t = t0 + (t1 - t0) (b - b0) / (b1 - b0);

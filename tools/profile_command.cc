@@ -110,7 +110,9 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o) {
   cmd->add_option("--warmup", o->warmup_steps, "Untimed training steps first")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--steps", o->timed_steps, "Timed training steps; each op's median is over them")
+  cmd->add_option("--steps", o->timed_steps,
+                  "Timed training steps, at least (more until 2 s are timed, at most 50); each "
+                  "op's statistics are over them")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--concurrent", o->concurrent,
@@ -178,6 +180,8 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
   exec::OpProfileOptions po;
   po.warmup_steps = o.warmup_steps;
   po.timed_steps = o.timed_steps;
+  // Short steps are noisy: time at least 2 s of them.
+  po.min_timed_seconds = 2.0;
   po.optimizer = OptimizerFor(s, 0);
   po.seed = s.seed;
   po.concurrent = concurrent;
@@ -207,7 +211,7 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
     std::snprintf(line, sizeof line,
                   "batch %lld: %zu distinct ops, step %s (median of %d), optimizer %s\n",
                   static_cast<long long>(batch), p.entries.size(), FormatSeconds(p.step_s).c_str(),
-                  o.timed_steps, FormatSeconds(p.optimizer.seconds.median_s).c_str());
+                  p.optimizer.seconds.runs, FormatSeconds(p.optimizer.seconds.Expected()).c_str());
     out << line;
   }
   const std::string path = OutPath(o, s);

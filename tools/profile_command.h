@@ -20,7 +20,7 @@ struct ProfileCommandOptions {
   int threads = 1;           // CPU kernel threads (as exec --threads)
   bool portable = false;     // the portable CPU kernels (as exec --portable)
   int warmup_steps = 1;
-  int timed_steps = 5;
+  int timed_steps = 5;           // at least; more until 2 s are timed (at most 50)
   int concurrent = 0;        // copies of the step at once; 0 = the ranks on a node, at most the cores
   bool quiet = false;
   // A torch.profiler trace of the scenario's model to turn into the table

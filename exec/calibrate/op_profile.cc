@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <atomic>
 #include <barrier>
 #include <exception>
 #include <mutex>
@@ -129,7 +130,10 @@ OpProfile ProfileOps(const models::ModelGraph& graph, Backend& backend,
   StepRunner::Times times;
   times.forward.resize(n);
   times.backward.resize(n);
-  const int total = options.warmup_steps + options.timed_steps;
+  const int planned = options.warmup_steps + options.timed_steps;
+  const int most = std::max(planned, options.warmup_steps + options.max_steps);
+  // Set by the timed thread before each step's barrier, read after it.
+  std::atomic<bool> more{true};
 
   // The companions run the same steps on their own threads, each step
   // started together with the timed one's.
@@ -142,8 +146,9 @@ OpProfile ProfileOps(const models::ModelGraph& graph, Backend& backend,
       try {
         const std::unique_ptr<Backend> own = options.make_backend();
         StepRunner runner(graph, *own, options);
-        for (int step = 0; step < total; ++step) {
+        for (int step = 0;; ++step) {
           sync.arrive_and_wait();
+          if (!more.load()) break;
           runner.Step(step, nullptr);
         }
       } catch (...) {
@@ -153,11 +158,17 @@ OpProfile ProfileOps(const models::ModelGraph& graph, Backend& backend,
       }
     });
   }
-  for (int step = 0; step < total; ++step) {
+  double timed_s = 0;
+  for (int step = 0;; ++step) {
+    const bool go = step < planned || (step < most && timed_s < options.min_timed_seconds);
+    more.store(go);
     if (options.concurrent > 1) sync.arrive_and_wait();
+    if (!go) break;
     const Clock::time_point start = Clock::now();
     timed.Step(step, step >= options.warmup_steps ? &times : nullptr);
-    if (progress) progress(step + 1, total, Since(start));
+    const double seconds = Since(start);
+    if (step >= options.warmup_steps) timed_s += seconds;
+    if (progress) progress(step + 1, std::max(planned, step + 1), seconds);
   }
   for (std::thread& t : companions) t.join();
   if (failed) std::rethrow_exception(failed);

@@ -26,7 +26,11 @@ namespace dtsim::exec {
 struct OpProfileOptions {
   std::int64_t batch = 32;  // samples per step, >= 1
   int warmup_steps = 1;     // untimed steps first (allocation, first touches), >= 0
-  int timed_steps = 5;      // steps whose calls are timed, >= 1
+  int timed_steps = 5;      // steps whose calls are timed, at least, >= 1
+  // More timed steps, up to max_steps, until they add up to this many
+  // seconds: short steps are noisier. 0 = exactly timed_steps.
+  double min_timed_seconds = 0;
+  int max_steps = 50;
   OptimizerOptions optimizer;
   std::uint64_t seed = 1;   // parameters and the synthetic batch
   // Copies of the training step that run at once, each on its own thread
@@ -43,8 +47,9 @@ struct OpProfile {
   double step_s = 0;  // median wall time of a whole timed step
 };
 
-// Called after each step with its 1-based index among `total` (warm-up
-// included) and the step's wall seconds.
+// Called after each step with its 1-based index, the steps planned so far
+// (warm-up included; grows while min_timed_seconds is not reached) and the
+// step's wall seconds.
 using OpProfileProgress = std::function<void(int step, int total, double seconds)>;
 
 // Profiles every op of `graph` at options.batch. Throws UserError when an

@@ -6,6 +6,8 @@ Inputs (written by scripts/torch_ddp_check.py, in results/torch-cpu/):
   ddp_steps.json            measured step times: 1 process, and 2-process DDP over gloo
   gloo_allreduce.json       dist.all_reduce times between the 2 processes, 4 KiB .. 32 MiB
   <model>_..._1proc.trace.json.gz   two profiled steps of the single process
+  <model>_..._2proc.trace.json.gz   the same, recorded beside a second training copy
+                                    (scripts/torch_concurrent_traces.py); used for 2 processes
 
 For each model it writes a scenario (results/torch-cpu/prediction/<model>-<n>proc.yaml):
 1 or 2 cpu-host devices, synchronous data parallelism with a ring all-reduce
@@ -99,9 +101,13 @@ def main():
         for processes, key in ((1, "single_process"), (2, "ddp_2proc_gloo")):
             m = steps[key][name]
             batch = m.get("batch_per_process", m.get("batch"))
+            # Two processes share the machine: the trace recorded beside a
+            # second training copy (scripts/torch_concurrent_traces.py), when there.
+            shared = trace.replace("_1proc.", "_2proc.")
+            used = shared if processes == 2 and os.path.exists(os.path.join(RESULTS, shared)) else trace
             path = os.path.join(out_dir, f"{name}-{processes}proc.yaml")
             with open(path, "w") as f:
-                f.write(scenario(name, model, batch, processes, trace, latency_s, bw))
+                f.write(scenario(name, model, batch, processes, used, latency_s, bw))
             run_dir = os.path.join(out_dir, "runs", f"{name}-{processes}proc")
             r = subprocess.run([args.dtsim, "run", path, "--quiet", "--out", run_dir],
                                capture_output=True, text=True)
@@ -112,7 +118,7 @@ def main():
             measured = m["step_median_s"]
             passes = m["pass_step_s"]
             rows.append({
-                "model": name, "processes": processes, "batch": batch,
+                "model": name, "processes": processes, "batch": batch, "trace": used,
                 "predicted_step_s": predicted, "measured_step_s": measured,
                 "measured_passes_s": passes,
                 "error_percent": 100 * (predicted / measured - 1),
@@ -129,10 +135,10 @@ def main():
         f.write("# dtsim's prediction of PyTorch's CPU steps from one process's trace\n\n")
         f.write(f"Link fitted to gloo's all_reduce: latency {latency_s * 1e6:.0f} us, "
                 f"{bw / 1e9:.2f} GB/s. Written by `scripts/predict_torch_ddp.py`.\n\n")
-        f.write("| model | processes | batch / process | predicted step | measured step (median of passes) | passes | error | compute measured |\n")
-        f.write("|---|---:|---:|---:|---:|---|---:|---:|\n")
+        f.write("| model | processes | trace | predicted step | measured step (median of passes) | passes | error | compute measured |\n")
+        f.write("|---|---:|---|---:|---:|---|---:|---:|\n")
         for r in rows:
-            f.write(f"| {r['model']} | {r['processes']} | {r['batch']} | {r['predicted_step_s']:.3f} s | "
+            f.write(f"| {r['model']} | {r['processes']} | `{r['trace']}` | {r['predicted_step_s']:.3f} s | "
                     f"{r['measured_step_s']:.3f} s | "
                     + ", ".join(f"{p:.3f}" for p in r["measured_passes_s"])
                     + f" | {r['error_percent']:+.1f}% | {100 * r['measured_share']:.1f}% |\n")

@@ -11,7 +11,9 @@
 # The *-1gbps scenarios run under `--network 1Gbps` (root: network
 # namespaces and tc); without root they are skipped. Environment: DTSIM
 # (default build/tools/dtsim), OUT (default results/local-measured), PASSES
-# (default 3), CALIBRATE=0 to keep an existing device profile.
+# (default 3), CALIBRATE=0 to keep an existing device profile, BASELINE=1
+# to also validate each scenario with the device profile alone (the
+# roofline with measured per-kind efficiencies), in the same pass.
 set -eu
 DTSIM=${DTSIM:-build/tools/dtsim}
 OUT=${OUT:-results/local-measured}
@@ -41,6 +43,7 @@ fi
 # drifts by 10-30% within the hour, and the table is to describe the machine
 # the run meets. The last pass's tables are kept in $OUT.
 : > "$OUT/errors.csv"
+: > "$OUT/baseline_errors.csv"
 pass=1
 while [ "$pass" -le "$PASSES" ]; do
   for n in $names; do
@@ -58,11 +61,20 @@ j = json.load(open(sys.argv[1]))
 print(f"{sys.argv[2]},{sys.argv[3]},{j['predicted']['step_time_s']:.6f},"
       f"{j['measured']['step_time_s']:.6f},{j['error_percent']['step_time']:.2f}")
 PY
+    if [ "${BASELINE:-0}" != 0 ]; then
+      # The same scenario predicted with the device profile alone.
+      # shellcheck disable=SC2046
+      "$DTSIM" validate "scenarios/local/$n.yaml" $(network_of "$n") \
+        --out "$OUT/runs/$n-pass$pass-profile" --quiet > "$OUT/runs/$n-pass$pass-profile.log" 2>&1 || {
+        echo "validate $n failed: see $OUT/runs/$n-pass$pass-profile.log" >&2; exit 1; }
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"{sys.argv[2]},{sys.argv[3]},{j['error_percent']['step_time']:.2f}\")" \
+        "$OUT/runs/$n-pass$pass-profile/validation.json" "$n" "$pass" >> "$OUT/baseline_errors.csv"
+    fi
   done
   pass=$((pass + 1))
 done
 
-python3 - "$OUT/errors.csv" > "$OUT/summary.md" <<'PY'
+python3 - "$OUT/errors.csv" "$OUT/baseline_errors.csv" > "$OUT/summary.md" <<'PY'
 import csv, statistics, sys
 rows = {}
 for name, p, pred, meas, err in csv.reader(open(sys.argv[1])):
@@ -79,5 +91,23 @@ for name, r in rows.items():
 print()
 print(f"within 5% by the median: {sum(m <= 5 for m in medians)} of {len(medians)}; "
       f"median of |median errors| {statistics.median(medians):.1f}%, max {max(medians):.1f}%")
+base = {}
+for line in open(sys.argv[2]):
+    name, p, err = line.strip().split(",")
+    base.setdefault(name, []).append(float(err))
+if base:
+    print()
+    print("Device profile alone (roofline with measured efficiencies), the same passes:")
+    print()
+    print("| scenario | errors of the passes | median |")
+    print("|---|---|---:|")
+    bm = []
+    for name, errs in base.items():
+        med = statistics.median(errs)
+        bm.append(abs(med))
+        print(f"| `{name}` | " + ", ".join(f"{e:+.1f}%" for e in errs) + f" | {med:+.1f}% |")
+    print()
+    print(f"within 5% by the median: {sum(m <= 5 for m in bm)} of {len(bm)}; "
+          f"median of |median errors| {statistics.median(bm):.1f}%, max {max(bm):.1f}%")
 PY
 cat "$OUT/summary.md"

@@ -115,6 +115,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"workload.precision", "fp32"},
     {"workload.iterations", "7"},
     {"workload.cost_model", "roofline"},
+    // Without cost_model: measured it is refused (the CLI test prices from a table).
+    {"workload.cost_table", "results/local-measured/cifar10-1cpu.json"},
     {"workload.compute_efficiency", "{matmul: 0.2}"},
     {"workload.memory_efficiency", "0.2"},
     {"workload.kernel_launch", "50us"},

@@ -1589,6 +1589,21 @@ TEST_F(Cli, ProfileThenPriceFromTheTable) {
   EXPECT_TRUE(report.at("cost_sources").at("modelled_ops").empty());
   EXPECT_NE(report.at("cost_model").get<std::string>().find("measured"), std::string::npos);
 
+  // A torch.profiler trace of the same CNN (config/testdata/torch, from
+  // Debian's torch 1.13) prices it too: every op and the optimizer measured.
+  const std::string trace = fs::absolute("config/testdata/torch/cifar10-cnn_b32.trace.json.gz");
+  r = Dtsim("profile scenarios/local/cifar10-1cpu.yaml --torch-trace " + trace + " --out " +
+            (dir_ / "from-trace.json").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("0 not (priced by the model)"), std::string::npos) << r.out;
+  std::string traced = scenario;
+  traced.replace(traced.find("cifar10.json"), 12, trace);
+  std::ofstream(dir_ / "traced.yaml") << traced;
+  r = Dtsim("run " + (dir_ / "traced.yaml").string() + " --no-trace --out " +
+            (dir_ / "traced").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("measured 100.0%"), std::string::npos) << r.out;
+
   // User mistakes exit 2 with a location.
   r = Dtsim("profile scenarios/default.yaml --quiet --out " + (dir_ / "x.json").string());
   EXPECT_EQ(r.status, 2);

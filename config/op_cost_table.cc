@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 namespace dtsim::config {
 namespace {
@@ -382,16 +383,7 @@ OpCostTable ParseOpCostTable(const std::string& json_text, const std::string& fi
 }
 
 std::string ReadCostFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw UserError(SourceLocation{path}, "cannot read op-cost table '" + path + "'",
-                    "write one with `dtsim profile SCENARIO --out " + path + "`");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw UserError(SourceLocation{path}, "cannot read op-cost table '" + path + "'");
-  return text.str();
+  return ReadRegularFile(path, "op-cost table");
 }
 
 OpCostTable LoadOpCostTable(const std::string& path) {

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "plan/pipedream.h"
 #include "plan/plan_export.h"
+#include "sim/kernel_evidence.h"
 #include "sim/statistics.h"
 #include "sim/sweep.h"
 
@@ -143,6 +144,13 @@ nlohmann::ordered_json CostSourcesJson(const config::Scenario& s, const Predicti
   return j;
 }
 
+namespace {
+// Whether the kernel model priced (some of) the compute.
+bool UsesKernelModel(const Prediction& p) {
+  return p.cost_model.find("kernels") != std::string::npos;
+}
+}  // namespace
+
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;
   nlohmann::ordered_json j;
@@ -190,6 +198,12 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling_reference;
   j["cost_model"] = p.cost_model;
+  if (UsesKernelModel(p)) {
+    const KernelEvidenceEntry e = KernelEvidenceFor(p.device.arch);
+    j["kernel_model_evidence"] = {{"generation", hw::GpuArchName(p.device.arch)},
+                                  {"level", KernelEvidenceName(e.level)},
+                                  {"basis", e.basis}};
+  }
   if (p.costs.compute_priced_s > 0 && !s.workload.cost_table.empty())
     j["cost_sources"] = CostSourcesJson(s, p);
   if (HasHostSide(p)) j["framework"] = p.framework;
@@ -651,6 +665,12 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   FormatSeconds(c.fp8_cast_s).c_str(), 100 * c.fp8_cast_s / step,
                   FormatSeconds(c.bf16_s).c_str(), 100 * c.bf16_s / step);
     o << line;
+  }
+  if (UsesKernelModel(p)) {
+    const KernelEvidenceEntry e = KernelEvidenceFor(p.device.arch);
+    if (e.level != KernelEvidence::kKernelTimes)
+      o << "kernel model on " << hw::GpuArchName(p.device.arch) << " (" << p.device.name
+        << "): " << KernelEvidenceName(e.level) << ", " << e.basis << "\n";
   }
   if (p.costs.compute_priced_s > 0 && !s.workload.cost_table.empty()) {
     const CostShares c = SharesOf(p);

@@ -1617,3 +1617,30 @@ TEST_F(Cli, ProfileThenPriceFromTheTable) {
 }
 
 }  // namespace
+
+// A generation without kernel data says so: `devices` marks K80 (Kepler)
+// unvalidated and V100 (DeepBench's V100 sheet) checked on kernel times, and
+// a run on K80 carries the same in report.json and its step log
+// (sim/kernel_evidence.h).
+TEST_F(Cli, KernelModelEvidencePerGeneration) {
+  Result r = Dtsim("devices");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto line_of = [&](const std::string& name) {
+    const auto at = r.out.find("  " + name + " ");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  EXPECT_NE(line_of("K80").find("kepler, 13 SMs, L2 1.5 MiB, unvalidated"), std::string::npos)
+      << line_of("K80");
+  EXPECT_NE(line_of("V100-SXM2-16GB").find("kernel times"), std::string::npos);
+  EXPECT_NE(line_of("A100-SXM4-80GB").find("end to end only"), std::string::npos);
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "k80.yaml") << "cluster: {devices_per_node: 2, device: K80}\n"
+                                      "workload: {model: resnet50, batch_per_device: 16}\n";
+  r = Dtsim("run " + (dir_ / "k80.yaml").string() + " --no-trace --json - --out " +
+            (dir_ / "k").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("kernel_model_evidence").at("generation"), "kepler");
+  EXPECT_EQ(report.at("kernel_model_evidence").at("level"), "unvalidated");
+  EXPECT_NE(r.err.find("kernel model on kepler (K80): unvalidated"), std::string::npos) << r.err;
+}

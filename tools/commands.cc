@@ -20,6 +20,7 @@
 #include "plan/plan_export.h"
 #include "report/tensorboard.h"
 #include "sim/cost_model.h"
+#include "sim/kernel_evidence.h"
 #include "sim/hybrid_setup.h"
 #include "sim/op_kernels.h"
 #include "sim/report.h"
@@ -267,16 +268,18 @@ void DevicesCommand(bool local, std::ostream& out) {
   const auto catalog = hw::HardwareCatalog::BuiltIn();
   out << "devices (peak dense flop/s, '-' = no native support: that precision runs at the fp32 "
          "rate; memory in GiB as `run` reports it; memory bandwidth; generation, SMs and L2 for "
-         "the kernel cost model):\n";
+         "the kernel cost model, and what its constants for the generation were checked on: "
+         "kernel times, end to end only, or unvalidated):\n";
   // A rate of the device's own, or '-' where PeakFlopRate falls back to fp32.
   auto rate = [](double native) { return native > 0 ? FormatFlopRate(native) : std::string("-"); };
   for (const auto& d : catalog.devices()) {
     char memory[32];
     std::snprintf(memory, sizeof memory, "%.1f GiB", d.memory_bytes / (1024.0 * 1024.0 * 1024.0));
-    char micro[48] = "-";
+    char micro[96] = "-";
     if (d.HasMicroarchitecture())
-      std::snprintf(micro, sizeof micro, "%s, %d SMs, L2 %.3g MiB", hw::GpuArchName(d.arch),
-                    d.sm_count, d.l2_bytes / (1024.0 * 1024.0));
+      std::snprintf(micro, sizeof micro, "%s, %d SMs, L2 %.3g MiB, %s", hw::GpuArchName(d.arch),
+                    d.sm_count, d.l2_bytes / (1024.0 * 1024.0),
+                    sim::KernelEvidenceName(sim::KernelEvidenceFor(d.arch).level));
     std::snprintf(line, sizeof line,
                   "  %-18s fp32 %-14s tf32 %-14s fp16 %-14s bf16 %-14s %-10s %-12s %s\n",
                   d.name.c_str(), FormatFlopRate(d.fp32_flop_per_s).c_str(),

@@ -1,4 +1,4 @@
-// `dtsim fit`: constants fitted to a user's measured runs (issue 12).
+// `dtsim fit`: constants fitted to a user's measured runs.
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -20,8 +20,9 @@ namespace {
 
 std::string Percentages(const validation::ErrorSummary& e) {
   char line[160];
-  std::snprintf(line, sizeof line, "MAPE %.1f%%, median %.1f%%, max %.1f%% (%d runs, %d failed)",
-                e.mean_ape, e.median_ape, e.max_ape, e.runs, e.failed);
+  std::snprintf(line, sizeof line,
+                "median %.1f%%, mean %.1f%%, max %.1f%% absolute error (%d runs, %d failed)",
+                e.median_ape, e.mean_ape, e.max_ape, e.runs, e.failed);
   return line;
 }
 
@@ -125,9 +126,10 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   for (std::size_t i = 0; i < constants.size(); ++i)
     out << constants[i].name << " = " << validation::FormatFitValue(constants[i], fit.values[i])
         << " (was " << validation::FormatFitValue(constants[i], constants[i].initial) << ")\n";
+  // The held-out figure first: it is what to expect on runs the fit has not seen.
+  out << "held out (" << cv.folds << "-fold):    " << Percentages(cv.after) << "\n";
   out << "before fitting:        " << Percentages(cv.before) << "\n";
   out << "fitted on all runs:    " << Percentages(fitted_all) << "\n";
-  out << "held out (" << cv.folds << "-fold):    " << Percentages(cv.after) << "\n";
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
 }
 

@@ -143,19 +143,19 @@ Json RowJson(const RowResult& r) {
   return j;
 }
 
-// "| 12.3 | ..." cells of an ErrorSummary: runs, failed, MAPE, median, max, signed.
+// "| 12.3 | ..." cells of an ErrorSummary: runs, failed, median, mean (MAPE), max, signed.
 std::string ErrorCells(const ErrorSummary& e) {
   if (e.predicted == 0) {
     return "| " + std::to_string(e.runs) + " | " + std::to_string(e.failed) +
            " | - | - | - | - |";
   }
   return "| " + std::to_string(e.runs) + " | " + std::to_string(e.failed) + " | " +
-         Format("%.1f", e.mean_ape) + " | " + Format("%.1f", e.median_ape) + " | " +
+         Format("%.1f", e.median_ape) + " | " + Format("%.1f", e.mean_ape) + " | " +
          Format("%.1f", e.max_ape) + " | " + Format("%+.1f", e.mean_signed_pe) + " |";
 }
 
 constexpr const char* kErrorHeader =
-    "| runs | failed | MAPE % | median APE % | max APE % | mean signed error % |";
+    "| runs | failed | median APE % | MAPE % | max APE % | mean signed error % |";
 constexpr const char* kErrorRule = "|---:|---:|---:|---:|---:|---:|";
 
 // `s` on one line, for table cells and CSV fields.

@@ -23,8 +23,8 @@ constexpr double kPcie3LaneBytesPerS = 8e9 * 128.0 / 130.0 / 8;
 constexpr int kHcaLanes = 8;
 constexpr double kFdrBytesPerS = 4 * 14.0625e9 * 64.0 / 66.0 / 8;
 // QPI moves 2 bytes per transfer per direction (Intel Xeon E5-2600 v2
-// datasheet vol. 1, 2013, sec. 1.2: "QPI ... 8.0 GT/s", 16 GB/s per
-// direction per link).
+// datasheet vol. 1, 2013: QPI at 8.0 GT/s, 16 GB/s per direction per
+// link).
 constexpr double kQpiBytesPerTransfer = 2;
 
 [[noreturn]] void Fail(const std::string& file, int line, const std::string& what) {

@@ -48,8 +48,8 @@ std::vector<AllreduceMeasurement> LoadAllreduce(const std::string& dir);
 // the fit, chosen from first principles:
 struct AllreduceConstants {
   // PCIe 3.0 TLPs of 256 B payload carry ~24 B of header, sequence number,
-  // LCRC and framing (PCI Express Base Specification 3.0, 2010, sec. 2.2 and
-  // 4.2), before flow-control and ACK packets: at most ~0.9 of the rate.
+  // LCRC and framing (PCI Express Base Specification 3.0, 2010, chapters 2
+  // and 4), before flow-control and ACK packets: at most ~0.9 of the rate.
   double pcie_efficiency = 0.8;
   // PCIe traffic into the other socket's memory, over the QPI link's rate.
   double qpi_efficiency = 0.6;

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
       "then prints predicted against measured step time, throughput, compute and "
       "communication (writes validation.json and validation.md)");
   validate_cmd->add_option("target", validate_target,
-                           "vtrain, deepbench, kernels, or a scenario YAML file")
+                           "vtrain, deepbench, kernels, allreduce, or a scenario YAML file")
       ->required();
   validate_cmd->add_option("--data", validate.data_dir,
                            "vtrain: folder of ground_truth_single.csv and ground_truth_multi.csv; "
@@ -574,7 +574,7 @@ int main(int argc, char** argv) {
     }
     const bool scenario_validation =
         *validate_cmd && validate_target != "vtrain" && validate_target != "deepbench" &&
-        validate_target != "kernels";
+        validate_target != "kernels" && validate_target != "allreduce";
     if ((*exec_cmd || scenario_validation || (*calibrate_cmd && calibrate.ranks == 0)) &&
         dtsim::tools::LaunchedByMpiLauncher()) {
       mpi = dtsim::exec::StartMpiWorld();
@@ -593,6 +593,10 @@ int main(int argc, char** argv) {
       if (validate_target == "deepbench") {
         if (validate_cmd->count("--data") == 0) validate.data_dir = "../shared/validation/deepbench";
         if (validate_cmd->count("--out") == 0) validate.out_dir = "results/deepbench";
+      }
+      if (validate_target == "allreduce") {
+        if (validate_cmd->count("--data") == 0) validate.data_dir = "../shared/validation/deepbench";
+        if (validate_cmd->count("--out") == 0) validate.out_dir = "results/allreduce";
       }
       if (validate_target == "kernels") {
         if (validate_cmd->count("--data") == 0) validate.data_dir = "scenarios/fit/h100-kernels";

@@ -20,6 +20,8 @@
 #include "validation/deepbench.h"
 #include "validation/deepbench_fit.h"
 #include "validation/accuracy.h"
+#include "validation/allreduce.h"
+#include "validation/allreduce_report.h"
 #include "validation/deepbench_report.h"
 #include "common/yaml_reader.h"
 #include "validation/fit.h"
@@ -286,6 +288,23 @@ std::string VtrainFitMarkdown(const VtrainFit& fit) {
   return md;
 }
 
+// `dtsim validate allreduce`: DeepBench's all-reduce rows against the PCIe
+// ring model, constants fitted leaving each GPU out (validation/allreduce_report.h).
+void AllreduceCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
+  const int jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!o.quiet) err << "allreduce: fitting the constants without each GPU in turn...\n";
+  const validation::AllreduceValidation v =
+      validation::ValidateAllreduce(validation::LoadAllreduce(o.data_dir), jobs);
+  OutputSet files{std::filesystem::path(o.out_dir)};
+  WriteOutput(files, "allreduce.json", validation::AllreduceJson(v));
+  WriteOutput(files, "allreduce.md", validation::AllreduceMarkdown(v));
+  const auto written = files.Commit();
+  if (o.quiet) return;
+  out << "allreduce: " << v.rows.size() << " rows\n" << validation::AllreduceSummaryText(v);
+  for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
 }  // namespace
 
 void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
@@ -293,12 +312,19 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     DeepbenchCommand(o, out, err);
     return;
   }
+  if (o.dataset == "allreduce") {
+    if (!o.protocols.empty())
+      throw UserError("allreduce: --protocols does not apply",
+                      "the report prices every row both ways (ideal and nccl-protocols)");
+    AllreduceCommand(o, out, err);
+    return;
+  }
   if (o.dataset == "kernels") {
     KernelsCommand(o, out, err);
     return;
   }
   if (o.dataset != "vtrain") {
-    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench, kernels");
+    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench, kernels, allreduce");
   }
   validation::VtrainSetup setup;
   if (!o.intra_node_link.empty()) {

@@ -245,7 +245,10 @@ std::string DescribeKernel(const GpuKernelModel& model, const KernelCall& k) {
   char buf[200];
   switch (k.type) {
     case KernelCall::Type::kGemm: {
-      const GemmEstimate e = model.Gemm(k.gemm);
+      const GemmEstimate e =
+          k.step != KernelCall::Step::kNone
+              ? model.RecurrentStepGemm(k.gemm, k.step == KernelCall::Step::kBackward)
+              : model.Gemm(k.gemm);
       std::snprintf(buf, sizeof buf,
                     "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s%s",
                     static_cast<long long>(k.gemm.m), static_cast<long long>(k.gemm.n),

@@ -265,6 +265,14 @@ GemmEstimate GpuKernelModel::Gemm(const GemmProblem& g) const {
   return BestGemm(g, UnitFor(g), 1.0, -1.0, params_.cuda_version >= 9);
 }
 
+GemmEstimate GpuKernelModel::RecurrentStepGemm(const GemmProblem& g, bool backward) const {
+  double scale = ByArch(params_.rnn_step_fraction_by_arch, params_.rnn_step_fraction);
+  if (backward) scale *= ByArch(params_.rnn_dgrad_fraction_by_arch, params_.rnn_dgrad_fraction);
+  GemmEstimate e = BestGemm(g, UnitFor(g), scale, -1.0, params_.cuda_version >= 9);
+  e.seconds = std::max(e.seconds, ByArch(params_.rnn_host_step_s_by_arch, params_.rnn_host_step_s));
+  return e;
+}
+
 double GpuKernelModel::ConvWith(const ConvProblem& c, ConvPass pass, ConvAlgorithm algorithm,
                                 GemmEstimate* gemm) const {
   DTSIM_CHECK(c.n > 0 && c.c > 0 && c.h > 0 && c.w > 0 && c.k > 0 && c.r > 0 && c.s > 0 &&

@@ -130,6 +130,26 @@ struct GpuKernelParams {
   std::array<double, 8> wgrad_fraction_by_arch = {0,      0,      0.6356, 0.6045,
                                                   0.8122, 0.6728, 0.8122, 0.6196};
   double kernel_fixed_s = 8.236e-6;  // per kernel: launch to completion of an empty grid
+  // Recurrent layers (sim/rnn_kernels.h): cuDNN's per-step GEMMs are its
+  // own kernels, launched by the host once per step in a serial loop. Their
+  // speed relative to the GEMM model (rnn_step_fraction; backward-data steps
+  // also x rnn_dgrad_fraction: other kernels), and the host's time to
+  // issue one step (rnn_host_step_s: cuDNN's and cuBLAS's calls for the
+  // step's kernels; a step's GEMM takes at least that long, as the GPU
+  // waits for the host when its work per step is shorter), fitted on
+  // DeepBench's rnn.csv after every other constant
+  // (validation/deepbench_fit.h, step 5); per generation (0 = the shared
+  // value) as the fractions above: each generation came with its own cuDNN
+  // and host. Ampere and Hopper, without recurrent-layer measurements, take
+  // Volta's values, as for the fractions above.
+  double rnn_step_fraction = 0.7945;
+  double rnn_dgrad_fraction = 1.059;
+  double rnn_host_step_s = 4.889e-05;
+  //                                     unknown kepler maxwell pascal volta turing ampere hopper
+  std::array<double, 8> rnn_step_fraction_by_arch = {0, 0, 1.221, 0.5958, 1.033, 0, 1.033, 1.033};
+  std::array<double, 8> rnn_dgrad_fraction_by_arch = {0, 0, 1.102, 0.7167, 1.218, 0, 1.218, 1.218};
+  std::array<double, 8> rnn_host_step_s_by_arch = {0,         0,        8.817e-05, 4.84e-05,
+                                                   4.766e-05, 0,        4.766e-05, 4.766e-05};
   // Per board (catalog name): the clock it holds under load relative to the
   // one its peak is quoted at, which differs between boards of one
   // generation (GPU Boost runs consumer Pascal cards above their rated
@@ -207,6 +227,11 @@ class GpuKernelModel {
   GpuKernelModel(hw::DeviceSpec device, GpuKernelParams params);
 
   GemmEstimate Gemm(const GemmProblem& g) const;
+  // One step's GEMM of a recurrent layer's serial loop (sim/rnn_kernels.h):
+  // Gemm at the recurrent-step speed (GpuKernelParams::rnn_step_fraction,
+  // x rnn_dgrad_fraction for a backward-data step), or the host's time to
+  // issue a step (rnn_host_step_s) when that is longer.
+  GemmEstimate RecurrentStepGemm(const GemmProblem& g, bool backward) const;
   // One tile shape and split, no choice: the building block of Gemm.
   GemmEstimate GemmWithTile(const GemmProblem& g, int tile_m, int tile_n, int split_k) const;
   ConvEstimate Conv(const ConvProblem& c, ConvPass pass) const;

@@ -22,15 +22,15 @@ KernelEvidenceEntry KernelEvidenceFor(hw::GpuArch arch) {
   switch (arch) {
     case hw::GpuArch::kMaxwell:
       return {KernelEvidence::kKernelTimes,
-              "Baidu DeepBench GEMM and convolution times on M40 and TITAN X (Maxwell), "
+              "Baidu DeepBench GEMM, convolution and RNN times on M40 and TITAN X (Maxwell), "
               "leave-one-GPU-out in results/deepbench/"};
     case hw::GpuArch::kPascal:
       return {KernelEvidence::kKernelTimes,
-              "Baidu DeepBench GEMM and convolution times on P100 (PCIe), GTX 1080 Ti, TITAN X "
+              "Baidu DeepBench GEMM, convolution and RNN times on P100 (PCIe), GTX 1080 Ti, TITAN X "
               "(Pascal) and TITAN Xp, leave-one-GPU-out in results/deepbench/"};
     case hw::GpuArch::kVolta:
       return {KernelEvidence::kKernelTimes,
-              "Baidu DeepBench GEMM and convolution times on V100 SXM2 (DGX-1), "
+              "Baidu DeepBench GEMM, convolution and RNN times on V100 SXM2 (DGX-1), "
               "leave-one-GPU-out in results/deepbench/"};
     case hw::GpuArch::kTuring:
       return {KernelEvidence::kKernelTimes,

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "sim/rnn_kernels.h"
 
 namespace dtsim::sim {
 namespace {
@@ -158,36 +159,18 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
       break;
     case models::OpKind::kRecurrent:
       if (has_input && op.input_shapes[0].size() == 2) {
-        const models::Shape& in = op.input_shapes[0];
-        const std::int64_t steps = in[0], in_f = in[1], hd = op.output_shape.back();
-        const std::int64_t gh = models::RnnGates(op.attrs.cell) * hd;
-        const std::int64_t rows = Rows(batch, steps, op);
-        // Per step: the pointwise cell reads the gates and the state, writes
-        // the new state (and keeps the gates for backward).
-        const double cell_bytes =
-            static_cast<double>(batch) * static_cast<double>(2 * gh + 3 * hd) * elem;
-        if (fwd) {
-          out.push_back(Gemm("fwd input gemm", gh, rows, in_f, true, false, 1, precision));
-          KernelCall h = Gemm("fwd step gemm", gh, batch, hd, true, false, 1, precision);
-          h.repeat = steps;
-          out.push_back(h);
-          KernelCall p = Stream("fwd step cell", cell_bytes);
-          p.repeat = steps;
-          out.push_back(p);
-        } else if (dgrad) {
-          KernelCall p = Stream("dgrad step cell", 2 * cell_bytes);
-          p.repeat = steps;
-          out.push_back(p);
-          KernelCall h = Gemm("dgrad step gemm", hd, batch, gh, false, false, 1, precision);
-          h.repeat = steps;
-          out.push_back(h);
-          out.push_back(Gemm("dgrad input gemm", in_f, rows, gh, false, false, 1, precision));
-        } else {
-          out.push_back(Gemm("wgrad input gemm", in_f, gh, rows, false, true, 1, precision));
-          out.push_back(Gemm("wgrad hidden gemm", hd, gh, rows, false, true, 1, precision));
-          out.push_back(Stream("bias grad", static_cast<double>(rows * gh) * elem));
-        }
-        return out;
+        // cuDNN's standard algorithm with a linear input (PyTorch's
+        // nn.RNN/LSTM/GRU): sim/rnn_kernels.h.
+        RnnProblem r;
+        r.cell = op.attrs.cell;
+        r.steps = op.input_shapes[0][0];
+        r.input = op.input_shapes[0][1];
+        r.hidden = op.output_shape.back();
+        r.batch = batch;
+        Rows(batch, r.steps, op);  // refuses T N beyond 2^53
+        r.input_mode = RnnInput::kLinear;
+        r.precision = precision;
+        return RnnKernels(r, kind);
       }
       break;
     case models::OpKind::kReshape:
@@ -245,6 +228,8 @@ double KernelSeconds(const GpuKernelModel& model, const KernelCall& k) {
   const double times = static_cast<double>(k.repeat);
   switch (k.type) {
     case KernelCall::Type::kGemm:
+      if (k.step != KernelCall::Step::kNone)
+        return times * model.RecurrentStepGemm(k.gemm, k.step == KernelCall::Step::kBackward).seconds;
       return times * model.Gemm(k.gemm).seconds;
     case KernelCall::Type::kConv:
       return times * model.Conv(k.conv, k.pass).seconds;
@@ -260,7 +245,10 @@ std::string DescribeKernel(const GpuKernelModel& model, const KernelCall& k) {
   char buf[200];
   switch (k.type) {
     case KernelCall::Type::kGemm: {
-      const GemmEstimate e = model.Gemm(k.gemm);
+      const GemmEstimate e =
+          k.step != KernelCall::Step::kNone
+              ? model.RecurrentStepGemm(k.gemm, k.step == KernelCall::Step::kBackward)
+              : model.Gemm(k.gemm);
       std::snprintf(buf, sizeof buf,
                     "m=%lld n=%lld k=%lld batch=%lld %s %dx%d split=%d waves=%lld%s%s",
                     static_cast<long long>(k.gemm.m), static_cast<long long>(k.gemm.n),

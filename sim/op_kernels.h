@@ -6,12 +6,12 @@
 //             gradient)
 //   matmul    fwd: 1 batched GEMM; backward: 2 batched GEMMs (both inputs)
 //   attention fwd: 1 fused kernel; dgrad: 1 fused kernel (FlashAttention)
-//   recurrent fwd: the input projection as 1 GEMM over all steps, then per
-//             step 1 GEMM of the hidden state and 1 pointwise kernel (cuDNN's
-//             non-persistent algorithm); dgrad: per step 1 GEMM and 1
-//             pointwise kernel, then 1 GEMM for the input gradient; wgrad: 2
-//             GEMMs over all steps (input and hidden weights) and the bias
-//             reduction
+//   recurrent cuDNN's standard algorithm (sim/rnn_kernels.h): fwd: the
+//             input projection as 1 GEMM over all steps, then per step 1
+//             GEMM of the hidden state and 1 pointwise kernel; dgrad: per
+//             step 1 pointwise kernel and 1 GEMM, then 1 GEMM for the input
+//             gradient; wgrad: 2 GEMMs over all steps (input and hidden
+//             weights) and the bias reduction
 //   others    one memory-bound kernel per pass, priced by the bytes the op
 //             moves (models/op.h: FwdBytes, BwdBytes; an embedding's forward
 //             gathers its rows, not the table; its weight gradient is dense,
@@ -65,6 +65,10 @@ struct KernelCall {
   AttentionProblem attention;  // kAttention
   // Launched this many times one after another (a recurrent layer's steps).
   std::int64_t repeat = 1;
+  // A recurrent layer's per-step GEMM (sim/rnn_kernels.h), priced by
+  // GpuKernelModel::RecurrentStepGemm.
+  enum class Step { kNone, kForward, kBackward };
+  Step step = Step::kNone;
 };
 
 // The kernels of `op` for compute task kind `kind` (kForward,

@@ -84,6 +84,11 @@ TEST_F(Cli, ValidateDeepbenchWritesItsReportsTheSameEachTime) {
          "bwd_input_ms,bwd_params_ms,fwd_algorithm\n"
          "V100,fp32,,56,56,64,8,64,3,3,1,1,1,1,56,56,0.145,0.146,0.302,WINOGRAD\n"
          "P100,fp32,,56,56,64,8,64,3,3,1,1,1,1,56,56,0.2,0.21,0.4,WINOGRAD\n";
+  std::ofstream(data / "rnn.csv")
+      << "gpu,precision,cell,source_app,hidden,n,timesteps,fwd_ms,bwd_input_ms,bwd_params_ms,"
+         "bwd_ms\n"
+         "V100,fp32,lstm,,512,16,25,1.095,0.937,0.165,\n"
+         "P100,fp32,lstm,,512,16,25,1.478,1.688,0.213,\n";
   for (const char* out : {"a", "b"}) {
     Result r = Dtsim("validate deepbench --data " + data.string() + " --out " +
                      (dir_ / out).string() + " --quiet");
@@ -93,11 +98,13 @@ TEST_F(Cli, ValidateDeepbenchWritesItsReportsTheSameEachTime) {
     ASSERT_TRUE(fs::exists(dir_ / "a" / f)) << f;
     EXPECT_EQ(Slurp(dir_ / "a" / f), Slurp(dir_ / "b" / f)) << f << " differs between runs";
   }
-  // 4 GEMM rows and 2 x 3 convolution passes, each with a prediction.
+  // 4 GEMM rows, 2 x 3 convolution passes and 2 x 3 recurrent-layer
+  // passes, each with a prediction.
   const std::string csv = Slurp(dir_ / "a" / "predictions.csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 + 6) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 + 6 + 6) << csv;
+  EXPECT_NE(csv.find("rnn_bwd_weights"), std::string::npos) << csv;
   const auto summary = nlohmann::json::parse(Slurp(dir_ / "a" / "summary.json"));
-  EXPECT_EQ(summary.at("rows").get<int>(), 10);
+  EXPECT_EQ(summary.at("rows").get<int>(), 16);
   Result missing = Dtsim("validate deepbench --data " + (dir_ / "none").string() + " --out " +
                          (dir_ / "c").string());
   EXPECT_EQ(missing.status, 2);

@@ -1,6 +1,7 @@
 // `dtsim validate vtrain`: predicts every measured run of vTrain's data and
 // reports how far the predictions are (validation/). `dtsim validate
-// deepbench` does the same for DeepBench's GEMM and convolution kernels.
+// deepbench` does the same for DeepBench's GEMM, convolution and
+// recurrent-layer kernels.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -89,13 +90,14 @@ void DeepbenchCommand(const ValidateOptions& o, std::ostream& out, std::ostream&
   char line[200];
   std::snprintf(line, sizeof line, "deepbench: %zu kernels in %.1f s\n", rows.size(), seconds);
   err << line;
-  out << "kernel           rows  median %  MAPE %  held-out median %  held-out MAPE %  roofline "
-         "median %  roofline MAPE %\n";
+  out << "kernel                  rows  held-out median/mean/max %   model median/mean/max %   "
+         "roofline median/mean %\n";
   for (const validation::DeepbenchSlice& s : slices) {
     if (s.gpu != "all") continue;
-    std::snprintf(line, sizeof line, "%-15s %5d %9.1f %7.1f %18.1f %16.1f %17.1f %16.1f\n",
-                  s.kernel.c_str(), s.shipped.predicted, s.shipped.median_ape, s.shipped.mean_ape,
-                  s.held_out.median_ape, s.held_out.mean_ape, s.roofline.median_ape,
+    std::snprintf(line, sizeof line, "%-22s %5d %9.1f %6.1f %7.0f %13.1f %6.1f %6.0f %12.1f %7.1f\n",
+                  s.kernel.c_str(), s.shipped.predicted, s.held_out.median_ape,
+                  s.held_out.mean_ape, s.held_out.max_ape, s.shipped.median_ape,
+                  s.shipped.mean_ape, s.shipped.max_ape, s.roofline.median_ape,
                   s.roofline.mean_ape);
     out << line;
   }

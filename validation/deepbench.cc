@@ -115,8 +115,27 @@ const char* DeepbenchKernelName(DeepbenchKernel kind) {
       return "conv_bwd_data";
     case DeepbenchKernel::kConvBackwardFilter:
       return "conv_bwd_filter";
+    case DeepbenchKernel::kRnnForward:
+      return "rnn_fwd";
+    case DeepbenchKernel::kRnnBackwardData:
+      return "rnn_bwd_data";
+    case DeepbenchKernel::kRnnBackwardWeights:
+      return "rnn_bwd_weights";
   }
   return "?";
+}
+
+const char* DeepbenchKernelGroup(DeepbenchKernel kind) {
+  switch (kind) {
+    case DeepbenchKernel::kGemm:
+      return "gemm";
+    case DeepbenchKernel::kConvForward:
+    case DeepbenchKernel::kConvBackwardData:
+    case DeepbenchKernel::kConvBackwardFilter:
+      return "conv";
+    default:
+      return "rnn";
+  }
 }
 
 std::string DeepbenchMeasurement::Where() const {
@@ -127,7 +146,12 @@ std::string DeepbenchMeasurement::Where() const {
 
 std::string DeepbenchMeasurement::Shape() const {
   char buf[160];
-  if (kind == DeepbenchKernel::kGemm) {
+  if (std::string(DeepbenchKernelGroup(kind)) == "rnn") {
+    std::snprintf(buf, sizeof buf, "%s H=%lld N=%lld T=%lld",
+                  rnn.cell == models::RnnCell::kTanh ? "vanilla" : models::RnnCellName(rnn.cell),
+                  static_cast<long long>(rnn.hidden), static_cast<long long>(rnn.batch),
+                  static_cast<long long>(rnn.steps));
+  } else if (kind == DeepbenchKernel::kGemm) {
     std::snprintf(buf, sizeof buf, "m=%lld n=%lld k=%lld %c%c", static_cast<long long>(gemm.m),
                   static_cast<long long>(gemm.n), static_cast<long long>(gemm.k),
                   gemm.a_t ? 'T' : 'N', gemm.b_t ? 'T' : 'N');
@@ -278,11 +302,68 @@ std::vector<DeepbenchMeasurement> ParseDeepbenchConv(const std::string& text,
   return out;
 }
 
+std::vector<DeepbenchMeasurement> ParseDeepbenchRnn(const std::string& text,
+                                                    const std::string& filename) {
+  const CsvTable t(text, filename);
+  const std::size_t gpu = t.Column("gpu"), precision = t.Column("precision"),
+                    cell = t.Column("cell"), hidden = t.Column("hidden"), n = t.Column("n"),
+                    steps = t.Column("timesteps"), fwd = t.Column("fwd_ms"),
+                    bwd_in = t.Column("bwd_input_ms"), bwd_par = t.Column("bwd_params_ms"),
+                    bwd = t.Column("bwd_ms");
+  std::vector<DeepbenchMeasurement> out;
+  for (const CsvTable::Row& row : t.rows()) {
+    sim::RnnProblem p;
+    const std::string& c = row.fields[cell];
+    // rnn_bench.cu's "vanilla" is CUDNN_RNN_RELU: one gate, as tanh's.
+    if (c == "vanilla") {
+      p.cell = models::RnnCell::kTanh;
+    } else if (c == "lstm") {
+      p.cell = models::RnnCell::kLstm;
+    } else if (c == "gru") {
+      p.cell = models::RnnCell::kGru;
+    } else {
+      t.Fail(row.line, "unknown cell '" + c + "' (known: vanilla, lstm, gru)");
+    }
+    p.hidden = t.Positive(row, hidden);
+    p.input = p.hidden;
+    p.batch = t.Positive(row, n);
+    p.steps = t.Positive(row, steps);
+    p.input_mode = sim::RnnInput::kSkip;
+    p.precision = DeepbenchPrecision(row.fields[precision]);
+    const struct {
+      std::size_t column;
+      DeepbenchKernel kind;
+    } passes[] = {{fwd, DeepbenchKernel::kRnnForward},
+                  {bwd_in, DeepbenchKernel::kRnnBackwardData},
+                  {bwd, DeepbenchKernel::kRnnBackwardData},
+                  {bwd_par, DeepbenchKernel::kRnnBackwardWeights}};
+    for (const auto& pass : passes) {
+      const std::optional<double> ms = t.Number(row, pass.column, true);
+      if (!ms || *ms <= 0) continue;
+      DeepbenchMeasurement d;
+      d.gpu = row.fields[gpu];
+      d.precision = row.fields[precision];
+      d.file = Base(filename);
+      d.line = row.line;
+      d.kind = pass.kind;
+      d.rnn = p;
+      d.measured_s = *ms / 1000.0;
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
 std::vector<DeepbenchMeasurement> LoadDeepbench(const std::string& dir) {
-  const fs::path gemm = fs::path(dir) / "gemm.csv", conv = fs::path(dir) / "conv.csv";
+  const fs::path gemm = fs::path(dir) / "gemm.csv", conv = fs::path(dir) / "conv.csv",
+                 rnn = fs::path(dir) / "rnn.csv";
   std::vector<DeepbenchMeasurement> all = ParseDeepbenchGemm(ReadFile(gemm), gemm.string());
   std::vector<DeepbenchMeasurement> c = ParseDeepbenchConv(ReadFile(conv), conv.string());
   all.insert(all.end(), c.begin(), c.end());
+  if (fs::exists(rnn)) {
+    std::vector<DeepbenchMeasurement> r = ParseDeepbenchRnn(ReadFile(rnn), rnn.string());
+    all.insert(all.end(), r.begin(), r.end());
+  }
   return all;
 }
 
@@ -290,7 +371,22 @@ DeepbenchPrediction PredictDeepbench(const sim::GpuKernelModel& model,
                                      const DeepbenchMeasurement& m) {
   DeepbenchPrediction p;
   sim::GemmEstimate g;
-  if (m.kind == DeepbenchKernel::kGemm) {
+  if (std::string(DeepbenchKernelGroup(m.kind)) == "rnn") {
+    const plan::TaskKind kind = m.kind == DeepbenchKernel::kRnnForward ? plan::TaskKind::kForward
+                                : m.kind == DeepbenchKernel::kRnnBackwardData
+                                    ? plan::TaskKind::kBackwardInput
+                                    : plan::TaskKind::kBackwardWeight;
+    // The kernels the simulator prices for a recurrent op (sim/rnn_kernels.h).
+    for (const sim::KernelCall& k : sim::RnnKernels(m.rnn, kind)) {
+      p.predicted_s += sim::KernelSeconds(model, k);
+      // The tile of the per-step GEMM (wgrad: of its one GEMM).
+      if (k.type == sim::KernelCall::Type::kGemm && k.step != sim::KernelCall::Step::kNone)
+        g = model.RecurrentStepGemm(k.gemm, k.step == sim::KernelCall::Step::kBackward);
+      else if (k.type == sim::KernelCall::Type::kGemm && kind == plan::TaskKind::kBackwardWeight)
+        g = model.Gemm(k.gemm);
+    }
+    p.algorithm = "standard";
+  } else if (m.kind == DeepbenchKernel::kGemm) {
     g = model.Gemm(m.gemm);
     p.predicted_s = g.seconds;
     p.algorithm = "gemm";
@@ -316,7 +412,21 @@ double RooflineDeepbench(const hw::DeviceSpec& device, const DeepbenchMeasuremen
   constexpr double kDense = 0.75, kConv = 0.55, kMemory = 0.7, kLaunch = 5e-6;
   double flops = 0, bytes = 0, efficiency = 0;
   hw::Precision precision;
-  if (m.kind == DeepbenchKernel::kGemm) {
+  if (std::string(DeepbenchKernelGroup(m.kind)) == "rnn") {
+    // The layer's GEMM work for the pass (skip input: only the recurrent
+    // weights, G H x H, against T N rows) at the cost model's default
+    // efficiency for ops other than dense, conv and matmul (0.5); bytes: the
+    // weights and the T N x (G H + 2 H) activations; one launch.
+    const sim::RnnProblem& r = m.rnn;
+    precision = r.precision;
+    const double e = precision == hw::Precision::kFp16 ? 2 : 4;
+    const double gh = static_cast<double>(models::RnnGates(r.cell) * r.hidden);
+    const double h = static_cast<double>(r.hidden);
+    const double rows = static_cast<double>(r.steps) * static_cast<double>(r.batch);
+    flops = 2 * gh * h * rows;
+    bytes = (gh * h + rows * (gh + 2 * h)) * e;
+    efficiency = 0.5;
+  } else if (m.kind == DeepbenchKernel::kGemm) {
     const double mm = m.gemm.m, n = m.gemm.n, k = m.gemm.k;
     precision = m.gemm.precision;
     const double e = precision == hw::Precision::kFp16 ? 2 : 4;

@@ -99,7 +99,36 @@ sim::GpuKernelParams FitStart() {
   p.dgrad_fraction_by_arch.fill(0);
   p.wgrad_fraction_by_arch.fill(0);
   p.clock_fraction_by_device.clear();
+  p.rnn_step_fraction = 1.0;
+  p.rnn_dgrad_fraction = 1.0;
+  p.rnn_host_step_s = 10e-6;
+  p.rnn_step_fraction_by_arch.fill(0);
+  p.rnn_host_step_s_by_arch.fill(0);
+  p.rnn_dgrad_fraction_by_arch.fill(0);
   return p;
+}
+
+// Step 5: the recurrent-step constants on the recurrent layers' rows, every
+// other constant fixed; shared ones first, then each generation's from its
+// rows, starting at the shared values.
+void FitRecurrent(const std::vector<DeepbenchMeasurement>& rnn_rows,
+                  const hw::HardwareCatalog& catalog, sim::GpuKernelParams* p) {
+  if (rnn_rows.empty()) return;
+  Descend(rnn_rows, catalog,
+          {&p->rnn_step_fraction, &p->rnn_dgrad_fraction, &p->rnn_host_step_s}, p);
+  std::map<std::size_t, std::vector<DeepbenchMeasurement>> by_arch;
+  for (const DeepbenchMeasurement& m : rnn_rows)
+    by_arch[static_cast<std::size_t>(catalog.FindDevice(DeepbenchDevice(m.gpu))->arch)]
+        .push_back(m);
+  for (const auto& [arch, arch_rows] : by_arch) {
+    p->rnn_step_fraction_by_arch[arch] = p->rnn_step_fraction;
+    p->rnn_host_step_s_by_arch[arch] = p->rnn_host_step_s;
+    p->rnn_dgrad_fraction_by_arch[arch] = p->rnn_dgrad_fraction;
+    Descend(arch_rows, catalog,
+            {&p->rnn_step_fraction_by_arch[arch], &p->rnn_dgrad_fraction_by_arch[arch],
+             &p->rnn_host_step_s_by_arch[arch]},
+            p);
+  }
 }
 
 // Step 3 for one generation: its values start at the shared ones and are
@@ -146,8 +175,13 @@ sim::GpuKernelParams FitGenerationParams(const std::vector<DeepbenchMeasurement>
   return base;
 }
 
-sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& rows,
+sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& all_rows,
                                      const hw::HardwareCatalog& catalog) {
+  // Steps 2 to 4 on the GEMM and convolution rows, step 5 on the recurrent
+  // layers'.
+  std::vector<DeepbenchMeasurement> rows, rnn_rows;
+  for (const DeepbenchMeasurement& m : all_rows)
+    (std::string(DeepbenchKernelGroup(m.kind)) == "rnn" ? rnn_rows : rows).push_back(m);
   sim::GpuKernelParams p = FitStart();
   Descend(rows, catalog,
           {&p.simt_fraction, &p.tensor_fraction, &p.simt_half_reuse, &p.tensor_half_reuse,
@@ -167,6 +201,7 @@ sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& ro
     p.clock_fraction_by_device[device] = 1.0;
     Descend(device_rows, catalog, {&p.clock_fraction_by_device[device]}, &p);
   }
+  FitRecurrent(rnn_rows, catalog, &p);
   return p;
 }
 
@@ -206,6 +241,9 @@ std::string ParamsAsText(const sim::GpuKernelParams& p) {
   add("dgrad_fraction", p.dgrad_fraction);
   add("wgrad_fraction", p.wgrad_fraction);
   add("kernel_fixed_s", p.kernel_fixed_s);
+  add("rnn_step_fraction", p.rnn_step_fraction);
+  add("rnn_dgrad_fraction", p.rnn_dgrad_fraction);
+  add("rnn_host_step_s", p.rnn_host_step_s);
   for (std::size_t a = 0; a < p.simt_fraction_by_arch.size(); ++a) {
     const char* arch = hw::GpuArchName(static_cast<hw::GpuArch>(a));
     if (p.simt_fraction_by_arch[a] > 0)
@@ -219,6 +257,12 @@ std::string ParamsAsText(const sim::GpuKernelParams& p) {
       add(("simt_half_reuse[" + std::string(arch) + "]").c_str(), p.simt_half_reuse_by_arch[a]);
     if (p.tensor_fraction_by_arch[a] > 0)
       add(("tensor_fraction[" + std::string(arch) + "]").c_str(), p.tensor_fraction_by_arch[a]);
+    if (p.rnn_step_fraction_by_arch[a] > 0)
+      add(("rnn_step_fraction[" + std::string(arch) + "]").c_str(), p.rnn_step_fraction_by_arch[a]);
+    if (p.rnn_dgrad_fraction_by_arch[a] > 0)
+      add(("rnn_dgrad_fraction[" + std::string(arch) + "]").c_str(), p.rnn_dgrad_fraction_by_arch[a]);
+    if (p.rnn_host_step_s_by_arch[a] > 0)
+      add(("rnn_host_step_s[" + std::string(arch) + "]").c_str(), p.rnn_host_step_s_by_arch[a]);
   }
   for (const auto& [device, f] : p.clock_fraction_by_device)
     add(("clock_fraction[" + device + "]").c_str(), f);

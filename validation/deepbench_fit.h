@@ -21,6 +21,12 @@
 //     fraction (from its fp16-mixed rows), the same way.
 // memory_fraction is not fitted (GpuKernelParams gives its source).
 //  4. Then, all else fixed, each board's clock fraction from its own rows.
+//  Steps 2 to 4 use the GEMM and convolution rows only; the recurrent
+//  layers' rows (rnn.csv) enter at step 5:
+//  5. All else fixed, the recurrent-step constants (rnn_step_fraction,
+//     rnn_dgrad_fraction, rnn_host_step_s) shared, then all three per
+//     generation, the same way. These are
+//     speeds relative to the model, not fractions of a peak: no 1.3 bound.
 // A generation without rows keeps the shared values of step 2; so does a
 // GPU held out of the fit whose generation has no other GPU; a held-out
 // board has no clock fraction (1). (The shipped
@@ -55,7 +61,7 @@ sim::GpuKernelParams FitGenerationParams(const std::vector<DeepbenchMeasurement>
                                          const hw::HardwareCatalog& catalog,
                                          sim::GpuKernelParams base);
 
-// Steps 2 and 3. Fitting every row reproduces the shipped GpuKernelParams.
+// Steps 2 to 5. Fitting every row reproduces the shipped GpuKernelParams.
 sim::GpuKernelParams FitKernelParams(const std::vector<DeepbenchMeasurement>& rows,
                                      const hw::HardwareCatalog& catalog);
 

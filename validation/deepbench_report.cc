@@ -12,7 +12,12 @@
 namespace dtsim::validation {
 namespace {
 
-std::string KindGroup(DeepbenchKernel k) { return k == DeepbenchKernel::kGemm ? "gemm" : "conv"; }
+std::string KindGroup(DeepbenchKernel k) { return DeepbenchKernelGroup(k); }
+
+// rnn.csv's name of a cell.
+std::string CellLabel(models::RnnCell c) {
+  return c == models::RnnCell::kTanh ? "vanilla" : models::RnnCellName(c);
+}
 
 DeepbenchSlice Summarize(const std::string& gpu, const std::string& precision,
                          const std::string& kernel,
@@ -60,11 +65,19 @@ std::vector<DeepbenchSlice> SummarizeDeepbench(const std::vector<DeepbenchResult
   }
   for (const DeepbenchResult& r : results) {
     add("C\tall\tall\t" + KindGroup(r.measurement->kind), &r);
-    add("D\tall\tall\tgemm+conv", &r);
+    if (KindGroup(r.measurement->kind) != "rnn") add("D\tall\tall\tgemm+conv", &r);
   }
   for (const DeepbenchResult& r : results) {
     if (r.measurement->kind != DeepbenchKernel::kGemm)
       add("E\tall\tall\t" + std::string(DeepbenchKernelName(r.measurement->kind)), &r);
+  }
+  // Recurrent layers per cell, every pass together and each pass.
+  for (const DeepbenchResult& r : results) {
+    const DeepbenchMeasurement& m = *r.measurement;
+    if (KindGroup(m.kind) != "rnn") continue;
+    const std::string cell = CellLabel(m.rnn.cell);
+    add("F\tall\tall\trnn " + cell, &r);
+    add("G\tall\tall\t" + std::string(DeepbenchKernelName(m.kind)) + " " + cell, &r);
   }
   for (const std::string& key : keys) {
     std::vector<std::string> parts;
@@ -104,38 +117,50 @@ std::string DeepbenchSummaryMarkdown(const std::vector<DeepbenchSlice>& slices,
                                      const std::string& fitted) {
   std::string md =
       "# dtsim's GPU kernel model against Baidu DeepBench\n\n"
-      "Every GEMM and convolution time of DeepBench's NVIDIA training sheets "
+      "Every GEMM, convolution and recurrent-layer time of DeepBench's NVIDIA training sheets "
       "(shared/validation/deepbench), predicted by `dtsim validate deepbench` with the kernel "
-      "model of sim/gpu_kernel_model.h.\n\n"
-      "- **model**: the shipped constants (GpuKernelParams), fitted to all rows by the procedure "
-      "of validation/deepbench_fit.h.\n"
+      "model of sim/gpu_kernel_model.h (recurrent layers: the kernels of sim/rnn_kernels.h, "
+      "as the simulator prices them).\n\n"
       "- **held out**: for each GPU, constants fitted to the other GPUs' rows only "
       "(leave-one-GPU-out): what to expect on a GPU the fit has not seen.\n"
+      "- **model**: the shipped constants (GpuKernelParams), fitted to all rows by the procedure "
+      "of validation/deepbench_fit.h.\n"
       "- **roofline**: the cost model before this one (peak x 0.75 for GEMMs, 0.55 for "
-      "convolutions, 70% of memory bandwidth, 5 us per kernel).\n\n"
-      "APE = |predicted - measured| / measured; signed error > 0: predicted too slow.\n\n";
+      "convolutions, 0.5 for recurrent layers, 70% of memory bandwidth, 5 us per kernel).\n\n"
+      "APE = |predicted - measured| / measured (median, mean, max); signed error > 0: "
+      "predicted too slow.\n\n";
   auto table = [&](const std::string& title, auto keep) {
     md += "## " + title +
-          "\n\n| GPU | precision | kernel | rows | model median % | model MAPE % "
-          "| model max % | signed % | held-out median % | held-out MAPE % | roofline median % | "
-          "roofline MAPE % |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+          "\n\n| GPU | precision | kernel | rows | held-out median % | held-out mean % | "
+          "held-out max % | model median % | model mean % | model max % | model signed % | "
+          "roofline median % | roofline mean % | roofline max % |\n"
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const DeepbenchSlice& s : slices) {
       if (!keep(s)) continue;
       md += "| " + s.gpu + " | " + s.precision + " | " + s.kernel + " | " +
-            std::to_string(s.shipped.predicted) + " | " + Fmt("%.1f", s.shipped.median_ape) +
-            " | " + Fmt("%.1f", s.shipped.mean_ape) + " | " + Fmt("%.0f", s.shipped.max_ape) +
-            " | " + Fmt("%+.1f", s.shipped.mean_signed_pe) + " | " +
-            Fmt("%.1f", s.held_out.median_ape) + " | " + Fmt("%.1f", s.held_out.mean_ape) + " | " +
-            Fmt("%.1f", s.roofline.median_ape) + " | " + Fmt("%.1f", s.roofline.mean_ape) + " |\n";
+            std::to_string(s.shipped.predicted) + " | " + Fmt("%.1f", s.held_out.median_ape) +
+            " | " + Fmt("%.1f", s.held_out.mean_ape) + " | " + Fmt("%.0f", s.held_out.max_ape) +
+            " | " + Fmt("%.1f", s.shipped.median_ape) + " | " + Fmt("%.1f", s.shipped.mean_ape) +
+            " | " + Fmt("%.0f", s.shipped.max_ape) + " | " + Fmt("%+.1f", s.shipped.mean_signed_pe) +
+            " | " + Fmt("%.1f", s.roofline.median_ape) + " | " + Fmt("%.1f", s.roofline.mean_ape) +
+            " | " + Fmt("%.0f", s.roofline.max_ape) + " |\n";
     }
     md += "\n";
   };
-  table("Overall", [](const DeepbenchSlice& s) { return s.gpu == "all"; });
+  auto rnn_kernel = [](const DeepbenchSlice& s) { return s.kernel.starts_with("rnn"); };
+  table("Overall", [](const DeepbenchSlice& s) {
+    return s.gpu == "all" && s.kernel.find(' ') == std::string::npos;
+  });
   table("Per GPU and precision", [](const DeepbenchSlice& s) {
-    return s.gpu != "all" && (s.kernel == "gemm" || s.kernel == "conv");
+    return s.gpu != "all" && (s.kernel == "gemm" || s.kernel == "conv" || s.kernel == "rnn");
   });
   table("Convolution passes",
         [](const DeepbenchSlice& s) { return s.gpu != "all" && s.kernel.starts_with("conv_"); });
+  table("Recurrent layers per cell and pass", [&](const DeepbenchSlice& s) {
+    return s.gpu == "all" && rnn_kernel(s) && s.kernel.find(' ') != std::string::npos;
+  });
+  table("Recurrent layers per GPU and pass",
+        [](const DeepbenchSlice& s) { return s.gpu != "all" && s.kernel.starts_with("rnn_"); });
 
   std::vector<const DeepbenchResult*> worst;
   for (const DeepbenchResult& r : results) worst.push_back(&r);
@@ -197,7 +222,7 @@ std::string DeepbenchScatterSvg(const std::vector<DeepbenchResult>& results) {
     series[static_cast<std::size_t>(it - gpus.begin())].points.push_back(
         {r.measurement->measured_s * 1e3, r.shipped.predicted_s * 1e3});
   }
-  return PredictedVsMeasuredSvg("GPU kernel model against DeepBench (GEMM and convolution)",
+  return PredictedVsMeasuredSvg("GPU kernel model against DeepBench (GEMM, convolution, RNN)",
                                 "measured kernel time (ms)", "predicted kernel time (ms)",
                                 std::move(series));
 }

@@ -23,14 +23,16 @@ struct DeepbenchResult {
 struct DeepbenchSlice {
   std::string gpu;        // "all" for every GPU
   std::string precision;  // "all" for every precision
-  std::string kernel;     // DeepbenchKernelName, "gemm+conv" for all
+  std::string kernel;     // DeepbenchKernelName or Group, "gemm+conv", "rnn lstm", ...
   ErrorSummary shipped, held_out, roofline;
 };
 
-// Slices: per GPU x precision x kernel kind (gemm, conv = the three conv
-// passes together), then per GPU x precision x conv pass, then per kernel
-// kind and everything together over all GPUs, then per conv pass over all
-// GPUs, in that order; rows in data order inside.
+// Slices: per GPU x precision x kernel group (gemm; conv, rnn = their
+// passes together), then per GPU x precision x conv or rnn pass, then per
+// group over all GPUs and GEMMs with convolutions together ("gemm+conv"),
+// then per conv or rnn pass over all GPUs, then recurrent layers per cell
+// ("rnn lstm") and per pass and cell ("rnn_fwd lstm"), in that order; rows
+// in data order inside.
 std::vector<DeepbenchSlice> SummarizeDeepbench(const std::vector<DeepbenchResult>& results);
 
 std::string DeepbenchPredictionsCsv(const std::vector<DeepbenchResult>& results);

@@ -58,7 +58,13 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
   const PsPlacement placement = PlaceVariables(ModelVariables(graph), o.servers, o.placement);
   for (const PsServerShare& share : placement.servers) {
     std::vector<ParamSpan> spans;
-    for (const PsPiece& piece : share.pieces) spans.push_back({piece.offset, piece.count});
+    for (const PsPiece& piece : share.pieces) {
+      // Adjacent pieces (an even cut across variables) form one span.
+      if (!spans.empty() && spans.back().offset + spans.back().count == piece.offset)
+        spans.back().count += piece.count;
+      else
+        spans.push_back({piece.offset, piece.count});
+    }
     plan.server_params.push_back(std::move(spans));
   }
   const auto share_of = [&](int s) -> const PsServerShare& {

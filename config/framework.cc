@@ -194,7 +194,7 @@ FrameworkProfile HorovodPytorch() {
 // 4,096,000-byte pieces spread over the servers [bps].
 FrameworkProfile BytePs() {
   FrameworkProfile p = PytorchEager();
-  p.name = "byteps";
+  p.name = "byteps-pytorch";
   p.source = "built in: BytePS on PyTorch eager (BYTEPS_PARTITION_BYTES default)";
   p.ps_placement = {plan::PsPlacementPolicy::kPartitioned, 4096000};  // [bps]
   return p;

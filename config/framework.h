@@ -94,7 +94,7 @@ struct InputPipeline {
 
 // The built-in profiles, in a fixed order: none, pytorch-eager,
 // pytorch-cuda-graphs, megatron-lm, tensorflow-1, tensorflow-xla, mxnet,
-// horovod-pytorch, byteps.
+// horovod-pytorch, byteps-pytorch.
 const std::vector<FrameworkProfile>& BuiltInFrameworks();
 // By name (case-insensitive); nullptr when unknown.
 const FrameworkProfile* FindFramework(const std::string& name);

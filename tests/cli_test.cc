@@ -1621,8 +1621,9 @@ TEST_F(Cli, ProfileThenPriceFromTheTable) {
 // servers (plan/ps_placement.h). The prediction's bytes per step of a
 // server are 2 workers x (push + pull) x its elements x 4 B; exec's servers
 // count every push received and pull sent, each with a 1-float version
-// header, over 2 iterations x 2 workers.
+// header, over the run's iterations x 2 workers.
 TEST_F(Cli, ExecMovesThePredictedBytesPerServer) {
+  fs::create_directories(dir_);
   std::ofstream(dir_ / "rr.yaml")
       << "name: ps-rr\n"
          "cluster: {nodes: 1, devices_per_node: 2, device: cpu-host, intra_node_link: pcie3-x16}\n"
@@ -1636,8 +1637,10 @@ TEST_F(Cli, ExecMovesThePredictedBytesPerServer) {
   ASSERT_EQ(exec.status, 0) << exec.err;
   const auto predicted = nlohmann::json::parse(Slurp(dir_ / "run" / "report.json"))
                              .at("parameter_server");
-  const auto measured =
-      nlohmann::json::parse(Slurp(dir_ / "exec" / "exec.json")).at("parameter_server");
+  const auto exec_json = nlohmann::json::parse(Slurp(dir_ / "exec" / "exec.json"));
+  const auto& measured = exec_json.at("parameter_server");
+  // exec runs its own iteration count (--iterations, default 20).
+  const std::int64_t iterations = exec_json.at("iterations").get<std::int64_t>();
   EXPECT_EQ(predicted.at("variable_placement").get<std::string>(), "round_robin");
   const auto& p = predicted.at("per_server");
   const auto& m = measured.at("per_server");
@@ -1649,7 +1652,7 @@ TEST_F(Cli, ExecMovesThePredictedBytesPerServer) {
     total += params;
     EXPECT_EQ(m[s].at("params").get<std::int64_t>(), params) << "server " << s;
     EXPECT_DOUBLE_EQ(p[s].at("bytes_per_step").get<double>(), 2.0 * 2 * params * 4);
-    const std::int64_t messages = 2 * 2;  // iterations x workers
+    const std::int64_t messages = iterations * 2;  // per worker and iteration
     EXPECT_EQ(m[s].at("push_bytes").get<std::int64_t>(), messages * (params + 1) * 4);
     EXPECT_EQ(m[s].at("pull_bytes").get<std::int64_t>(), messages * (params + 1) * 4);
   }

@@ -57,6 +57,20 @@ using models::OpKind;
 // [xla]     TensorFlow XLA documentation: tf.reduce_sum(x + y * z) runs as
 //           3 kernels without XLA and 1 with it: element-wise ops fuse into
 //           their consumers.
+// [tf-ps]   TensorFlow 1.x, python/training/device_setter.py:
+//           replica_device_setter's default ps_strategy is
+//           _RoundRobinStrategy: "only Variable ops are placed on ps tasks,
+//           and the placement strategy is round-robin over all ps tasks".
+// [mx-ps]   MXNet, src/kvstore/kvstore_dist.h: bigarray_bound_ =
+//           dmlc::GetEnv("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000); an
+//           array of at least that many elements is divided evenly over all
+//           servers, a smaller one goes whole to server (key * 9973) mod S.
+//           dtsim approximates that by pieces of at most 1e6 fp32 elements
+//           = 4,000,000 bytes dealt round-robin (docs/parameter_server.md).
+// [bps]     BytePS, byteps/common/global.cc: _partition_bytes = 4096000
+//           (BYTEPS_PARTITION_BYTES); the pieces are spread over the servers
+//           by a hash of their keys (BYTEPS_KEY_HASH_FN, djb2 by default),
+//           which dtsim replaces by round-robin.
 // [tf-cifar] TensorFlow's CIFAR-10 tutorial, cifar10_input.py: random 24x24
 //           crop, flip, brightness, contrast, per-image whitening,
 //           num_preprocess_threads = 16.
@@ -147,6 +161,7 @@ FrameworkProfile Tensorflow1() {
   p.optimizer_loop = OptimizerLoop::kPerTensor;  // one ApplyGradient op per variable
   p.optimizer_kernels_per_tensor = 1;
   p.sync_each_step = true;  // Session.run returns the fetched loss
+  p.ps_placement = {plan::PsPlacementPolicy::kRoundRobin, 0};  // [tf-ps]
   return p;
 }
 
@@ -178,6 +193,8 @@ FrameworkProfile Mxnet() {
   p.optimizer_loop = OptimizerLoop::kMultiTensor;  // multi_sgd_update / multi_mp_sgd_update
   p.optimizer_tensors_per_launch = 48;  // [multi]
   p.sync_each_step = true;
+  // [mx-ps]: MXNET_KVSTORE_BIGARRAY_BOUND = 1e6 elements x 4 bytes (fp32).
+  p.ps_placement = {plan::PsPlacementPolicy::kPartitioned, 1e6 * 4};
   return p;
 }
 
@@ -188,6 +205,16 @@ FrameworkProfile HorovodPytorch() {
   p.source = "built in: Horovod on PyTorch eager (Horovod v0.21 defaults)";
   p.fusion_buffer_bytes = 128.0 * 1024 * 1024;  // HOROVOD_FUSION_THRESHOLD default since v0.21
   p.cycle_time_s = 1e-3;                         // HOROVOD_CYCLE_TIME default since v0.21
+  return p;
+}
+
+// BytePS over PyTorch eager: PyTorch's host costs, tensors cut into
+// 4,096,000-byte pieces spread over the servers [bps].
+FrameworkProfile BytePs() {
+  FrameworkProfile p = PytorchEager();
+  p.name = "byteps-pytorch";
+  p.source = "built in: BytePS on PyTorch eager (BYTEPS_PARTITION_BYTES default)";
+  p.ps_placement = {plan::PsPlacementPolicy::kPartitioned, 4096000};  // [bps]
   return p;
 }
 
@@ -303,7 +330,7 @@ const char* OptimizerLoopName(OptimizerLoop l) {
 const std::vector<FrameworkProfile>& BuiltInFrameworks() {
   static const std::vector<FrameworkProfile> kAll = {
       None(), PytorchEager(), PytorchCudaGraphs(), MegatronLm(), Tensorflow1(), TensorflowXla(),
-      Mxnet(), HorovodPytorch()};
+      Mxnet(), HorovodPytorch(), BytePs()};
   return kAll;
 }
 

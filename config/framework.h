@@ -24,6 +24,7 @@
 
 #include "common/yaml_reader.h"
 #include "models/op.h"
+#include "plan/ps_placement.h"
 
 namespace dtsim::config {
 
@@ -68,6 +69,11 @@ struct FrameworkProfile {
   // background thread's next cycle (half a cycle on average). 0 = no Horovod.
   double fusion_buffer_bytes = 0;
   double cycle_time_s = 0;
+  // Parameter servers: how the framework places variables on them
+  // (plan/ps_placement.h), unless parallelism.parameter_server.
+  // variable_placement says otherwise. Frameworks without parameter
+  // servers keep dtsim's even cut.
+  plan::PsPlacementSpec ps_placement;
 
   bool HasHostCosts() const {
     return per_op_s > 0 || per_kernel_s > 0 || per_collective_s > 0 || per_step_s > 0 ||
@@ -88,7 +94,7 @@ struct InputPipeline {
 
 // The built-in profiles, in a fixed order: none, pytorch-eager,
 // pytorch-cuda-graphs, megatron-lm, tensorflow-1, tensorflow-xla, mxnet,
-// horovod-pytorch.
+// horovod-pytorch, byteps-pytorch.
 const std::vector<FrameworkProfile>& BuiltInFrameworks();
 // By name (case-insensitive); nullptr when unknown.
 const FrameworkProfile* FindFramework(const std::string& name);

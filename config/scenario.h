@@ -171,8 +171,12 @@ enum class PsPayload {
 const char* PsPayloadName(PsPayload p);  // "gradients", "parameters"
 
 struct ParameterServerConfig {
-  int servers = 1;  // S >= 1; variables are sharded evenly over the servers
+  int servers = 1;  // S >= 1
   ServerPlacement placement = ServerPlacement::kDedicated;
+  // Which server holds which variables (plan/ps_placement.h): key
+  // variable_placement; unset = the framework profile's
+  // (FrameworkProfile::ps_placement).
+  std::optional<plan::PsPlacementSpec> variable_placement;
   // Where the variables live and are updated: a catalog device. "cpu-host"
   // is a two-socket server CPU (TensorFlow's default for ps tasks); a GPU
   // name keeps them on a GPU.

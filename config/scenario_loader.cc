@@ -57,7 +57,8 @@ const std::vector<std::string> kNetworkKeys = {
     "link", "topology", "nics_per_node", "nodes_per_leaf", "oversubscription", "spine_latency",
     "collective_latency", "protocols", "transport", "intra_node_transport"};
 const std::vector<std::string> kParameterServerKeys = {
-    "servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation"};
+    "servers", "placement", "device", "replicas_to_aggregate", "payload", "local_aggregation",
+    "variable_placement"};
 const std::vector<std::string> kParallelismKeys = {
     "strategy", "sync", "algorithm", "bucket_size", "overlap", "averaging_period", "averaging",
     "averaging_groups", "post_local_steps", "outer_optimizer", "averaging_compression",
@@ -420,6 +421,24 @@ WorkloadConfig ReadWorkload(const YamlValue& v, const std::string& base) {
   return w;
 }
 
+// even | round_robin | greedy | {partitioned: {max_shard_bytes: SIZE}}
+plan::PsPlacementSpec ReadVariablePlacement(const YamlValue& v) {
+  using plan::PsPlacementPolicy;
+  const char* kPartitionedHint = "write {partitioned: {max_shard_bytes: 4096000B}}";
+  if (v.IsMap()) {
+    const YamlMap m = v.AsMap({"partitioned"});
+    const YamlMap p = m.Require("partitioned", "{max_shard_bytes: SIZE}").AsMap({"max_shard_bytes"});
+    return {PsPlacementPolicy::kPartitioned,
+            p.Require("max_shard_bytes", "the largest piece, e.g. 4096000B")
+                .AsPositiveQuantity(Dimension::kBytes)};
+  }
+  if (v.IsScalar() && EqualsIgnoreCase(v.AsString(), "partitioned"))
+    v.Fail("partitioned needs the size of its pieces", kPartitionedHint);
+  const std::array kPolicies = {PsPlacementPolicy::kEven, PsPlacementPolicy::kRoundRobin,
+                                PsPlacementPolicy::kGreedy};
+  return {ReadEnum(v, kPolicies, plan::PsPlacementPolicyName, "variable placement"), 0};
+}
+
 ParameterServerConfig ReadParameterServer(const YamlValue& v) {
   const YamlMap m = v.AsMap(kParameterServerKeys);
   ParameterServerConfig ps;
@@ -430,6 +449,7 @@ ParameterServerConfig ReadParameterServer(const YamlValue& v) {
   if (auto x = m.Get("device")) ps.device = x->AsString();  // checked against the catalog later
   if (auto x = m.Get("replicas_to_aggregate")) ps.replicas_to_aggregate = x->AsInt(0);
   if (auto x = m.Get("payload")) ps.payload = ReadEnum(*x, kPayloads, PsPayloadName, "payload");
+  if (auto x = m.Get("variable_placement")) ps.variable_placement = ReadVariablePlacement(*x);
   if (auto x = m.Get("local_aggregation")) {
     const std::vector<std::string> kinds = {"none", "device", "host"};
     const std::size_t k = x->AsChoice(kinds, "local aggregation");

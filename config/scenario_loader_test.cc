@@ -205,6 +205,38 @@ TEST(ScenarioLoaderTest, LocalAggregationOfParameterServers) {
   EXPECT_TRUE(FailsAt(ps + "  parameter_server: {local_aggregation: cpu}\n", 4, "local aggregation"));
 }
 
+// parallelism.parameter_server.variable_placement: a policy name or the
+// partitioned mapping; anything else is refused where it is written.
+TEST(ScenarioLoaderTest, VariablePlacementOfParameterServers) {
+  const std::string ps =
+      "cluster: {nodes: 2, devices_per_node: 1}\nparallelism:\n  strategy: parameter_server\n";
+  const auto placement = [&](const std::string& value) {
+    return ParseScenario(ps + "  parameter_server: {servers: 2, variable_placement: " + value +
+                             "}\n",
+                         "t.yaml")
+        .parallelism.parameter_server.variable_placement;
+  };
+  EXPECT_FALSE(ParseScenario(ps, "t.yaml").parallelism.parameter_server.variable_placement);
+  EXPECT_EQ(placement("greedy")->policy, plan::PsPlacementPolicy::kGreedy);
+  EXPECT_EQ(placement("round_robin")->policy, plan::PsPlacementPolicy::kRoundRobin);
+  const auto part = placement("{partitioned: {max_shard_bytes: 4MB}}");
+  EXPECT_EQ(part->policy, plan::PsPlacementPolicy::kPartitioned);
+  EXPECT_EQ(part->max_shard_bytes, 4e6);
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {variable_placement: hashed}\n", 4,
+                      "variable placement"));
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {variable_placement: partitioned}\n", 4,
+                      "max_shard_bytes"));
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {variable_placement: {partitioned: {max_shard_bytes: 0B}}}\n",
+                      4, "max_shard_bytes"));
+  EXPECT_TRUE(FailsAt(ps + "  parameter_server: {variable_placement: {sliced: 2}}\n", 4, "partitioned"));
+  // The framework's default (config/framework.cc's sources).
+  EXPECT_EQ(FindFramework("tensorflow-1")->ps_placement.policy, plan::PsPlacementPolicy::kRoundRobin);
+  EXPECT_EQ(FindFramework("tensorflow-xla")->ps_placement.policy, plan::PsPlacementPolicy::kRoundRobin);
+  EXPECT_EQ(FindFramework("mxnet")->ps_placement.max_shard_bytes, 4e6);        // 1e6 elements x 4 B
+  EXPECT_EQ(FindFramework("byteps-pytorch")->ps_placement.max_shard_bytes, 4096000);
+  EXPECT_EQ(FindFramework("pytorch-eager")->ps_placement.policy, plan::PsPlacementPolicy::kEven);
+}
+
 // Issue 13, item 4: PipeDream's replicated stages, given or planned.
 TEST(ScenarioLoaderTest, PipeDreamStageReplicas) {
   const std::string base =

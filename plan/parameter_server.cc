@@ -55,22 +55,33 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
   }
   plan.ops_on_rank.assign(static_cast<std::size_t>(n), all_ops);
   plan.ops_on_rank.resize(static_cast<std::size_t>(n + o.servers));  // servers hold shards
-  const std::int64_t shard_params = (params + o.servers - 1) / o.servers;
-  const double shard_bytes = param_bytes / o.servers;
-  const auto server = [&](int s) { return static_cast<RankId>(n + s); };
-  // The op holding each shard's first byte (graph order), whose weight
-  // gradient the backward computes last among the shard's:
-  const bool overlap = o.overlap && !o.push_parameters && !(o.aggregate_in_node && cluster.devices_per_node > 1);
-  // shards_from[v]: the shards whose first byte op v holds.
-  std::vector<std::vector<int>> shards_from(static_cast<std::size_t>(graph.num_ops()));
-  {
-    double end = 0;
-    int sh = 0;
-    for (OpId v = 0; v < graph.num_ops() && sh < o.servers; ++v) {
-      end += graph.op(v).ParamBytes();
-      while (sh < o.servers && graph.op(v).ParamBytes() > 0 && sh * shard_bytes < end)
-        shards_from[static_cast<std::size_t>(v)].push_back(sh++);
+  const PsPlacement placement = PlaceVariables(ModelVariables(graph), o.servers, o.placement);
+  for (const PsServerShare& share : placement.servers) {
+    std::vector<ParamSpan> spans;
+    for (const PsPiece& piece : share.pieces) {
+      // Adjacent pieces (an even cut across variables) form one span.
+      if (!spans.empty() && spans.back().offset + spans.back().count == piece.offset)
+        spans.back().count += piece.count;
+      else
+        spans.push_back({piece.offset, piece.count});
     }
+    plan.server_params.push_back(std::move(spans));
+  }
+  const auto share_of = [&](int s) -> const PsServerShare& {
+    return placement.servers[static_cast<std::size_t>(s)];
+  };
+  const auto server = [&](int s) { return static_cast<RankId>(n + s); };
+  const bool overlap = o.overlap && !o.push_parameters && !(o.aggregate_in_node && cluster.devices_per_node > 1);
+  // shards_from[v]: the servers whose pieces' first op (in graph order) is
+  // op v: the backward produces their last gradient with v's.
+  std::vector<std::vector<int>> shards_from(static_cast<std::size_t>(graph.num_ops()));
+  for (int s = 0; s < o.servers; ++s) {
+    const auto& pieces = share_of(s).pieces;
+    if (pieces.empty()) continue;
+    OpId first = graph.num_ops();
+    for (const PsPiece& piece : pieces)
+      first = std::min(first, placement.variables[static_cast<std::size_t>(piece.variable)].op);
+    shards_from[static_cast<std::size_t>(first)].push_back(s);
   }
   const auto syncs = [&](int it) { return it % h == h - 1; };
 
@@ -88,7 +99,8 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
       for (int j = 0; j < g; ++j) ranks.push_back(nd * g + j);
       node_group.push_back(plan.AddGroup(ranks));
     }
-  const double slice_bytes = aggregate ? shard_bytes / g : shard_bytes;
+  // Bytes of server s that one worker pulls and pushes.
+  const auto slice_bytes = [&](int s) { return aggregate ? share_of(s).bytes / g : share_of(s).bytes; };
   const auto node_collective = [&](CollectiveOp op, int nd, const std::vector<std::vector<TaskId>>& deps,
                                    int it) {
     Collective c;
@@ -120,7 +132,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           pull.rank = server(s);
           pull.peer = w;
           pull.iteration = it;
-          pull.bytes = slice_bytes;
+          pull.bytes = slice_bytes(s);
           const TaskId after = pull_after[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)];
           ready[static_cast<std::size_t>(w)].push_back(
               after < 0 ? plan.AddTask(pull) : plan.AddTask(pull, std::span(&after, 1)));
@@ -176,7 +188,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
           push.rank = w;
           push.peer = server(s);
           push.iteration = it;
-          push.bytes = slice_bytes;
+          push.bytes = slice_bytes(s);
           TaskId after = last_of[static_cast<std::size_t>(w)];
           if (overlap && shard_ready[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)] >= 0)
             after = shard_ready[static_cast<std::size_t>(w)][static_cast<std::size_t>(s)];
@@ -189,7 +201,7 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
       apply.kind = TaskKind::kOptimizer;
       apply.rank = server(s);
       apply.iteration = it;
-      apply.params = shard_params;
+      apply.params = share_of(s).params;
       const auto& in = pushes[static_cast<std::size_t>(s)];
       if (o.asynchronous) {
         for (int w = 0; w < n; ++w) {

@@ -13,14 +13,17 @@
 // own replica every step and push parameters / pull the average only every
 // H steps.
 //
-// Shards: the parameters in graph order (each op's weights, then bias) cut
-// into S contiguous pieces of equal bytes, as exec/runtime/ps_runner.h cuts
-// them.
+// Shards: the variables placed on the S servers by
+// ParameterServerOptions::placement (plan/ps_placement.h); server s's pulls
+// and pushes carry the bytes it holds, and the plan records its spans of
+// the flat parameter buffer (Plan::server_params), which
+// exec/runtime/ps_runner.h exchanges.
 #pragma once
 
 #include "models/graph.h"
 #include "plan/data_parallel.h"
 #include "plan/plan.h"
+#include "plan/ps_placement.h"
 
 namespace dtsim::plan {
 
@@ -42,12 +45,15 @@ struct ParameterServerOptions {
   // shard. Synchronous, every worker aggregated.
   bool aggregate_in_node = false;
   bool aggregate_on_host = false;  // ... summed by the host (Collective::via_host)
-  // Gradient pushes start as soon as the backward has produced their shard
-  // (shards are contiguous in graph order, so the last shard is ready
-  // first and shard 0 after the whole backward; TensorFlow sends each
-  // variable's gradient when it is computed). false, or parameter pushes,
-  // or aggregation in the machine: every push after the whole step.
+  // Gradient pushes start as soon as the backward has produced their shard:
+  // the weight gradient of the first op (in graph order) holding one of
+  // the server's pieces, which the backward computes last among them
+  // (TensorFlow sends each variable's gradient when it is computed).
+  // false, or parameter pushes, or aggregation in the machine: every push
+  // after the whole step.
   bool overlap = false;
+  // Which server holds which variables (plan/ps_placement.h).
+  PsPlacementSpec placement;
 };
 
 // Ranks: workers 0..n-1 (node-major, as in data parallel), then servers

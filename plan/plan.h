@@ -138,6 +138,14 @@ struct RankPlacement {
   RankRole role = RankRole::kWorker;
 };
 
+// Elements [offset, offset + count) of the model's flat parameter buffer
+// (exec/runtime/model_runtime.h's layout).
+struct ParamSpan {
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  bool operator==(const ParamSpan&) const = default;
+};
+
 class Plan {
  public:
   // Adds a task after every task already on its (rank, stream) and returns its
@@ -183,6 +191,11 @@ class Plan {
   std::int32_t batch_per_rank = 0;
   // Ops each rank holds (model op indices), for placement listings.
   std::vector<std::vector<std::int32_t>> ops_on_rank;
+  // Parameter-server plans: per server (the s-th server rank), the spans of
+  // the flat parameter buffer it holds, in buffer order; its pulls and
+  // pushes carry exactly these elements, concatenated (plan/ps_placement.h).
+  // Empty for other plans.
+  std::vector<std::vector<ParamSpan>> server_params;
 
  private:
   std::vector<Task> tasks_;

@@ -77,6 +77,12 @@ ComputeSplit SplitCompute(const Prediction& p) {
   return c;
 }
 
+// The variable placement the run used: the scenario's, else its framework's.
+plan::PsPlacementSpec VariablePlacement(const config::Scenario& s) {
+  return s.parallelism.parameter_server.variable_placement.value_or(
+      s.workload.framework.ps_placement);
+}
+
 std::string TaskLabel(const Prediction& p, const plan::Task& t) {
   return plan::TaskLabel(p.plan, p.graph, t);
 }
@@ -260,7 +266,15 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
         {"device", ps.device},
         {"replicas_to_aggregate",
          ps.replicas_to_aggregate == 0 ? s.cluster.num_devices() : ps.replicas_to_aggregate},
-        {"payload", config::PsPayloadName(ps.payload)}};
+        {"payload", config::PsPayloadName(ps.payload)},
+        {"variable_placement", VariablePlacement(s).Describe()}};
+    nlohmann::ordered_json servers = nlohmann::ordered_json::array();
+    for (const ServerLoad& l : p.server_loads)
+      servers.push_back({{"rank", l.rank},
+                         {"params", l.params},
+                         {"bytes_per_step", l.bytes_per_step},
+                         {"busy_s", l.busy_s}});
+    j["parameter_server"]["per_server"] = servers;
   }
   if (s.parallelism.strategy == config::Strategy::kHybrid &&
       s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream2BW) {
@@ -531,6 +545,16 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   i + 1, static_cast<double>(p.plan.samples_per_iteration) / dt, dt,
                   static_cast<int>(i) < m.first_measured_iteration ? "  [warm-up]" : "");
     o << line;
+  }
+  if (!p.server_loads.empty()) {
+    o << "servers (" << VariablePlacement(s).Describe() << "), per step:";
+    for (std::size_t i = 0; i < p.server_loads.size(); ++i) {
+      const ServerLoad& l = p.server_loads[i];
+      std::snprintf(line, sizeof line, "%s %zu: %.1f MB, link busy %s", i == 0 ? "" : ";", i,
+                    l.bytes_per_step / 1e6, FormatSeconds(l.busy_s).c_str());
+      o << line;
+    }
+    o << "\n";
   }
   if (p.async) {
     const Summary& st = p.async->staleness;

@@ -170,6 +170,7 @@ const std::map<std::string, std::string> kAlternatives = {
     {"parallelism.parameter_server.replicas_to_aggregate", "3"},
     {"parallelism.parameter_server.payload", "parameters"},
     {"parallelism.parameter_server.local_aggregation", "device"},
+    {"parallelism.parameter_server.variable_placement", "round_robin"},
     {"simgrid.config", "[\"network/model:LV08\"]"},
     {"simgrid.max_step_repeats", "3"},
     {"simgrid.log", "critical"},
@@ -218,6 +219,8 @@ const std::multimap<std::string, std::pair<std::string, std::string>> kCompanion
     {"local_sgd:parallelism.overlap", {"parallelism.bucket_size", "512KB"}},
     {"local_sgd:parallelism.overlap", {"parallelism.averaging_period", "1"}},
     {"parameter_server:parallelism.overlap", {"parallelism.parameter_server.servers", "4"}},
+    {"parameter_server:parallelism.parameter_server.variable_placement",
+     {"parallelism.parameter_server.servers", "4"}},
     // Balanced and even partitions coincide for 6 uniform layers on 2
     // stages; 7 layers do not split evenly (even_layers then refuses).
     {"parallelism.partition",

@@ -405,6 +405,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
     o.aggregate_in_node = ps.aggregate_in_machine;
     o.aggregate_on_host = ps.aggregate_on_host;
     o.overlap = s.parallelism.overlap;
+    o.placement = ps.variable_placement.value_or(s.workload.framework.ps_placement);
     if (o.replicas_to_aggregate > s.cluster.num_devices())
       throw UserError("parallelism.parameter_server.replicas_to_aggregate (" +
                           std::to_string(o.replicas_to_aggregate) + ") exceeds the " +
@@ -795,6 +796,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.network_bytes_per_sample =
         NetworkBytes(p.plan, network, first, last) /
         (static_cast<double>(p.plan.samples_per_iteration) * p.metrics.measured_iterations);
+    if (servers) p.server_loads = ComputeServerLoads(p.plan, p.engine, first, last);
     if (servers && s.parallelism.sync == config::SyncMode::kAsynchronous) {
       p.async = ComputeAsyncFigures(p.plan, p.engine, std::max(1, first));
       // Asynchronous workers do not wait for each other: throughput is the

@@ -15,6 +15,7 @@
 #include "plan/hybrid.h"
 #include "plan/plan.h"
 #include "sim/async_figures.h"
+#include "sim/server_loads.h"
 #include "sim/engine.h"
 #include "sim/hybrid_setup.h"
 #include "sim/failures.h"
@@ -100,6 +101,9 @@ struct Prediction {
   };
   std::optional<PostLocal> post_local;
   std::optional<AsyncFigures> async;
+  // Parameter-server plans: each server's elements, bytes and link time per
+  // measured step (sim/server_loads.h); empty otherwise.
+  std::vector<ServerLoad> server_loads;
   std::optional<GoodputResult> failures;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)
 };

@@ -40,6 +40,13 @@ const std::vector<std::string> kListValuedKeys = {
     "workload.framework.fused",
 };
 
+// Keys whose value is a scalar or a mapping: any list there is an axis,
+// whose values may be either (`variable_placement: [even,
+// {partitioned: {max_shard_bytes: 4MB}}]`).
+const std::vector<std::string> kScalarOrMappingKeys = {
+    "parallelism.parameter_server.variable_placement",
+};
+
 // "a.b[3].c" -> "a.b[].c"
 std::string WithoutIndices(const std::string& path) {
   std::string out;
@@ -143,7 +150,9 @@ void CollectAxes(const YAML::Node& node, const std::string& path, const std::str
       AddAxis(node, path, *steps, filename, axes, axis_nodes);
     return;
   }
-  if (AllElements(node, &YAML::Node::IsScalar)) {
+  if (AllElements(node, &YAML::Node::IsScalar) ||
+      std::find(kScalarOrMappingKeys.begin(), kScalarOrMappingKeys.end(), path) !=
+          kScalarOrMappingKeys.end()) {
     AddAxis(node, path, *steps, filename, axes, axis_nodes);
     return;
   }

@@ -91,6 +91,27 @@ TEST(ParseSweep, CartesianProductFirstAxisSlowest) {
   EXPECT_EQ(s.out_dir, "results/grid");
 }
 
+// variable_placement takes a name or a mapping: a list of either sweeps it.
+TEST(ParseSweep, VariablePlacementsAreOneAxis) {
+  const Sweep s = ParseSweep(
+      "name: ps\n"
+      "cluster: {nodes: 2, devices_per_node: 1}\n"
+      "workload: {model: mnist-mlp}\n"
+      "parallelism:\n  strategy: parameter_server\n"
+      "  parameter_server:\n    servers: 2\n"
+      "    variable_placement: [even, greedy, {partitioned: {max_shard_bytes: 4MB}}]\n",
+      "ps.yaml");
+  ASSERT_EQ(s.axes.size(), 1u);
+  ASSERT_EQ(s.points.size(), 3u);
+  const auto p = [&](std::size_t i) {
+    return *s.points[i].scenario.parallelism.parameter_server.variable_placement;
+  };
+  EXPECT_EQ(p(0).policy, plan::PsPlacementPolicy::kEven);
+  EXPECT_EQ(p(1).policy, plan::PsPlacementPolicy::kGreedy);
+  EXPECT_EQ(p(2).policy, plan::PsPlacementPolicy::kPartitioned);
+  EXPECT_EQ(p(2).max_shard_bytes, 4e6);
+}
+
 TEST(ParseSweep, NoAxisIsOnePoint) {
   const Sweep s = ParseSweep("cluster: {nodes: 2}\n", "dir/plain.yaml");
   ASSERT_EQ(s.points.size(), 1u);

@@ -1623,6 +1623,53 @@ TEST_F(Cli, ProfileThenPriceFromTheTable) {
   EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
 }
 
+// A round-robin variable placement moves the same bytes per server in the
+// simulation and in the real run: cifar10-cnn's variables dealt over 2
+// servers (plan/ps_placement.h). The prediction's bytes per step of a
+// server are 2 workers x (push + pull) x its elements x 4 B; exec's servers
+// count every push received and pull sent, each with a 1-float version
+// header, over the run's iterations x 2 workers.
+TEST_F(Cli, ExecMovesThePredictedBytesPerServer) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "rr.yaml")
+      << "name: ps-rr\n"
+         "cluster: {nodes: 1, devices_per_node: 2, device: cpu-host, intra_node_link: pcie3-x16}\n"
+         "workload: {model: cifar10-cnn, batch_per_device: 8, precision: fp32, iterations: 2}\n"
+         "parallelism:\n  strategy: parameter_server\n"
+         "  parameter_server: {servers: 2, placement: colocated, variable_placement: round_robin}\n";
+  Result run = Dtsim("run " + (dir_ / "rr.yaml").string() + " -q --out " + (dir_ / "run").string());
+  ASSERT_EQ(run.status, 0) << run.err;
+  Result exec = DtsimWithin(120, "exec " + (dir_ / "rr.yaml").string() + " -q --out " +
+                                     (dir_ / "exec").string());
+  ASSERT_EQ(exec.status, 0) << exec.err;
+  const auto predicted = nlohmann::json::parse(Slurp(dir_ / "run" / "report.json"))
+                             .at("parameter_server");
+  const auto exec_json = nlohmann::json::parse(Slurp(dir_ / "exec" / "exec.json"));
+  const auto& measured = exec_json.at("parameter_server");
+  // exec runs its own iteration count (--iterations, default 20).
+  const std::int64_t iterations = exec_json.at("iterations").get<std::int64_t>();
+  EXPECT_EQ(predicted.at("variable_placement").get<std::string>(), "round_robin");
+  const auto& p = predicted.at("per_server");
+  const auto& m = measured.at("per_server");
+  ASSERT_EQ(p.size(), 2u);
+  ASSERT_EQ(m.size(), 2u);
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s < 2; ++s) {
+    const std::int64_t params = p[s].at("params").get<std::int64_t>();
+    total += params;
+    EXPECT_EQ(m[s].at("params").get<std::int64_t>(), params) << "server " << s;
+    EXPECT_DOUBLE_EQ(p[s].at("bytes_per_step").get<double>(), 2.0 * 2 * params * 4);
+    const std::int64_t messages = iterations * 2;  // per worker and iteration
+    EXPECT_EQ(m[s].at("push_bytes").get<std::int64_t>(), messages * (params + 1) * 4);
+    EXPECT_EQ(m[s].at("pull_bytes").get<std::int64_t>(), messages * (params + 1) * 4);
+  }
+  // Round-robin is uneven here: variable 0 (conv1.weight) and every other
+  // weight on server 0, the biases on server 1.
+  EXPECT_GT(p[0].at("params").get<std::int64_t>(), 100 * p[1].at("params").get<std::int64_t>());
+  EXPECT_EQ(total, nlohmann::json::parse(Slurp(dir_ / "run" / "report.json"))
+                       .at("model_totals").at("params").get<std::int64_t>());
+}
+
 }  // namespace
 
 // A generation without kernel data says so: `devices` marks K80 (Kepler)

@@ -399,6 +399,13 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
                              {"pushes_dropped", r.pushes_dropped},
                              {"mean_staleness", r.mean_staleness},
                              {"max_staleness", r.max_staleness}};
+    json servers = json::array();
+    for (const exec::ExecResult::ServerTraffic& t : r.servers)
+      servers.push_back({{"rank", t.rank},
+                         {"params", t.params},
+                         {"push_bytes", t.push_bytes},
+                         {"pull_bytes", t.pull_bytes}});
+    j["parameter_server"]["per_server"] = servers;
   }
   json per_rank = json::array();
   for (const auto& rank : r.times) {

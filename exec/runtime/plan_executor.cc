@@ -584,12 +584,16 @@ void RankRunner::OptimizerStep(IterationTimes& times) {
 // Receives `server`'s shard of the parameters (ps_runner.h) into this
 // replica.
 void RankRunner::PullShard(plan::RankId server, IterationTimes& times) {
-  const ParamRange shard = ServerShard(plan_, runtime_->num_params(), server);
-  staging_.resize(static_cast<std::size_t>(kPsHeader + shard.count));
+  const std::vector<plan::ParamSpan>& spans = ServerSpans(plan_, server);
+  staging_.resize(static_cast<std::size_t>(kPsHeader + SpanElements(spans)));
   const auto start = Clock::now();
   comm_.Recv(server, kPsPullTag, staging_.data(), staging_.size());
   echoed_version_[static_cast<std::size_t>(server)] = staging_[0];
-  backend_.Upload(runtime_->params() + shard.offset, staging_.data() + kPsHeader, shard.count);
+  const float* from = staging_.data() + kPsHeader;
+  for (const plan::ParamSpan& span : spans) {
+    backend_.Upload(runtime_->params() + span.offset, from, span.count);
+    from += span.count;
+  }
   times.comm += Seconds(start, Clock::now());
 }
 
@@ -598,11 +602,15 @@ void RankRunner::PullShard(plan::RankId server, IterationTimes& times) {
 // here when the plan has no optimizer task on workers).
 void RankRunner::PushShard(plan::RankId server, IterationTimes& times) {
   if (options_.average_parameters && !stepped_) OptimizerStep(times);
-  const ParamRange shard = ServerShard(plan_, runtime_->num_params(), server);
-  std::vector<float> payload(static_cast<std::size_t>(kPsHeader + shard.count));
+  const std::vector<plan::ParamSpan>& spans = ServerSpans(plan_, server);
+  std::vector<float> payload(static_cast<std::size_t>(kPsHeader + SpanElements(spans)));
   payload[0] = echoed_version_[static_cast<std::size_t>(server)];
   const float* from = options_.average_parameters ? runtime_->params() : runtime_->grads();
-  backend_.Download(payload.data() + kPsHeader, from + shard.offset, shard.count);
+  float* to = payload.data() + kPsHeader;
+  for (const plan::ParamSpan& span : spans) {
+    backend_.Download(to, from + span.offset, span.count);
+    to += span.count;
+  }
   const auto start = Clock::now();
   SendRequest request = comm_.Isend(server, kPsPushTag, payload.data(), payload.size());
   times.comm += Seconds(start, Clock::now());

@@ -178,6 +178,19 @@ struct ExecResult {
   std::vector<TimelineEvent> timeline;
   // This rank only (servers): pushes averaged by each update, in order.
   std::vector<std::int32_t> update_contributions;
+  // This rank only (servers): the spans of the flat parameter buffer that
+  // final_params concatenates (plan::Plan::server_params).
+  std::vector<plan::ParamSpan> param_spans;
+  // Parameter-server plans, every server rank in rank order (gathered):
+  // elements held, and the bytes of the pushes it received and the pulls
+  // it sent over the run (each message's version header included).
+  struct ServerTraffic {
+    int rank = 0;
+    std::int64_t params = 0;
+    std::int64_t push_bytes = 0;
+    std::int64_t pull_bytes = 0;
+  };
+  std::vector<ServerTraffic> servers;
 };
 
 // Runs `plan` on this process's rank (comm.rank()). REQUIRES: comm.size()

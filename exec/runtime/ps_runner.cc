@@ -68,9 +68,10 @@ class PsServer {
   bool async_ = false;
   // Per worker over the whole run (the same for every worker).
   std::int64_t pulls_per_worker_ = 0, pushes_per_worker_ = 0;
-  ParamRange shard_;
+  std::vector<plan::ParamSpan> spans_;  // of the flat buffer, in order
+  std::int64_t count_ = 0;              // elements held
   std::vector<std::vector<TaskId>> tasks_;  // per plan iteration, mine, id order
-  float* params_ = nullptr;                 // backend, shard_.count (>= 1 allocated)
+  float* params_ = nullptr;                 // backend, count_ (>= 1 allocated)
   float* grads_ = nullptr;                  // backend, the gradient mean to apply
   std::unique_ptr<Optimizer> optimizer_;    // null when workers push parameters
   std::vector<float> sum_, recv_;           // host: running sum, one push payload
@@ -123,15 +124,24 @@ PsServer::PsServer(const plan::Plan& plan, const models::ModelGraph& graph, Comm
   }
 
   const std::vector<float> init = InitialParams(graph, backend, options.seed);
-  shard_ = ServerShard(plan, static_cast<std::int64_t>(init.size()), me_);
-  const std::int64_t alloc = std::max<std::int64_t>(1, shard_.count);
+  spans_ = ServerSpans(plan, me_);
+  count_ = SpanElements(spans_);
+  std::vector<float> mine;
+  for (const plan::ParamSpan& span : spans_) {
+    DTSIM_CHECK(span.offset >= 0 && span.offset + span.count <= static_cast<std::int64_t>(init.size()),
+                "server span outside the model's parameters");
+    mine.insert(mine.end(), init.begin() + span.offset, init.begin() + span.offset + span.count);
+  }
+  const std::int64_t alloc = std::max<std::int64_t>(1, count_);
   params_ = backend.Allocate(alloc);
   grads_ = backend.Allocate(alloc);
-  backend.Upload(params_, init.data() + shard_.offset, shard_.count);
+  backend.Upload(params_, mine.data(), count_);
+  counters_.is_server = true;
+  counters_.params = count_;
   if (!options.average_parameters)
-    optimizer_ = std::make_unique<Optimizer>(backend, shard_.count, options.optimizer);
-  sum_.resize(static_cast<std::size_t>(shard_.count));
-  recv_.resize(static_cast<std::size_t>(kPsHeader + shard_.count));
+    optimizer_ = std::make_unique<Optimizer>(backend, count_, options.optimizer);
+  sum_.resize(static_cast<std::size_t>(count_));
+  recv_.resize(static_cast<std::size_t>(kPsHeader + count_));
   const auto w = static_cast<std::size_t>(workers_);
   pull_payload_.resize(w);
   pull_request_.resize(w);
@@ -161,10 +171,11 @@ void PsServer::SendPull(int worker, IterationTimes& times) {
   const auto start = Clock::now();
   pull_request_[w].Wait();
   std::vector<float>& payload = pull_payload_[w];
-  payload.resize(static_cast<std::size_t>(kPsHeader + shard_.count));
+  payload.resize(static_cast<std::size_t>(kPsHeader + count_));
   payload[0] = static_cast<float>(version_);
-  backend_.Download(payload.data() + kPsHeader, params_, shard_.count);
+  backend_.Download(payload.data() + kPsHeader, params_, count_);
   pull_request_[w] = comm_.Isend(worker, kPsPullTag, payload.data(), payload.size());
+  counters_.pull_bytes += static_cast<std::int64_t>(payload.size() * sizeof(float));
   ready_[w] = false;
   ++pulls_sent_[w];
   times.comm += Seconds(start, Clock::now());
@@ -174,6 +185,7 @@ std::pair<int, std::int64_t> PsServer::ReceivePush(IterationTimes& times) {
   const auto start = Clock::now();
   const int worker = comm_.RecvAny(kPsPushTag, recv_.data(), recv_.size());
   times.comm += Seconds(start, Clock::now());
+  counters_.push_bytes += static_cast<std::int64_t>(recv_.size() * sizeof(float));
   DTSIM_CHECK(worker >= 0 && worker < workers_, "push from a rank that is not a worker");
   const auto w = static_cast<std::size_t>(worker);
   const auto echoed = static_cast<std::int64_t>(recv_[0]);
@@ -228,10 +240,10 @@ void PsServer::Apply(int contributions, IterationTimes& times) {
   const float inv = 1.0f / static_cast<float>(contributions);
   for (float& x : sum_) x *= inv;
   if (optimizer_) {
-    backend_.Upload(grads_, sum_.data(), shard_.count);
+    backend_.Upload(grads_, sum_.data(), count_);
     optimizer_->Step(params_, grads_);
   } else {
-    backend_.Upload(params_, sum_.data(), shard_.count);  // the mean of the parameters
+    backend_.Upload(params_, sum_.data(), count_);  // the mean of the parameters
   }
   backend_.Synchronize();
   times.compute += Seconds(start, Clock::now());
@@ -288,9 +300,10 @@ ExecResult PsServer::Run() {
   }
   last.seconds += Seconds(start, Clock::now());
 
-  result.final_params.resize(static_cast<std::size_t>(shard_.count));
-  backend_.Download(result.final_params.data(), params_, shard_.count);
-  result.params_offset = shard_.offset;
+  result.final_params.resize(static_cast<std::size_t>(count_));
+  backend_.Download(result.final_params.data(), params_, count_);
+  result.params_offset = spans_.empty() ? 0 : spans_.front().offset;
+  result.param_spans = spans_;
   result.update_contributions = contributions_;
   result.bytes_sent = static_cast<std::uint64_t>(comm_.stats().bytes_sent);
   GatherResult(comm_, {times, {}, counters_}, &result);
@@ -301,18 +314,18 @@ ExecResult PsServer::Run() {
 
 }  // namespace
 
-ParamRange ServerShard(const plan::Plan& plan, std::int64_t total_params, plan::RankId server) {
+const std::vector<plan::ParamSpan>& ServerSpans(const plan::Plan& plan, plan::RankId server) {
   DTSIM_CHECK(plan.IsServer(server), "not a server rank");
-  int servers = 0, index = 0;
-  for (int r = 0; r < plan.num_ranks(); ++r) {
-    if (!plan.IsServer(r)) continue;
-    if (r < server) ++index;
-    ++servers;
-  }
-  const std::int64_t per = (total_params + servers - 1) / servers;
-  const std::int64_t begin = std::min(total_params, per * index);
-  const std::int64_t end = std::min(total_params, begin + per);
-  return {begin, end - begin};
+  std::size_t index = 0;
+  for (plan::RankId r = 0; r < server; ++r) index += plan.IsServer(r) ? 1 : 0;
+  DTSIM_CHECK(index < plan.server_params.size(), "the plan places no variables on this server");
+  return plan.server_params[index];
+}
+
+std::int64_t SpanElements(const std::vector<plan::ParamSpan>& spans) {
+  std::int64_t n = 0;
+  for (const plan::ParamSpan& span : spans) n += span.count;
+  return n;
 }
 
 ExecResult RunParameterServer(const plan::Plan& plan, const models::ModelGraph& graph,

@@ -1,10 +1,12 @@
 // Parameter-server plans (plan/parameter_server.h) run for real: the server
 // side, and the protocol workers (plan_executor.cc) speak with it.
 //
-// Sharding: the model's flat parameter buffer (ModelRuntime's layout: op by
-// op in graph order, weights then bias) is cut into S contiguous shards of
-// ceil(P / S) parameters, the last one shorter (plan/parameter_server.cc
-// sizes shards the same way). Server s = the s-th server rank holds shard s.
+// Sharding: server s (the s-th server rank) holds the spans of the model's
+// flat parameter buffer (ModelRuntime's layout: op by op in graph order,
+// weights then bias) that the plan gives it (plan::Plan::server_params,
+// placed by plan/ps_placement.h), concatenated in buffer order; its pulls
+// and pushes carry exactly those elements, so the bytes per server are the
+// ones the simulator prices.
 //
 // Messages (one per kSend task of the plan), tags below kMaxUserTag and
 // above the pipeline's TransferTag range [1, 30000]:
@@ -63,10 +65,12 @@ inline constexpr int kPsPushTag = 31002;
 // Floats before the shard in every pull and push payload (the version).
 inline constexpr std::int64_t kPsHeader = 1;
 
-// Shard of `server` (a server rank of `plan`) in a flat buffer of
-// `total_params` parameters; count 0 when there are more servers than
-// parameters to go round.
-ParamRange ServerShard(const plan::Plan& plan, std::int64_t total_params, plan::RankId server);
+// The spans `server` (a server rank of `plan`) holds, in buffer order;
+// empty when the placement gave it nothing. Throws InternalError when the
+// plan records no placement for it.
+const std::vector<plan::ParamSpan>& ServerSpans(const plan::Plan& plan, plan::RankId server);
+// Elements in `spans`.
+std::int64_t SpanElements(const std::vector<plan::ParamSpan>& spans);
 
 // Runs this process's rank, a server of `plan`, to the end (the same
 // contract as ExecutePlan; every worker must run ExecutePlan with the same

@@ -124,6 +124,26 @@ TEST_F(PsExecutor, SynchronousEqualsDataParallel) {
   }
 }
 
+// Whole variables dealt round-robin (plan/ps_placement.h): each server's
+// final_params are its spans of the solo run's parameters, concatenated.
+TEST_F(PsExecutor, RoundRobinPlacementEqualsDataParallel) {
+  // Two servers where the world allows: variables alternate between them,
+  // so each holds many separate spans.
+  const int servers = world_.size() >= 3 ? 2 : 1;
+  const int workers = world_.size() - servers;
+  plan::ParameterServerOptions o;
+  o.placement = {plan::PsPlacementPolicy::kRoundRobin, 0};
+  const plan::Plan p = PsPlan(workers, servers, o);
+  const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, Options());
+  const std::vector<float> solo = SoloParams(kBatch * workers, kIterations);
+  if (!IsServer(workers)) return;
+  EXPECT_EQ(r.param_spans, p.server_params[static_cast<std::size_t>(world_.rank() - workers)]);
+  std::vector<float> expected;
+  for (const plan::ParamSpan& span : r.param_spans)
+    expected.insert(expected.end(), solo.begin() + span.offset, solo.begin() + span.offset + span.count);
+  ExpectClose(r.final_params, expected, 0);
+}
+
 TEST_F(PsExecutor, PushingParametersEqualsDataParallel) {
   // Plain SGD: mean_i(p - lr g_i) = p - lr mean_i(g_i).
   const int workers = world_.size() - 1;

@@ -29,10 +29,10 @@ RankMemory EstimateRankMemory(const plan::Plan& plan, const models::ModelGraph& 
   std::int64_t total_params = 0;
   for (models::OpId v = 0; v < graph.num_ops(); ++v) total_params += graph.op(v).params;
   if (plan.IsServer(rank)) {
-    const ParamRange shard = ServerShard(plan, total_params, rank);
+    const std::int64_t held = SpanElements(ServerSpans(plan, rank));
     int workers = 0;
     for (plan::RankId r = 0; r < plan.num_ranks(); ++r) workers += plan.IsServer(r) ? 0 : 1;
-    const auto n = static_cast<double>(shard.count);
+    const auto n = static_cast<double>(held);
     m.parameters = kFloat * (static_cast<double>(total_params) + 2 * n);
     m.optimizer = options.average_parameters ? 0 : kFloat * state * n;
     m.activations = kFloat * n * (2 + workers);  // sum, receive, pull payloads

@@ -61,6 +61,33 @@ void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result
     staleness_sum += static_cast<std::int64_t>(rc[3]);
     result->max_staleness = std::max(result->max_staleness, static_cast<std::int64_t>(rc[4]));
   }
+  // Server traffic: per rank [is_server, params, push_bytes, pull_bytes],
+  // each value as three 21-bit pieces in floats (exact through the sum:
+  // every slot has one non-zero contributor).
+  constexpr std::size_t kValues = 4, kPieces = 3;
+  constexpr int kBits = 21;
+  std::vector<float> traffic(ranks * kValues * kPieces, 0.0f);
+  const std::int64_t values[kValues] = {c.is_server ? 1 : 0, c.params, c.push_bytes, c.pull_bytes};
+  for (std::size_t v = 0; v < kValues; ++v)
+    for (std::size_t k = 0; k < kPieces; ++k)
+      traffic[(me * kValues + v) * kPieces + k] = static_cast<float>(
+          (static_cast<std::uint64_t>(values[v]) >> (kBits * k)) & ((1u << kBits) - 1));
+  if (ranks > 1) {
+    std::vector<int> world(ranks);
+    for (std::size_t r = 0; r < ranks; ++r) world[r] = static_cast<int>(r);
+    comm.AllReduceSum(traffic.data(), traffic.size(), AllReduceAlgorithm::kMpi, world);
+  }
+  result->servers.clear();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::int64_t got[kValues] = {};
+    for (std::size_t v = 0; v < kValues; ++v) {
+      std::uint64_t x = 0;
+      for (std::size_t k = 0; k < kPieces; ++k)
+        x |= static_cast<std::uint64_t>(traffic[(r * kValues + v) * kPieces + k]) << (kBits * k);
+      got[v] = static_cast<std::int64_t>(x);
+    }
+    if (got[0] == 1) result->servers.push_back({static_cast<int>(r), got[1], got[2], got[3]});
+  }
   result->mean_staleness = result->pushes_applied > 0 ? static_cast<double>(staleness_sum) /
                                                             static_cast<double>(result->pushes_applied)
                                                       : 0.0;

@@ -18,6 +18,10 @@ struct ServerCounters {
   std::int64_t pushes_dropped = 0;   // late pushes received and discarded
   std::int64_t staleness_sum = 0;    // over applied pushes
   std::int64_t staleness_max = 0;
+  // Whether this rank is a server, the elements it holds, push bytes
+  // received and pull bytes sent (ExecResult::ServerTraffic).
+  bool is_server = false;
+  std::int64_t params = 0, push_bytes = 0, pull_bytes = 0;
 };
 
 // One rank's measurements.
@@ -32,7 +36,9 @@ struct RankReport {
 // the same number of iterations). Fills result->times (ranks x iterations),
 // result->losses (mean over the ranks holding the loss; 0 when none does)
 // and the parameter-server fields (sums over ranks; the maximum for
-// max_staleness). Counters travel as float: exact below 2^24.
+// max_staleness), and result->servers. Counters travel as float: exact
+// below 2^24; the traffic figures as three 21-bit pieces each, exact below
+// 2^63.
 void GatherResult(Communicator& comm, const RankReport& mine, ExecResult* result);
 
 // Collective over every rank of `comm`: rank 0's result->timeline gets every

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/framework.h"
+#include "config/scenario.h"
 #include "sim/simulator.h"
 #include "validation/accuracy.h"
 #include "validation/measured_runs.h"
@@ -111,6 +112,41 @@ TEST(StatedFacts, MegatronLmOnVtrain) {
     mape[with] = s.overall.mean_ape;
   }
   EXPECT_LT(mape[1], mape[0]) << "megatron-lm moves vTrain's iterations away from the measurement";
+}
+
+}  // namespace
+}  // namespace dtsim
+
+namespace dtsim {
+namespace {
+
+// docs/parameter_server.md's worked example (and docs/stated_facts.md's
+// quote of it): VGG-16 on 4 V100 workers and 4 dedicated servers over
+// 10 GbE, batch 32, the step time under each placement.
+TEST(StatedFacts, ParameterServerPlacementExampleStepTimes) {
+  auto step = [](const std::string& placement) {
+    const std::string yaml =
+        "name: vgg16-ps\n"
+        "cluster: {nodes: 4, devices_per_node: 1, device: V100-SXM2-16GB, intra_node_link: "
+        "nvlink2, network: {link: 10GbE}}\n"
+        "workload: {model: vgg16, batch_per_device: 32, precision: fp32, iterations: 3}\n"
+        "parallelism:\n  strategy: parameter_server\n  parameter_server: {servers: 4, "
+        "variable_placement: " + placement + "}\n";
+    const sim::Prediction p = sim::Simulate(config::ParseScenario(yaml, "vgg16-ps.yaml"));
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f s", p.metrics.step_time_s);
+    return std::string(text);
+  };
+  const std::string doc = Slurp("docs/parameter_server.md");
+  ASSERT_FALSE(doc.empty());
+  const std::string round_robin = step("round_robin"), even = step("even");
+  EXPECT_NE(doc.find("the step is " + round_robin), std::string::npos) << round_robin;
+  EXPECT_NE(doc.find("runs a " + even + "\nstep"), std::string::npos) << even;
+  EXPECT_NE(doc.find("4,000,000 bytes " + step("{partitioned: {max_shard_bytes: 4000000B}}")),
+            std::string::npos);
+  EXPECT_NE(doc.find("greedy " + step("greedy")), std::string::npos);
+  const std::string facts = Slurp("docs/stated_facts.md");
+  EXPECT_NE(facts.find("(" + round_robin + " against " + even + ")"), std::string::npos);
 }
 
 }  // namespace

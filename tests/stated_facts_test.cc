@@ -151,3 +151,46 @@ TEST(StatedFacts, ParameterServerPlacementExampleStepTimes) {
 
 }  // namespace
 }  // namespace dtsim
+
+namespace dtsim {
+namespace {
+
+std::string Triple(const nlohmann::json& e, const char* median, const char* mean, const char* max) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.1f%% / %.1f%% / %.1f%%", e.at(median).get<double>(),
+                e.at(mean).get<double>(), e.at(max).get<double>());
+  return text;
+}
+
+// README's "Validation at a glance": each row's held-out median / mean /
+// max is what the committed results of its command say.
+TEST(ValidationAtAGlance, ReadmeQuotesTheCommittedResults) {
+  const std::string readme = Slurp("README.md");
+  ASSERT_FALSE(readme.empty());
+  const auto deepbench = nlohmann::json::parse(Slurp("results/deepbench/summary.json"));
+  auto slice = [&](const std::string& kernel) {
+    for (const auto& s : deepbench.at("slices"))
+      if (s.at("gpu") == "all" && s.at("precision") == "all" && s.at("kernel") == kernel &&
+          !s.contains("cell"))
+        return s.at("held_out");
+    ADD_FAILURE() << "no slice " << kernel;
+    return nlohmann::json::object();
+  };
+  const auto allreduce = nlohmann::json::parse(Slurp("results/allreduce/allreduce.json"));
+  const auto vtrain = nlohmann::json::parse(Slurp("results/vtrain-megatron/summary.json"));
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"| 4,793 | ", Triple(slice("gemm+conv"), "median_ape_percent", "mape_percent",
+                            "max_ape_percent")},
+      {"| 1,378 | ", Triple(slice("rnn"), "median_ape_percent", "mape_percent", "max_ape_percent")},
+      {"| 168 | ", Triple(allreduce.at("variants").at(0).at("held_out").at("all"),
+                          "median_ape_percent", "mape_percent", "max_ape_percent")},
+      {"| 1,549 | ", Triple(vtrain.at("overall"), "median_ape_percent", "mape_percent",
+                            "max_ape_percent")},
+  };
+  for (const auto& [rows_cell, figures] : rows)
+    EXPECT_NE(readme.find(rows_cell + figures + " |"), std::string::npos)
+        << "README.md's validation table should say " << rows_cell << figures;
+}
+
+}  // namespace
+}  // namespace dtsim

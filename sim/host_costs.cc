@@ -65,16 +65,24 @@ models::Op FusedOp(const models::Op& op) {
   return f;
 }
 
+namespace {
+// Launches of `calls`: each call as many times as it repeats (a recurrent
+// layer launches its per-step kernels once per step).
+int Launches(const std::vector<KernelCall>& calls) {
+  std::int64_t n = 0;
+  for (const KernelCall& c : calls) n += c.repeat;
+  return static_cast<int>(n);
+}
+}  // namespace
+
 int KernelsOf(const models::ModelGraph& graph, models::OpId v, plan::TaskKind kind,
               hw::Precision precision) {
   const models::Op& op = graph.op(v);
-  if (kind != TaskKind::kBackward)
-    return static_cast<int>(OpKernels(op, kind, 1, precision).size());
+  if (kind != TaskKind::kBackward) return Launches(OpKernels(op, kind, 1, precision));
   int n = 0;
   if (!graph.ReadsOnlyGraphInputs(v))
-    n += static_cast<int>(OpKernels(op, TaskKind::kBackwardInput, 1, precision).size());
-  if (op.HasParams())
-    n += static_cast<int>(OpKernels(op, TaskKind::kBackwardWeight, 1, precision).size());
+    n += Launches(OpKernels(op, TaskKind::kBackwardInput, 1, precision));
+  if (op.HasParams()) n += Launches(OpKernels(op, TaskKind::kBackwardWeight, 1, precision));
   return n;
 }
 

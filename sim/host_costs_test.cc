@@ -9,6 +9,7 @@
 #include <span>
 
 #include "config/scenario.h"
+#include "models/graph_builder.h"
 #include "plan/compute_tasks.h"
 #include "sim/simulator.h"
 
@@ -297,6 +298,27 @@ TEST(HostModel, FusedOpsLaunchNothingAndMoveLess) {
     EXPECT_LT(FusedOp(g.op(v)).FwdBytes(1), g.op(v).FwdBytes(1));
   }
   EXPECT_EQ(fused, 2 * 12 + 1);  // two residuals per layer, 12 layers, and the position add
+}
+
+}  // namespace
+}  // namespace dtsim::sim
+
+namespace dtsim::sim {
+namespace {
+
+// A recurrent layer launches its per-step kernels once per step
+// (sim/rnn_kernels.h): forward = the input GEMM + T x (step GEMM +
+// pointwise), so the host pays per_kernel 1 + 2 T times, not 3.
+TEST(HostModel, RecurrentLayerLaunchesEveryStep) {
+  models::GraphBuilder b("lstm");
+  const auto x = b.Input("x", {10, 32});  // T = 10 steps of 32 features
+  const auto h = b.Recurrent("lstm", x, {.cell = models::RnnCell::kLstm, .hidden = 64});
+  b.SoftmaxCrossEntropy("loss", h, 64);
+  const models::ModelGraph g = b.Finish("one LSTM layer");
+  models::OpId lstm = 0;
+  for (models::OpId v = 0; v < g.num_ops(); ++v)
+    if (g.op(v).kind == models::OpKind::kRecurrent) lstm = v;
+  EXPECT_EQ(KernelsOf(g, lstm, plan::TaskKind::kForward, hw::Precision::kFp32), 1 + 2 * 10);
 }
 
 }  // namespace

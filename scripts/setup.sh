@@ -11,8 +11,9 @@ packages=(
   libsimgrid-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler zlib1g-dev
   # Tests only: ONNX's own generated classes write a test model that dtsim's
   # importer reads (models/onnx_fixture_writer.cc); a headless browser opens
-  # the sweep page (report/sweep_page_test.cc).
-  libonnx-dev chromium
+  # the sweep page (report/sweep_page_test.cc); Fashion-MNIST's IDX files are
+  # the real data exec trains on (exec/data/idx_dataset_test.cc, cli_test).
+  libonnx-dev chromium dataset-fashion-mnist
 )
 
 missing=()

@@ -323,7 +323,9 @@ int main(int argc, char** argv) {
   exec_cmd->add_flag("--lr-smooth", exec.lr_smooth,
                      "Decay continuously instead of in steps (staircase is the default)");
   exec_cmd->add_option("--dataset", exec.dataset,
-                       "Train on this dtsim binary data set (docs/dataset_format.md) instead of "
+                       "Train on this dtsim binary data set (docs/dataset_format.md), or on the "
+                       "training split of an IDX folder (MNIST, Fashion-MNIST: "
+                       "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]), instead of "
                        "a synthetic one shaped like the model's input");
   exec_cmd->add_flag("--mpi-allreduce", exec.mpi_allreduce,
                      "MPI's own all-reduce instead of the plan's ring or tree");

@@ -22,6 +22,7 @@
 #include "exec/comm/communicator.h"
 #include "exec/comm/solo_communicator.h"
 #include "exec/data/binary_dataset.h"
+#include "exec/data/idx_dataset.h"
 #include "exec/data/synthetic_dataset.h"
 #include "exec/device_runtime.h"
 #include "exec/kernels/cpu_isa.h"
@@ -87,7 +88,13 @@ std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const st
   const std::string kind = SyntheticKindOf(g);
   const bool tokens = kind == "tokens";
   if (!path.empty()) {
-    auto data = std::make_unique<exec::BinaryDataset>(exec::BinaryDataset::Open(path));
+    // A folder: an IDX set of the MNIST family (exec/data/idx_dataset.h).
+    std::unique_ptr<exec::Dataset> data;
+    if (std::filesystem::is_directory(path))
+      data = std::make_unique<exec::IdxDataset>(
+          exec::OpenIdxTrainingSet(path, classes, input.output_shape.size() == 1));
+    else
+      data = std::make_unique<exec::BinaryDataset>(exec::BinaryDataset::Open(path));
     if (data->sample_shape() != input.output_shape || data->classes() > classes)
       throw UserError(path + ": samples of shape " + models::ShapeToString(data->sample_shape()) +
                           " with " + std::to_string(data->classes()) + " classes do not fit " +

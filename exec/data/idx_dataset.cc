@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <utility>
 
 #include "common/error.h"
@@ -70,8 +71,8 @@ IdxArray ReadIdxFile(const std::string& path) {
 }
 
 IdxDataset::IdxDataset(IdxArray images, IdxArray labels, std::int64_t classes, double mean,
-                       double stddev)
-    : images_(std::move(images)), labels_(std::move(labels)), classes_(classes) {
+                       double stddev, bool flat)
+    : images_(std::move(images)), labels_(std::move(labels)), classes_(classes), flat_(flat) {
   if (images_.dims.size() != 3)
     throw UserError("IDX images must be N x rows x columns, got " +
                         std::to_string(images_.dims.size()) + " dimensions",
@@ -110,6 +111,20 @@ void IdxDataset::FillSample(std::int64_t index, float* x, float* label) const {
   for (std::int64_t j = 0; j < d; ++j)
     x[j] = static_cast<float>((src[j] / 255.0 - mean_) / stddev_);
   label[0] = static_cast<float>(labels_.values[static_cast<std::size_t>(index)]);
+}
+
+IdxDataset OpenIdxTrainingSet(const std::string& dir, std::int64_t classes, bool flat) {
+  auto find = [&](const std::string& name) {
+    for (const std::string& f : {name, name + ".gz"}) {
+      const std::filesystem::path p = std::filesystem::path(dir) / f;
+      if (std::filesystem::exists(p)) return p.string();
+    }
+    throw UserError(SourceLocation{dir}, "no " + name + " (or " + name + ".gz) in the folder",
+                    "an IDX data set folder holds train-images-idx3-ubyte and "
+                    "train-labels-idx1-ubyte, as MNIST and Fashion-MNIST ship them");
+  };
+  return IdxDataset(ReadIdxFile(find("train-images-idx3-ubyte")),
+                    ReadIdxFile(find("train-labels-idx1-ubyte")), classes, 0, 0, flat);
 }
 
 }  // namespace dtsim::exec

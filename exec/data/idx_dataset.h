@@ -39,10 +39,14 @@ class IdxDataset : public Dataset {
   // `images` (give the training set's to the test set).
   // Throws UserError for images that are not 3-dimensional, a label count
   // other than N, or a label >= classes.
+  // `flat`: samples of shape (H W) instead of (1, H, W), for models whose
+  // input is a vector (an MLP).
   IdxDataset(IdxArray images, IdxArray labels, std::int64_t classes, double mean = 0,
-             double stddev = 0);
+             double stddev = 0, bool flat = false);
 
-  SampleShape sample_shape() const override { return {1, rows_, cols_}; }
+  SampleShape sample_shape() const override {
+    return flat_ ? SampleShape{rows_ * cols_} : SampleShape{1, rows_, cols_};
+  }
   SampleShape label_shape() const override { return {}; }
   LabelKind label_kind() const override { return LabelKind::kClass; }
   std::int64_t classes() const override { return classes_; }
@@ -56,6 +60,13 @@ class IdxDataset : public Dataset {
   IdxArray images_, labels_;
   std::int64_t classes_ = 0, count_ = 0, rows_ = 0, cols_ = 0;
   double mean_ = 0, stddev_ = 1;
+  bool flat_ = false;
 };
+
+// The training split of an IDX set in folder `dir`: train-images-idx3-ubyte
+// and train-labels-idx1-ubyte, each plain or with .gz (MNIST's and
+// Fashion-MNIST's names), normalised by its own mean and deviation. Throws
+// UserError at `dir` when either file is missing.
+IdxDataset OpenIdxTrainingSet(const std::string& dir, std::int64_t classes, bool flat);
 
 }  // namespace dtsim::exec

@@ -76,8 +76,8 @@ TEST(Idx, ReadsGzipAndPlainFiles) {
   fs::remove_all(dir);
 }
 
-// The real files of Debian's dataset-fashion-mnist (scripts/setup.sh does
-// not install it yet): 60,000 training images of 28 x 28, 10 classes,
+// The real files of Debian's dataset-fashion-mnist (scripts/setup.sh
+// installs it): 60,000 training images of 28 x 28, 10 classes,
 // 6,000 of each (Xiao, Rasul & Vollgraf 2017, Table 1's class balance).
 TEST(Idx, ReadsDebiansFashionMnist) {
   const fs::path dir = "/usr/share/datasets/fashion-mnist";

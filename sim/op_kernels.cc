@@ -9,29 +9,6 @@
 namespace dtsim::sim {
 namespace {
 
-KernelCall Gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool a_t,
-                bool b_t, std::int64_t batch, hw::Precision precision) {
-  KernelCall c;
-  c.type = KernelCall::Type::kGemm;
-  c.name = std::move(name);
-  c.gemm.m = m;
-  c.gemm.n = n;
-  c.gemm.k = k;
-  c.gemm.a_t = a_t;
-  c.gemm.b_t = b_t;
-  c.gemm.batch = batch;
-  c.gemm.precision = precision;
-  return c;
-}
-
-KernelCall Stream(std::string name, double bytes) {
-  KernelCall c;
-  c.type = KernelCall::Type::kStream;
-  c.name = std::move(name);
-  c.bytes = bytes;
-  return c;
-}
-
 std::int64_t Product(const models::Shape& s, std::size_t from, std::size_t to) {
   std::int64_t p = 1;
   for (std::size_t i = from; i < to && i < s.size(); ++i) p *= s[i];
@@ -50,6 +27,29 @@ std::int64_t Rows(int batch, std::int64_t count, const models::Op& op) {
 }
 
 }  // namespace
+
+KernelCall GemmCall(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool a_t,
+                bool b_t, std::int64_t batch, hw::Precision precision) {
+  KernelCall c;
+  c.type = KernelCall::Type::kGemm;
+  c.name = std::move(name);
+  c.gemm.m = m;
+  c.gemm.n = n;
+  c.gemm.k = k;
+  c.gemm.a_t = a_t;
+  c.gemm.b_t = b_t;
+  c.gemm.batch = batch;
+  c.gemm.precision = precision;
+  return c;
+}
+
+KernelCall StreamCall(std::string name, double bytes) {
+  KernelCall c;
+  c.type = KernelCall::Type::kStream;
+  c.name = std::move(name);
+  c.bytes = bytes;
+  return c;
+}
 
 std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int batch,
                                   hw::Precision precision) {
@@ -78,17 +78,17 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         // FP8 transpose (Transformer Engine's fused cast-transpose, with the
         // amax of the tensor reduced on the way): 2 + 1 + 1 bytes a value.
         if (fwd) {
-          if (fp8) out.push_back(Stream(kFp8CastPrefix + std::string("input"),
+          if (fp8) out.push_back(StreamCall(kFp8CastPrefix + std::string("input"),
                                         4.0 * static_cast<double>(rows) * static_cast<double>(in_f)));
-          out.push_back(Gemm("fwd gemm", out_f, rows, in_f, true, false, 1, gemm));
+          out.push_back(GemmCall("fwd gemm", out_f, rows, in_f, true, false, 1, gemm));
         } else if (dgrad) {
-          if (fp8) out.push_back(Stream(kFp8CastPrefix + std::string("grad"),
+          if (fp8) out.push_back(StreamCall(kFp8CastPrefix + std::string("grad"),
                                         4.0 * static_cast<double>(rows) * static_cast<double>(out_f)));
-          out.push_back(Gemm("dgrad gemm", in_f, rows, out_f, false, false, 1, gemm));
+          out.push_back(GemmCall("dgrad gemm", in_f, rows, out_f, false, false, 1, gemm));
         } else {
-          out.push_back(Gemm("wgrad gemm", in_f, out_f, rows, false, true, 1, gemm));
+          out.push_back(GemmCall("wgrad gemm", in_f, out_f, rows, false, true, 1, gemm));
           if (op.attrs.bias)
-            out.push_back(Stream("bias grad", static_cast<double>(rows * out_f) * elem));
+            out.push_back(StreamCall("bias grad", static_cast<double>(rows * out_f) * elem));
         }
         return out;
       }
@@ -117,8 +117,8 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         out.push_back(c);
         const double out_bytes = static_cast<double>(batch) *
                                  static_cast<double>(models::NumElements(op.output_shape)) * elem;
-        if (op.attrs.bias && fwd) out.push_back(Stream("bias add", 2 * out_bytes));
-        if (op.attrs.bias && !fwd && !dgrad) out.push_back(Stream("bias grad", out_bytes));
+        if (op.attrs.bias && fwd) out.push_back(StreamCall("bias add", 2 * out_bytes));
+        if (op.attrs.bias && !fwd && !dgrad) out.push_back(StreamCall("bias grad", out_bytes));
         return out;
       }
       break;
@@ -132,10 +132,10 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         // Row-major C (m x n) = A (m x k) B (k x n) is column-major
         // C^T = B^T A^T: cuBLAS m = n, n = m.
         if (fwd) {
-          out.push_back(Gemm("fwd bmm", n, m, k, op.attrs.transpose_b, false, b, precision));
+          out.push_back(GemmCall("fwd bmm", n, m, k, op.attrs.transpose_b, false, b, precision));
         } else if (dgrad) {
-          out.push_back(Gemm("grad a bmm", k, m, n, !op.attrs.transpose_b, false, b, precision));
-          out.push_back(Gemm("grad b bmm", n, k, m, false, true, b, precision));
+          out.push_back(GemmCall("grad a bmm", k, m, n, !op.attrs.transpose_b, false, b, precision));
+          out.push_back(GemmCall("grad b bmm", n, k, m, false, true, b, precision));
         }
         return out;
       }
@@ -193,7 +193,7 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
   } else {
     bytes = op.BwdBytes(batch);
   }
-  if (bytes > 0) out.push_back(Stream(fwd ? "fwd" : dgrad ? "dgrad" : "wgrad", bytes));
+  if (bytes > 0) out.push_back(StreamCall(fwd ? "fwd" : dgrad ? "dgrad" : "wgrad", bytes));
   return out;
 }
 
@@ -207,14 +207,14 @@ std::vector<KernelCall> Fp8WeightCastKernels(const models::Op& op, hw::Precision
   const double out_f = static_cast<double>(op.output_shape.back());
   // This rank's weight (in_f x out_f / t): read in bf16, written in FP8 and
   // transposed in FP8.
-  out.push_back(Stream(kFp8CastPrefix + std::string("weight"), 4.0 * in_f * out_f / t));
+  out.push_back(StreamCall(kFp8CastPrefix + std::string("weight"), 4.0 * in_f * out_f / t));
   return out;
 }
 
 KernelCall Fp8ScaleUpdateKernel(int fp8_tensors) {
   // Each tensor's amax history (kFp8AmaxHistory fp32 values) is read and
   // written back rolled, and its scale and inverse scale are written.
-  return Stream(kFp8CastPrefix + std::string("scale update"),
+  return StreamCall(kFp8CastPrefix + std::string("scale update"),
                 std::max(0, fp8_tensors) * (2.0 * 4 * kFp8AmaxHistory + 8));
 }
 

@@ -74,6 +74,12 @@ struct KernelCall {
 // The kernels of `op` for compute task kind `kind` (kForward,
 // kBackwardInput or kBackwardWeight) on `batch` samples, math in
 // `precision`. Empty for ops that launch nothing (reshapes, inputs).
+// One GEMM (`batch` independent products) or one streaming kernel, launched
+// once: the building blocks of the kernel lists.
+KernelCall GemmCall(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool a_t,
+                    bool b_t, std::int64_t batch, hw::Precision precision);
+KernelCall StreamCall(std::string name, double bytes);
+
 std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int batch,
                                   hw::Precision precision);
 

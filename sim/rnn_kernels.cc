@@ -5,26 +5,16 @@
 namespace dtsim::sim {
 namespace {
 
+// GemmCall and StreamCall (sim/op_kernels.h) launched `repeat` times.
 KernelCall Gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool a_t,
                 bool b_t, hw::Precision precision, std::int64_t repeat) {
-  KernelCall c;
-  c.type = KernelCall::Type::kGemm;
-  c.name = std::move(name);
-  c.gemm.m = m;
-  c.gemm.n = n;
-  c.gemm.k = k;
-  c.gemm.a_t = a_t;
-  c.gemm.b_t = b_t;
-  c.gemm.precision = precision;
+  KernelCall c = GemmCall(std::move(name), m, n, k, a_t, b_t, 1, precision);
   c.repeat = repeat;
   return c;
 }
 
 KernelCall Stream(std::string name, double bytes, std::int64_t repeat) {
-  KernelCall c;
-  c.type = KernelCall::Type::kStream;
-  c.name = std::move(name);
-  c.bytes = bytes;
+  KernelCall c = StreamCall(std::move(name), bytes);
   c.repeat = repeat;
   return c;
 }

@@ -33,6 +33,7 @@ struct Published {
 const Published kPublished[] = {
     {"mnist-mlp", 397510, "arithmetic"},
     {"cifar10-cnn", 1068298, "TF tutorial arithmetic"},
+    {"fashion-mnist-cnn", 206922, "layer arithmetic in zoo_small.cc"},
     {"alexnet", 61100840, "torchvision"},
     {"vgg16", 138357544, "torchvision"},
     {"resnet50", 25557032, "torchvision"},

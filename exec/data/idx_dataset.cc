@@ -113,18 +113,30 @@ void IdxDataset::FillSample(std::int64_t index, float* x, float* label) const {
   label[0] = static_cast<float>(labels_.values[static_cast<std::size_t>(index)]);
 }
 
+namespace {
+
+std::string FindIdxFile(const std::string& dir, const std::string& name) {
+  for (const std::string& f : {name, name + ".gz"}) {
+    const std::filesystem::path p = std::filesystem::path(dir) / f;
+    if (std::filesystem::exists(p)) return p.string();
+  }
+  throw UserError(SourceLocation{dir}, "no " + name + " (or " + name + ".gz) in the folder",
+                  "an IDX data set folder holds train-images-idx3-ubyte and "
+                  "train-labels-idx1-ubyte (and t10k-* for the test split), as MNIST and "
+                  "Fashion-MNIST ship them");
+}
+
+}  // namespace
+
 IdxDataset OpenIdxTrainingSet(const std::string& dir, std::int64_t classes, bool flat) {
-  auto find = [&](const std::string& name) {
-    for (const std::string& f : {name, name + ".gz"}) {
-      const std::filesystem::path p = std::filesystem::path(dir) / f;
-      if (std::filesystem::exists(p)) return p.string();
-    }
-    throw UserError(SourceLocation{dir}, "no " + name + " (or " + name + ".gz) in the folder",
-                    "an IDX data set folder holds train-images-idx3-ubyte and "
-                    "train-labels-idx1-ubyte, as MNIST and Fashion-MNIST ship them");
-  };
-  return IdxDataset(ReadIdxFile(find("train-images-idx3-ubyte")),
-                    ReadIdxFile(find("train-labels-idx1-ubyte")), classes, 0, 0, flat);
+  return IdxDataset(ReadIdxFile(FindIdxFile(dir, "train-images-idx3-ubyte")),
+                    ReadIdxFile(FindIdxFile(dir, "train-labels-idx1-ubyte")), classes, 0, 0, flat);
+}
+
+IdxDataset OpenIdxTestSet(const std::string& dir, const IdxDataset& train, bool flat) {
+  return IdxDataset(ReadIdxFile(FindIdxFile(dir, "t10k-images-idx3-ubyte")),
+                    ReadIdxFile(FindIdxFile(dir, "t10k-labels-idx1-ubyte")), train.classes(),
+                    train.mean(), train.stddev(), flat);
 }
 
 }  // namespace dtsim::exec

@@ -32,7 +32,7 @@ IdxArray ReadIdxFile(const std::string& path);
 
 // Images (N x H x W) with class labels (N values < classes) as a Dataset:
 // sample i is image i as (1, H, W) floats, (value / 255 - mean) / stddev,
-// label i its class. Per-epoch shuffling belongs to the training loop.
+// label i its class, in file order (ShuffledDataset shuffles per epoch).
 class IdxDataset : public Dataset {
  public:
   // mean and stddev of value / 255; stddev <= 0: both computed from
@@ -68,5 +68,8 @@ class IdxDataset : public Dataset {
 // Fashion-MNIST's names), normalised by its own mean and deviation. Throws
 // UserError at `dir` when either file is missing.
 IdxDataset OpenIdxTrainingSet(const std::string& dir, std::int64_t classes, bool flat);
+// The test split in `dir` (t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte,
+// plain or .gz), normalised with the training split's mean and deviation.
+IdxDataset OpenIdxTestSet(const std::string& dir, const IdxDataset& train, bool flat);
 
 }  // namespace dtsim::exec

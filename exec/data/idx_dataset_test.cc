@@ -96,6 +96,13 @@ TEST(Idx, ReadsDebiansFashionMnist) {
                   train.stddev());
   EXPECT_EQ(test.size(), 10000);
   EXPECT_DOUBLE_EQ(test.mean(), train.mean());
+  // The folder functions find the same splits.
+  const IdxDataset opened = OpenIdxTrainingSet(dir.string(), 10, false);
+  EXPECT_DOUBLE_EQ(opened.mean(), train.mean());
+  const IdxDataset opened_test = OpenIdxTestSet(dir.string(), opened, true);
+  EXPECT_EQ(opened_test.size(), 10000);
+  EXPECT_EQ(opened_test.sample_shape(), (SampleShape{784}));
+  EXPECT_DOUBLE_EQ(opened_test.stddev(), train.stddev());
 }
 
 }  // namespace

@@ -403,6 +403,24 @@ double ModelRuntime::Loss(int slot) {
   return sum / static_cast<double>(rows);
 }
 
+std::int64_t ModelRuntime::Correct(int slot) {
+  DTSIM_CHECK(has_loss_, "Correct() on a stage without the loss");
+  const std::int64_t rows = options_.micro_batch * label_elements();
+  const std::int64_t classes = graph_.op(loss_op_).input_shapes[0].back();
+  std::vector<float> probs(static_cast<std::size_t>(rows * classes));
+  std::vector<float> labels(static_cast<std::size_t>(rows));
+  const auto k = static_cast<std::size_t>(slot);
+  backend_.Download(probs.data(), ops_[loss_op_]->aux1[k], rows * classes);
+  backend_.Download(labels.data(), labels_[k], rows);
+  std::int64_t correct = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* p = probs.data() + r * classes;
+    const auto best = std::max_element(p, p + classes) - p;
+    if (best == static_cast<std::int64_t>(labels[static_cast<std::size_t>(r)])) ++correct;
+  }
+  return correct;
+}
+
 double ModelRuntime::ForwardFlops() const {
   double f = 0;
   for (OpId v = begin(); v < end(); ++v) f += graph_.op(v).fwd_flops;

@@ -149,6 +149,11 @@ class ModelRuntime {
   // Mean loss over the slot's micro-batch (per sample; token losses are
   // averaged over the sequence too). REQUIRES: holds_loss().
   double Loss(int slot);
+  // Rows of the slot's micro-batch (samples; tokens of token losses) whose
+  // largest predicted probability is at their label, after a forward:
+  // top-1 accuracy = Correct / (micro_batch x label_elements()). Ties go to
+  // the lowest class. REQUIRES: holds_loss().
+  std::int64_t Correct(int slot);
 
   // Per micro-batch FLOPs of the stage's forward and backward, from
   // models::Op (what the simulator prices).

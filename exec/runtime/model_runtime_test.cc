@@ -79,6 +79,25 @@ TEST(ModelRuntime, MlpLearnsTheTeacher) {
   EXPECT_LT(last, 1.2) << "first loss " << first;
 }
 
+TEST(ModelRuntime, CorrectCountsTheArgmaxAtTheLabel) {
+  // Dense 3 -> 3 with identity weights and zero bias: the logits are the
+  // input, so the predicted class is the input's largest element.
+  models::GraphBuilder b("argmax");
+  b.SoftmaxCrossEntropy("loss", b.Dense("fc", b.Input("x", {3}), {.out_features = 3}), 3);
+  const ModelGraph g = b.Finish("test");
+  CpuBackend cpu;
+  ModelRuntime rt(g, cpu, {.micro_batch = 4, .seed = 1});
+  // Dense weight (out, in) row-major, then bias (ModelRuntime's layout).
+  rt.UploadParams({1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0});
+  // Rows' argmax: 0, 2, 1, 0 (a tie of 0 and 1 goes to the lower class).
+  const std::vector<float> x = {5, 1, 1, 0, 1, 9, 1, 3, 2, 4, 4, 0};
+  const std::vector<float> labels = {0, 2, 0, 1};  // right, right, wrong, wrong
+  rt.SetInput(0, x.data());
+  rt.SetLabels(0, labels.data());
+  rt.ForwardAll(0);
+  EXPECT_EQ(rt.Correct(0), 2);
+}
+
 TEST(ModelRuntime, CifarCnnLearnsClassImages) {
   // The TensorFlow CIFAR-10 CNN on class-conditional 24x24 images: from
   // chance (log 10 = 2.30) to under 1.0 in 60 steps of 16 with momentum.

@@ -21,6 +21,7 @@ void Require(bool ok, const char* what, T value) {
 LrSchedule::LrSchedule(LrScheduleOptions options) : options_(options) {
   Require(std::isfinite(options_.initial_lr) && options_.initial_lr >= 0,
           "initial_lr must be a finite number >= 0", options_.initial_lr);
+  Require(options_.warmup_steps >= 0, "warmup_steps must be >= 0", options_.warmup_steps);
   if (options_.kind == LrScheduleKind::kExponential) {
     Require(std::isfinite(options_.decay_rate) && options_.decay_rate > 0,
             "decay_rate must be a finite number > 0", options_.decay_rate);
@@ -30,11 +31,14 @@ LrSchedule::LrSchedule(LrScheduleOptions options) : options_(options) {
 
 double LrSchedule::At(std::int64_t step) const {
   DTSIM_CHECK(step >= 0, "LrSchedule::At needs step >= 0");
-  if (options_.kind == LrScheduleKind::kConstant) return options_.initial_lr;
+  const double warmup = step < options_.warmup_steps
+                            ? static_cast<double>(step + 1) / static_cast<double>(options_.warmup_steps)
+                            : 1.0;
+  if (options_.kind == LrScheduleKind::kConstant) return warmup * options_.initial_lr;
   double exponent = options_.staircase
                         ? static_cast<double>(step / options_.decay_steps)
                         : static_cast<double>(step) / static_cast<double>(options_.decay_steps);
-  return options_.initial_lr * std::pow(options_.decay_rate, exponent);
+  return warmup * options_.initial_lr * std::pow(options_.decay_rate, exponent);
 }
 
 }  // namespace dtsim::exec

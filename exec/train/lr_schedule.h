@@ -3,6 +3,11 @@
 //   exponential:  lr(step) = initial_lr * decay_rate ^ (step / decay_steps)
 //                 (tf.train.exponential_decay); with staircase the exponent
 //                 is floor(step / decay_steps), so the rate drops in steps.
+// Either may start with a linear warm-up (Goyal et al. 2017, "Accurate,
+// Large Minibatch SGD", section 2.2, gradual warm-up): for step <
+// warmup_steps the rate is the schedule's rate times (step + 1) /
+// warmup_steps, so it climbs from 1/warmup_steps of it to all of it; the
+// decay counts steps from 0, warm-up included.
 // Values are computed in double; TensorFlow computes in the learning rate's
 // dtype (usually float32), so it may differ in the last float bits.
 #pragma once
@@ -33,6 +38,8 @@ struct LrScheduleOptions {
   // true: exponent floor(step / decay_steps); false: step / decay_steps as a
   // real number. Default true.
   bool staircase = true;
+  // Steps of linear warm-up, >= 0 (0 = none). Applies to both kinds.
+  std::int64_t warmup_steps = 0;
 };
 
 class LrSchedule {

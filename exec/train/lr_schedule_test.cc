@@ -83,5 +83,29 @@ TEST(LrSchedule, InvalidOptionsAreUserErrors) {
   EXPECT_THROW(LrSchedule{o}, UserError);
 }
 
+TEST(LrSchedule, WarmupClimbsLinearlyThenFollowsTheDecay) {
+  // Goyal et al. 2017, section 2.2: the rate rises linearly to its target;
+  // here (step + 1) / warmup_steps of it, so step 3 of 4 reaches it.
+  LrScheduleOptions o;
+  o.initial_lr = 0.4;
+  o.warmup_steps = 4;
+  LrSchedule constant(o);
+  EXPECT_DOUBLE_EQ(constant.At(0), 0.1);
+  EXPECT_DOUBLE_EQ(constant.At(1), 0.2);
+  EXPECT_DOUBLE_EQ(constant.At(3), 0.4);
+  EXPECT_DOUBLE_EQ(constant.At(100), 0.4);
+  // With a staircase decay of 0.5 every 2 steps, warm-up multiplies it:
+  // step 1 = 0.4 x 2/4 x 0.5^0, step 2 = 0.4 x 3/4 x 0.5^1, step 5 = 0.4 x 0.5^2.
+  o.kind = LrScheduleKind::kExponential;
+  o.decay_rate = 0.5;
+  o.decay_steps = 2;
+  LrSchedule decay(o);
+  EXPECT_DOUBLE_EQ(decay.At(1), 0.2);
+  EXPECT_DOUBLE_EQ(decay.At(2), 0.15);
+  EXPECT_DOUBLE_EQ(decay.At(5), 0.1);
+  o.warmup_steps = -1;
+  EXPECT_THROW(LrSchedule{o}, UserError);
+}
+
 }  // namespace
 }  // namespace dtsim::exec

@@ -23,11 +23,18 @@ class ModelGraph;
 namespace dtsim::tools {
 
 // The data `dtsim exec` trains `g` on: the dataset file at `path` (dtsim's
-// binary format) when given, else a synthetic set that fits the model
+// binary format) or the training split of the IDX folder at `path`, read in
+// a new order every epoch drawn from `seed` (exec/data/shuffled_dataset.h),
+// when given, else a synthetic set that fits the model
 // (tokens, class images or a teacher network; exec/data/synthetic_dataset.h)
 // drawn from `seed`. Throws UserError when the file does not fit the model.
 std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed);
+// The held-out data `g` is evaluated on: the test split of the IDX folder at
+// `path`, normalised as its training split, in file order. Throws UserError
+// when `path` is not an IDX folder or its data does not fit the model.
+std::unique_ptr<exec::Dataset> MakeEvalDataset(const models::ModelGraph& g,
+                                               const std::string& path);
 
 // Input-pipeline threads per GPU rank by default: PyTorch DataLoader's
 // num_workers as its ImageNet example sets it (4 per GPU;

@@ -1724,3 +1724,55 @@ TEST_F(Cli, ExecTrainsOnAnIdxFolder) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("train-images-idx3-ubyte"), std::string::npos) << r.err;
 }
+
+TEST_F(Cli, ExecEvaluatesOnTheTestSplitAndStopsAtItsTarget) {
+  const fs::path data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << data;
+  fs::create_directories(dir_);
+  // Local SGD on 2 ranks: evaluations average the replicas.
+  std::ofstream(dir_ / "fm.yaml")
+      << "name: fm\nseed: 3\ncluster: {nodes: 1, devices_per_node: 2, device: cpu-host}\n"
+         "workload: {model: mnist-mlp, batch_per_device: 32}\n"
+         "parallelism: {strategy: local_sgd, averaging_period: 4, optimizer: momentum}\n";
+  const std::string base = "exec " + (dir_ / "fm.yaml").string() + " --dataset " + data.string() +
+                           " --ranks 2 --lr 0.05 --lr-warmup-steps 5 -q --eval-samples 512";
+  Result r = Dtsim(base + " --iterations 200 --eval-every 10 --stop-at-accuracy 0.6 --out " +
+                   (dir_ / "x").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(Slurp(dir_ / "x" / "exec.json"));
+  const auto& points = j.at("eval").at("points");
+  ASSERT_GE(points.size(), 2u);
+  // Before training: 10 balanced classes, so about chance (0.1), and a loss
+  // near log 10 = 2.30.
+  EXPECT_EQ(points.front().at("updates").get<int>(), 0);
+  EXPECT_NEAR(points.front().at("accuracy").get<double>(), 0.1, 0.08);
+  EXPECT_NEAR(points.front().at("loss").get<double>(), 2.3, 0.5);
+  // The run stops at the first evaluation at or above 0.6, well before 200
+  // iterations (the MLP passes 0.6 within a few hundred samples), and only
+  // that one reaches it.
+  EXPECT_TRUE(j.at("eval").at("stopped_at_target").get<bool>());
+  const auto& last = points.back();
+  EXPECT_GE(last.at("accuracy").get<double>(), 0.6);
+  for (std::size_t k = 0; k + 1 < points.size(); ++k)
+    EXPECT_LT(points[k].at("accuracy").get<double>(), 0.6);
+  EXPECT_EQ(j.at("iterations").get<int>(), last.at("updates").get<int>());
+  EXPECT_EQ(last.at("samples").get<int>(), last.at("updates").get<int>() * 64);
+  EXPECT_GT(last.at("train_seconds").get<double>(), 0.0);
+  // eval.csv holds the same points.
+  const std::string csv = Slurp(dir_ / "x" / "eval.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(points.size()) + 1);
+  // The same seed gives the same curve (evaluation changes no training).
+  r = Dtsim(base + " --iterations 200 --eval-every 10 --stop-at-accuracy 0.6 --out " +
+            (dir_ / "y").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto k = nlohmann::json::parse(Slurp(dir_ / "y" / "exec.json"));
+  EXPECT_EQ(k.at("loss"), j.at("loss"));
+  for (std::size_t p = 0; p < points.size(); ++p)
+    EXPECT_EQ(k.at("eval").at("points")[p].at("accuracy"), points[p].at("accuracy"));
+  // Mistakes exit 2: a target without evaluations; a data set without a
+  // test split.
+  r = Dtsim(base + " --iterations 5 --stop-at-accuracy 0.6 --eval-every 0 --out " +
+            (dir_ / "z").string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--eval-every"), std::string::npos) << r.err;
+}

@@ -325,8 +325,26 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("--dataset", exec.dataset,
                        "Train on this dtsim binary data set (docs/dataset_format.md), or on the "
                        "training split of an IDX folder (MNIST, Fashion-MNIST: "
-                       "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]), instead of "
+                       "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]), read in a "
+                       "new order every epoch drawn from the scenario's seed, instead of "
                        "a synthetic one shaped like the model's input");
+  exec_cmd->add_option("--lr-warmup-steps", exec.lr_warmup_steps,
+                       "Linear warm-up over the first N steps (Goyal et al. 2017; default 0)")
+      ->check(CLI::NonNegativeNumber);
+  exec_cmd->add_option("--eval-every", exec.eval_every,
+                       "Evaluate the held-out loss and top-1 accuracy on the --dataset folder's "
+                       "test split (t10k-*) before training and every N iterations; writes "
+                       "eval.csv, exec.json's eval and TensorBoard's eval/ scalars")
+      ->check(CLI::NonNegativeNumber);
+  exec_cmd->add_option("--eval-samples", exec.eval_samples,
+                       "Test samples per evaluation (the split's first N; default: all)")
+      ->check(CLI::NonNegativeNumber);
+  exec_cmd->add_option("--stop-at-accuracy", exec.stop_at_accuracy,
+                       "Stop after the evaluation whose held-out accuracy reaches this (0-1)")
+      ->check(CLI::Range(0.0, 1.0));
+  exec_cmd->add_option("--stop-at-loss", exec.stop_at_loss,
+                       "Stop after the evaluation whose held-out loss falls to this")
+      ->check(CLI::NonNegativeNumber);
   exec_cmd->add_flag("--mpi-allreduce", exec.mpi_allreduce,
                      "MPI's own all-reduce instead of the plan's ring or tree");
   exec_cmd->add_option("--backend", exec.backend,

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <thread>
 
 #include "common/error.h"
@@ -383,8 +384,31 @@ std::string ExecEvents(const exec::ExecResult& r, const exec::LrScheduleOptions&
       events.AddScalar("rank_" + std::to_string(k) + "/sec_per_batch", step, wall,
                        static_cast<float>(r.times[k][i].seconds));
   }
+  // Held-out curves by updates (their wall time: the run's start plus the
+  // training time before them).
+  for (const exec::EvalPoint& p : r.eval) {
+    events.AddScalar("eval/loss", p.updates, end_unix_s - total + p.train_seconds,
+                     static_cast<float>(p.loss));
+    events.AddScalar("eval/accuracy", p.updates, end_unix_s - total + p.train_seconds,
+                     static_cast<float>(p.accuracy));
+  }
   return events.bytes();
 }
+
+// The held-out evaluations as CSV, one row per evaluation.
+std::string EvalCsv(const exec::ExecResult& r) {
+  std::ostringstream csv;
+  csv << "updates,samples,train_seconds,loss,accuracy\n";
+  char row[160];
+  for (const exec::EvalPoint& p : r.eval) {
+    std::snprintf(row, sizeof row, "%lld,%lld,%.6f,%.6f,%.6f\n", static_cast<long long>(p.updates),
+                  static_cast<long long>(p.samples), p.train_seconds, p.loss, p.accuracy);
+    csv << row;
+  }
+  return csv.str();
+}
+
+int IterationsAsked(const ExecCommandOptions& o) { return o.iterations > 0 ? o.iterations : 20; }
 
 // Removes the events files that resumed runs added to `dir` (regular files
 // named kEventFileName + ".resumed-<step>"; never a link or a folder).
@@ -429,6 +453,20 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
                    {"measured_iterations",
                     {r.first_iteration + m.window.from + 1, r.first_iteration + m.window.to}}};
   j["loss"] = r.losses;
+  if (!r.eval.empty()) {
+    json points = json::array();
+    for (const exec::EvalPoint& p : r.eval)
+      points.push_back({{"updates", p.updates},
+                        {"samples", p.samples},
+                        {"train_seconds", p.train_seconds},
+                        {"loss", p.loss},
+                        {"accuracy", p.accuracy}});
+    j["eval"] = {{"every", o.eval_every},
+                 {"samples", o.eval_samples},
+                 {"dataset", o.dataset},
+                 {"stopped_at_target", static_cast<int>(r.losses.size()) < IterationsAsked(o)},
+                 {"points", points}};
+  }
   if (r.server_updates > 0) {
     j["parameter_server"] = {{"updates", r.server_updates},
                              {"pushes_applied", r.pushes_applied},
@@ -632,6 +670,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
   const double now_unix_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   WriteOutput(files, events_name, ExecEvents(r, lr, now_unix_s));
+  if (!r.eval.empty()) WriteOutput(files, "eval.csv", EvalCsv(r));
   auto f = files.Open(o.validate ? "validation.json" : "exec.json");
   f << j.dump(2) << "\n";
   CloseOutput(f, "exec.json");
@@ -671,6 +710,20 @@ exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Sce
     eo.optimizer.lr.decay_steps = o.lr_decay_steps;
     eo.optimizer.lr.staircase = !o.lr_smooth;
   }
+  if (o.lr_warmup_steps < 0)
+    throw UserError("--lr-warmup-steps must be >= 0", "give the steps of linear warm-up");
+  eo.optimizer.lr.warmup_steps = o.lr_warmup_steps;
+  if (o.eval_every < 0 || o.eval_samples < 0 || o.stop_at_loss < 0 || o.stop_at_accuracy < 0 ||
+      o.stop_at_accuracy > 1)
+    throw UserError("--eval-every and --eval-samples must be >= 0, --stop-at-loss >= 0 and "
+                    "--stop-at-accuracy in [0, 1]",
+                    "e.g. --eval-every 20 --eval-samples 2000 --stop-at-accuracy 0.85");
+  if ((o.stop_at_accuracy > 0 || o.stop_at_loss > 0 || o.eval_samples > 0) && o.eval_every == 0)
+    throw UserError("--stop-at-accuracy, --stop-at-loss and --eval-samples need --eval-every N",
+                    "evaluate every N iterations");
+  eo.eval_every = o.eval_every;
+  eo.stop_at_accuracy = o.stop_at_accuracy;
+  eo.stop_at_loss = o.stop_at_loss;
   eo.seed = s.seed;
   eo.slowdown.assign(static_cast<std::size_t>(ranks), 1.0);
   for (const auto& slow : s.stragglers.slow_devices)
@@ -897,7 +950,14 @@ std::vector<std::string> RelaunchArgs(const ExecCommandOptions& o) {
     a.insert(a.end(), {"--lr-decay-rate", std::to_string(o.lr_decay_rate), "--lr-decay-steps",
                        std::to_string(o.lr_decay_steps)});
   if (o.lr_smooth) a.emplace_back("--lr-smooth");
+  if (o.lr_warmup_steps > 0)
+    a.insert(a.end(), {"--lr-warmup-steps", std::to_string(o.lr_warmup_steps)});
   if (!o.dataset.empty()) a.insert(a.end(), {"--dataset", o.dataset});
+  if (o.eval_every > 0) a.insert(a.end(), {"--eval-every", std::to_string(o.eval_every)});
+  if (o.eval_samples > 0) a.insert(a.end(), {"--eval-samples", std::to_string(o.eval_samples)});
+  if (o.stop_at_accuracy > 0)
+    a.insert(a.end(), {"--stop-at-accuracy", std::to_string(o.stop_at_accuracy)});
+  if (o.stop_at_loss > 0) a.insert(a.end(), {"--stop-at-loss", std::to_string(o.stop_at_loss)});
   if (o.checkpoint_every > 0)
     a.insert(a.end(), {"--checkpoint-every", std::to_string(o.checkpoint_every)});
   if (o.resume) a.emplace_back("--resume");
@@ -1034,6 +1094,13 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   };
 
   const auto data = MakeDataset(graph, o.dataset, s.seed);
+  std::unique_ptr<exec::Dataset> eval_data;
+  if (eo.eval_every > 0) {
+    eval_data = MakeEvalDataset(graph, o.dataset);
+    eo.eval_data = eval_data.get();
+    eo.eval_samples = o.eval_samples > 0 ? std::min(o.eval_samples, eval_data->size())
+                                         : eval_data->size();
+  }
   const std::unique_ptr<exec::Backend> cpu =
       o.backend == "cpu" ? exec::MakeCpuBackend(CpuIsaOf(o), o.threads) : nullptr;
   exec::DeviceRuntime device;

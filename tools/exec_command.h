@@ -66,7 +66,16 @@ struct ExecCommandOptions {
   double lr_decay_rate = 0;
   std::int64_t lr_decay_steps = 0;
   bool lr_smooth = false;
+  std::int64_t lr_warmup_steps = 0;  // linear warm-up steps (exec/train/lr_schedule.h); 0 = none
   std::string dataset;           // a dtsim binary data set (docs/dataset_format.md); "" = synthetic
+  // Held-out evaluation (ExecOptions::eval_every) on the test split of the
+  // IDX folder `dataset`: every eval_every iterations (0 = none), its first
+  // eval_samples samples (0 = all); stop once the held-out accuracy reaches
+  // stop_at_accuracy or the loss falls to stop_at_loss (0 = run on).
+  int eval_every = 0;
+  std::int64_t eval_samples = 0;
+  double stop_at_accuracy = 0;
+  double stop_at_loss = 0;
   int checkpoint_every = 0;      // iterations between checkpoints; 0 = none
   bool resume = false;           // continue from the latest checkpoint
   std::string out_dir;           // default: the scenario's outputs.dir

@@ -51,6 +51,16 @@ void CheckRunnable(const plan::Plan& plan, const Communicator& comm, const ExecO
     throw InternalError("real execution needs every rank materialized");
   bool servers = false;
   for (int r = 0; r < plan.num_ranks(); ++r) servers = servers || plan.IsServer(r);
+  if (options.eval_every < 0)
+    throw UserError("eval_every must be >= 0", "give the iterations between evaluations");
+  if (options.eval_every > 0) {
+    if (options.eval_data == nullptr || options.eval_samples < 1)
+      throw UserError("held-out evaluation needs evaluation data and eval_samples >= 1",
+                      "give a data set with a test split");
+    if (servers && plan.IsServer(0))
+      throw UserError("held-out evaluation of a parameter-server plan needs rank 0 to be a worker",
+                      "place the servers after the workers");
+  }
   if (!servers) return;
   if (options.checkpoint_every > 0 || options.resume)
     throw UserError("checkpoints of parameter-server runs are not supported yet",
@@ -139,6 +149,18 @@ class RankRunner {
   void PushShard(plan::RankId server, IterationTimes& times);
   void SaveCheckpoint(int step);
   int Resume();
+  // Held-out evaluation after `iterations` (ExecOptions::eval_every), with
+  // this rank's training seconds so far: evaluates together with the other
+  // ranks and appends the point (returns true when it reaches a stop
+  // target), or, in parameter-server plans, keeps worker 0's parameters for
+  // EvaluateKept (returns false).
+  bool EvaluateOrKeep(int iterations, double trained, std::vector<EvalPoint>* out);
+  void EvaluateKept(std::vector<EvalPoint>* out);
+  struct KeptParams {
+    EvalPoint point;  // updates, samples, train_seconds
+    std::vector<float> params;
+  };
+  std::vector<KeptParams> kept_;
 
   const plan::Plan& plan_;
   const models::ModelGraph& graph_;
@@ -756,6 +778,71 @@ int RankRunner::Resume() {
   return static_cast<int>(agreed);
 }
 
+bool RankRunner::EvaluateOrKeep(int iterations, double trained, std::vector<EvalPoint>* out) {
+  EvalPoint p;
+  p.samples = static_cast<std::int64_t>(iterations) * plan_.samples_per_iteration;
+  if (ps_) {
+    if (replica_ != 0) return false;
+    // The servers' update count at this worker's last pull (0 before any).
+    float version = 0;
+    for (int r = 0; r < plan_.num_ranks(); ++r)
+      if (plan_.IsServer(r)) {
+        version = echoed_version_[static_cast<std::size_t>(r)];
+        break;
+      }
+    p.updates = static_cast<std::int64_t>(version);
+    p.train_seconds = trained;
+    kept_.push_back({p, runtime_->DownloadParams()});
+    return false;
+  }
+  p.updates = iterations;
+  std::vector<int> world(static_cast<std::size_t>(comm_.size()));
+  for (std::size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
+  // Local SGD's replicas differ between averages: evaluate their mean.
+  std::vector<float> own;
+  if (options_.average_parameters && replicas_ > 1) {
+    own = runtime_->DownloadParams();
+    std::vector<float> mean = own;
+    comm_.AllReduceSum(mean.data(), mean.size(), AllReduceAlgorithm::kMpi, world);
+    for (float& v : mean) v /= static_cast<float>(replicas_);
+    runtime_->UploadParams(mean);
+  }
+  const std::int64_t share = options_.eval_samples / replicas_;
+  const EvalSums sums = EvaluateRange(*runtime_, *options_.eval_data, replica_ * share, share);
+  if (!own.empty()) runtime_->UploadParams(own);
+  std::vector<float> total = {static_cast<float>(sums.loss), static_cast<float>(sums.correct),
+                              static_cast<float>(sums.count), static_cast<float>(trained)};
+  if (replicas_ > 1) comm_.AllReduceSum(total.data(), total.size(), AllReduceAlgorithm::kMpi, world);
+  if (total[2] <= 0)
+    throw UserError("eval_samples " + std::to_string(options_.eval_samples) +
+                        " leaves no whole micro-batch of " + std::to_string(micro_batch_) +
+                        " per rank to evaluate",
+                    "raise eval_samples to at least ranks x micro-batch");
+  p.loss = total[0] / total[2];
+  p.accuracy = total[1] / total[2];
+  p.train_seconds = total[3] / static_cast<double>(replicas_);
+  out->push_back(p);
+  return (options_.stop_at_accuracy > 0 && p.accuracy >= options_.stop_at_accuracy) ||
+         (options_.stop_at_loss > 0 && p.loss <= options_.stop_at_loss);
+}
+
+void RankRunner::EvaluateKept(std::vector<EvalPoint>* out) {
+  const std::vector<float> own = kept_.empty() ? std::vector<float>{} : runtime_->DownloadParams();
+  for (KeptParams& k : kept_) {
+    runtime_->UploadParams(k.params);
+    const EvalSums sums = EvaluateRange(*runtime_, *options_.eval_data, 0, options_.eval_samples);
+    if (sums.count <= 0)
+      throw UserError("eval_samples " + std::to_string(options_.eval_samples) +
+                          " is less than one micro-batch of " + std::to_string(micro_batch_),
+                      "raise eval_samples");
+    k.point.loss = sums.loss / sums.count;
+    k.point.accuracy = sums.correct / sums.count;
+    out->push_back(k.point);
+  }
+  if (!own.empty()) runtime_->UploadParams(own);
+  kept_.clear();
+}
+
 ExecResult RankRunner::Run() {
   ExecResult result;
   result.samples_per_iteration = plan_.samples_per_iteration;
@@ -780,9 +867,17 @@ ExecResult RankRunner::Run() {
   // Only the iterations this run executes: [first, n).
   std::vector<IterationTimes> mine(static_cast<std::size_t>(n - first));
   std::vector<double> losses(static_cast<std::size_t>(n - first), 0.0);
+  const int every = options_.eval_every;
+  if (every > 0 && (begin_ != 0 || end_ != graph_.num_ops()))
+    throw UserError("held-out evaluation needs every worker to hold the whole model",
+                    "evaluate data-parallel, local SGD or parameter-server plans (pipeline and "
+                    "model-parallel plans are not evaluated yet)");
+  double trained = 0;  // seconds of this rank's iterations so far
   // The rank that logs: the lowest one holding the loss.
   comm_.Barrier();
   run_start_ = Clock::now();
+  int ran = n;  // iterations run, up to the target's stop
+  if (every > 0) EvaluateOrKeep(first, trained, &result.eval);
   for (int i = first; i < n; ++i) {
     IterationTimes& times = mine[static_cast<std::size_t>(i - first)];
     const auto start = Clock::now();
@@ -827,7 +922,16 @@ ExecResult RankRunner::Run() {
     }
     if (options_.checkpoint_every > 0 && (i + 1) % options_.checkpoint_every == 0)
       SaveCheckpoint(i + 1);
+    trained += times.seconds;
+    if (every > 0 && ((i + 1) % every == 0 || i + 1 == n) &&
+        EvaluateOrKeep(i + 1, trained, &result.eval)) {
+      ran = i + 1;
+      break;
+    }
   }
+  mine.resize(static_cast<std::size_t>(ran - first));
+  losses.resize(static_cast<std::size_t>(ran - first));
+  if (ps_ && every > 0) EvaluateKept(&result.eval);
   result.final_params = runtime_->DownloadParams();
   result.final_params.resize(static_cast<std::size_t>(runtime_->own_params()));
   for (models::OpId v = 0; v < begin_; ++v) result.params_offset += graph_.op(v).params;

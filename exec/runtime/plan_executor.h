@@ -40,6 +40,7 @@
 #include "exec/backend.h"
 #include "exec/comm/communicator.h"
 #include "exec/data/dataset.h"
+#include "exec/runtime/held_out_eval.h"
 #include "exec/runtime/optimizer.h"
 #include "models/graph.h"
 #include "plan/plan.h"
@@ -118,6 +119,24 @@ struct ExecOptions {
   // time between its marks. kWaitEach: wait after every task. kMarks: marks
   // on any backend (on the CPU backend they read the host clock; tests).
   TaskTiming task_timing = TaskTiming::kAuto;
+  // Held-out evaluation (held_out_eval.h), every eval_every iterations (0 =
+  // never), of the first eval_samples samples of *eval_data:
+  //  - plans whose every rank holds the whole model (data parallelism, local
+  //    SGD): before the first iteration and after every eval_every-th (and
+  //    the last), the ranks evaluate together, each eval_samples / ranks of
+  //    the samples (rounded down to whole micro-batches), on the replicas'
+  //    average (local SGD's replicas differ between averages; it is
+  //    computed for the evaluation only). The run stops after the first
+  //    evaluation that reaches stop_at_accuracy (> 0) or stop_at_loss (> 0).
+  //  - parameter-server plans: worker 0 (which must be rank 0) keeps the
+  //    parameters it pulled at those iterations, with the servers' update
+  //    count, and evaluates them after the run; the run does not stop early.
+  // Evaluations are outside every iteration's time. Other plans: UserError.
+  int eval_every = 0;
+  const Dataset* eval_data = nullptr;
+  std::int64_t eval_samples = 0;
+  double stop_at_accuracy = 0;
+  double stop_at_loss = 0;
   // Called on the rank that holds the loss (the lowest such rank) after
   // every `log_every` iterations with the seeds' step line.
   int log_every = 10;
@@ -191,6 +210,13 @@ struct ExecResult {
     std::int64_t pull_bytes = 0;
   };
   std::vector<ServerTraffic> servers;
+  // ExecOptions::eval_every: the evaluations in order, on rank 0. updates =
+  // iterations run (parameter servers: the servers' updates at the pull);
+  // samples = training samples all workers had consumed; train_seconds = the
+  // sum of iteration times before it (mean over ranks; parameter servers:
+  // worker 0's). A run stopped at its target has fewer iterations than
+  // asked.
+  std::vector<EvalPoint> eval;
 };
 
 // Runs `plan` on this process's rank (comm.rank()). REQUIRES: comm.size()

@@ -1725,6 +1725,43 @@ TEST_F(Cli, ExecTrainsOnAnIdxFolder) {
   EXPECT_NE(r.err.find("train-images-idx3-ubyte"), std::string::npos) << r.err;
 }
 
+// scripts/tta_check.py --quick: real exec runs of synchronous data
+// parallelism and local SGD (H = 8) to 85% held-out accuracy on
+// Fashion-MNIST against dtsim tta's prediction (docs/tta.md). The proxy
+// trains as exec does (same data order, initialisation, optimizer and
+// schedule), so its updates to the target must match the real runs' up to
+// float rounding of the all-reduce's sums and the 20-update evaluation grid:
+// within 10%.
+TEST_F(Cli, TtaCheckScriptPredictsTheRealRunsUpdates) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no Fashion-MNIST";
+  const std::string cmd = "timeout 600 python3 scripts/tta_check.py --quick --networks none --out " +
+                          (dir_ / "tta").string() + " --dtsim " + DTSIM_BIN + " >" +
+                          (dir_ / "log").string() + " 2>&1";
+  const int raw = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << Slurp(dir_ / "log");
+  const std::string csv = Slurp(dir_ / "tta" / "comparison.csv");
+  std::istringstream lines(csv);
+  std::string header, line;
+  std::getline(lines, header);
+  std::vector<std::string> cols;
+  for (std::istringstream h(header); std::getline(h, line, ',');) cols.push_back(line);
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
+  };
+  int settings = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    for (std::istringstream l(line); std::getline(l, header, ',');) f.push_back(header);
+    ASSERT_GT(f.size(), col("updates_error")) << line;
+    ++settings;
+    EXPECT_LT(std::abs(std::stod(f[col("updates_error")])), 0.10) << line;
+    EXPECT_GT(std::stod(f[col("predicted_seconds")]), 0.0) << line;
+  }
+  EXPECT_EQ(settings, 2) << csv;
+  EXPECT_NE(Slurp(dir_ / "tta" / "index.html").find("<svg"), std::string::npos);
+}
+
 TEST_F(Cli, ExecEvaluatesOnTheTestSplitAndStopsAtItsTarget) {
   const fs::path data = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(data / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << data;

@@ -113,6 +113,13 @@ struct TtaOptions {
   std::string lr_scaling = "linear";  // linear, sqrt or none (of samples per update / batch)
   int jobs = 0;               // runs at once; 0 = one per core
   bool quiet = false;
+  // Seconds per update as `dtsim exec` runs each point on this machine
+  // (tools/exec_command.h PredictAsLocalRun: its ranks share the cores, and
+  // with `network` talk over the emulated link), instead of on the
+  // scenario's cluster.
+  bool local = false;
+  std::string network;  // --network of exec ("100Mbps"); needs local
+  std::string latency;  // --latency of exec; needs network
 };
 // Time to a target loss for every point of a sweep: statistical efficiency
 // measured on a proxy (exec/runtime/replica_trainer.h) times the simulated

@@ -427,6 +427,14 @@ int main(int argc, char** argv) {
   tta_cmd->add_option("-j,--jobs", tta.jobs, "Proxy runs at once (default: one per core)")
       ->check(CLI::PositiveNumber);
   tta_cmd->add_flag("-q,--quiet", tta.quiet, "No summary");
+  tta_cmd->add_flag("--local", tta.local,
+                    "Seconds per update as 'dtsim exec' runs each point on this machine (its "
+                    "ranks sharing the cores, the scenario's device_profile), as 'dtsim validate' "
+                    "predicts them, instead of on the scenario's cluster");
+  tta_cmd->add_option("--network", tta.network,
+                      "With --local: the ranks talk over exec's emulated network at this rate "
+                      "(e.g. 100Mbps, 1Gbps)");
+  tta_cmd->add_option("--latency", tta.latency, "With --network: one-way latency (e.g. 50us)");
 
   dtsim::tools::ChakraOptions chakra;
   auto* chakra_cmd = app.add_subcommand(

@@ -1018,6 +1018,23 @@ void RunInEmulatedNetwork(const ExecCommandOptions& o, const NetworkSetting& n, 
 
 }  // namespace
 
+void PredictAsLocalRun(const LocalRunOptions& local, int processes, config::Scenario* s) {
+  std::optional<config::DeviceProfile> profile;
+  if (!s->cluster.device_profile.empty())
+    profile = config::LoadDeviceProfile(s->cluster.device_profile);
+  ShareCores(processes * local.threads, profile ? &*profile : nullptr, s);
+  ExecCommandOptions o;
+  o.network = local.network;
+  o.latency = local.latency;
+  if (const std::optional<NetworkSetting> net = ParseNetwork(o)) UseEmulatedLink(EmulatedLink(*net, o), s);
+  // Collectives overlap the backward only on the comm thread, which only
+  // data parallelism's gradient all-reduces use on CPU ranks
+  // (ExecOptions::comm_thread; local SGD averages after the update on the
+  // rank's own thread, parameter-server transfers are point to point).
+  if (s->parallelism.strategy != config::Strategy::kData || processes < 2)
+    s->parallelism.overlap = false;
+}
+
 void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ostream& out,
                  std::ostream& err) {
   if (o.backend != "cpu" && o.threads != 1)

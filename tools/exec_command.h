@@ -16,6 +16,9 @@ namespace dtsim::exec {
 class Communicator;
 class Dataset;
 }  // namespace dtsim::exec
+namespace dtsim::config {
+struct Scenario;
+}  // namespace dtsim::config
 namespace dtsim::models {
 class ModelGraph;
 }  // namespace dtsim::models
@@ -107,6 +110,20 @@ struct ExecCommandOptions {
   // it has exited (tools/mpi_launch.h), e.g. to pass on an interrupt.
   std::function<void(pid_t)> on_launcher;
 };
+
+// What `dtsim exec` on this machine gives a scenario's run: its ranks share
+// the machine's cores, and with `network` they talk over the emulated link.
+struct LocalRunOptions {
+  int threads = 1;      // kernel threads per rank
+  std::string network;  // "" = shared memory; else --network's rate ("100Mbps")
+  std::string latency;  // --latency with network; "" = 0
+};
+// Makes `s` (its device profile already applied, cluster.device_profile)
+// predict `dtsim exec` running it with `processes` ranks here, as `dtsim
+// validate` predicts it: each rank's share of the cores, the emulated link
+// and its TCP transport, and overlap only where exec overlaps. Throws
+// UserError for a bad network or latency.
+void PredictAsLocalRun(const LocalRunOptions& local, int processes, config::Scenario* s);
 
 inline constexpr const char* kDefaultProfile = "results/calibration/device_profile.yaml";
 

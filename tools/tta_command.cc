@@ -65,24 +65,32 @@ struct Point {
   std::string infeasible;
 };
 
-Point SimulatePoint(const sim::SweepPoint& sp) {
+// `local`: as PredictAsLocalRun makes it (null: the scenario's cluster).
+Point SimulatePoint(const sim::SweepPoint& sp, const LocalRunOptions* local) {
   Point p;
   if (!sp.infeasible.empty()) {
     p.infeasible = sp.infeasible;
     return p;
   }
-  const config::Scenario& s = sp.scenario;
-  const config::Strategy strategy = s.parallelism.strategy;
+  const config::Strategy strategy = sp.scenario.parallelism.strategy;
   if (strategy != config::Strategy::kData && strategy != config::Strategy::kLocalSgd &&
       strategy != config::Strategy::kParameterServer) {
-    throw UserError(s.Where("parallelism.strategy"),
+    throw UserError(sp.scenario.Where("parallelism.strategy"),
                     std::string("dtsim tta measures data parallelism, local SGD and parameter "
                                 "servers; strategy ") +
                         config::StrategyName(strategy) + " is not one of them");
   }
   sim::SimulateOptions options;
   options.fast = true;
-  const sim::Prediction pred = sim::Simulate(s, options);
+  sim::Prediction pred = sim::Simulate(sp.scenario, options);
+  config::Scenario here;
+  if (local != nullptr) {
+    // Every plan rank (workers and servers) is a process of its own.
+    here = sp.scenario;
+    PredictAsLocalRun(*local, pred.plan.num_ranks(), &here);
+    pred = sim::Simulate(here, options);
+  }
+  const config::Scenario& s = local != nullptr ? here : sp.scenario;
   const std::int64_t batch = s.workload.batch_per_device;
   p.workers = static_cast<int>(pred.plan.samples_per_iteration / std::max<std::int64_t>(1, batch));
   if (!pred.does_not_fit.empty()) {
@@ -214,7 +222,12 @@ void CheckProxyCost(const models::ModelGraph& graph, const std::string& proxy, s
 void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, o.jobs);
   std::vector<Point> points;
-  for (const sim::SweepPoint& sp : sweep.points) points.push_back(SimulatePoint(sp));
+  if (!o.local && !o.network.empty())
+    throw UserError("--network prices an emulated link of this machine: it needs --local",
+                    "add --local");
+  const LocalRunOptions local{.threads = 1, .network = o.network, .latency = o.latency};
+  for (const sim::SweepPoint& sp : sweep.points)
+    points.push_back(SimulatePoint(sp, o.local ? &local : nullptr));
 
   // The proxy: the named model, else the scenario's; trained on the data
   // `dtsim exec` would use.

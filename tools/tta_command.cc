@@ -284,7 +284,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
         ro.eval_every = o.eval_every;
         ro.stop_at_fraction = o.target;  // the rest of the curve does not change the estimate
         ro.divergence_is_result = true;  // a diverging setting does not reach the target
-        r.curve = exec::TrainReplicas(problem, setting_of(r), ro);
+        r.curve = exec::TrainReplicas(problem, *cpu, setting_of(r), ro);
       });
   if (failure) std::rethrow_exception(failure->error);
 

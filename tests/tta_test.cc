@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "exec/kernels/cpu_isa.h"
 #include "exec/runtime/quadratic_problem.h"
 #include "exec/runtime/replica_trainer.h"
 #include "sim/time_to_accuracy.h"
@@ -32,6 +34,7 @@ TEST(TimeToAccuracy, PicksTheBestAveragingPeriodOfAKnownTradeOff) {
   double best_expected_t = std::numeric_limits<double>::infinity();
   double best_measured_t = best_expected_t;
   std::vector<double> measured_steps;
+  const std::unique_ptr<exec::Backend> host = exec::MakeCpuBackend(exec::CpuIsa::kPortable);
   for (int h : periods) {
     const std::vector<double> loss =
         exec::ExpectedLocalSgd(e0, d, sigma, workers, 1, eta, h, steps);
@@ -50,7 +53,7 @@ TEST(TimeToAccuracy, PicksTheBestAveragingPeriodOfAKnownTradeOff) {
     for (int seed = 1; seed <= seeds; ++seed) {
       exec::QuadraticProblem q(d, sigma, static_cast<std::uint64_t>(seed));
       const exec::LossCurve c = exec::TrainReplicas(
-          q, {.mode = exec::SyncMode::kLocalSgd, .workers = workers, .averaging_period = h,
+          q, *host, {.mode = exec::SyncMode::kLocalSgd, .workers = workers, .averaging_period = h,
               .batch = 1, .lr = eta},
           {.steps = steps, .eval_every = 1});
       sim::LossPoints p;

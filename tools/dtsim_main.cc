@@ -391,8 +391,10 @@ int main(int argc, char** argv) {
   tta_cmd->add_option("--proxy", tta.proxy,
                       "Model trained for real: a zoo name or model file (default: the scenario's)");
   tta_cmd->add_option("--dataset", tta.dataset,
-                      "The proxy's data: a dataset file (docs/dataset_format.md; default a "
-                      "synthetic set shaped like the model)");
+                      "The proxy's data, shuffled by each seed as dtsim exec shuffles it: an IDX "
+                      "folder (MNIST, Fashion-MNIST: trains on train-*, evaluates on the first "
+                      "--eval-samples of t10k-*) or a dataset file (docs/dataset_format.md); "
+                      "default a synthetic set shaped like the model");
   tta_cmd->add_option("--batch", tta.batch,
                       "Samples per worker per update on the proxy (default: batch_per_device)")
       ->check(CLI::Range(std::int64_t{1}, dtsim::tools::kMaxTtaBatch));
@@ -413,17 +415,55 @@ int main(int argc, char** argv) {
   tta_cmd->add_option("--seeds", tta.seeds, "Seeds per setting (the band comes from them)")
       ->check(CLI::Range(1, dtsim::tools::kMaxTtaSeeds))
       ->capture_default_str();
-  tta_cmd->add_option("--target", tta.target, "Target loss as a fraction of the initial loss")
-      ->check(CLI::Range(0.0, 1.0))
+  auto* target = tta_cmd->add_option(
+      "--target", tta.target,
+      "Target: the held-out loss as a fraction of the initial one, in (0, 1] (the default, "
+      "0.6, when no target is given)")->check(kFinitePositive & CLI::Range(0.0, 1.0));
+  auto* target_loss = tta_cmd->add_option("--target-loss", tta.target_loss,
+                                          "Target: an absolute held-out loss")
+      ->check(kFinitePositive)
+      ->excludes(target);
+  tta_cmd->add_option("--target-accuracy", tta.target_accuracy,
+                      "Target: a held-out top-1 accuracy in (0, 1] (a classifier)")
+      ->check(kFinitePositive & CLI::Range(0.0, 1.0))
+      ->excludes(target)
+      ->excludes(target_loss);
+  auto* lr = tta_cmd->add_option("--lr", tta.lr, "Initial learning rate for one worker's batch")
+      ->check(kFinitePositive)
       ->capture_default_str();
-  tta_cmd->add_option("--lr", tta.lr, "SGD learning rate for one worker's batch")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  tta_cmd->add_option("--lr-scaling", tta.lr_scaling,
-                      "How the rate grows with the samples per update: linear (Goyal et al. "
-                      "2017), sqrt (Krizhevsky 2014) or none")
+  auto* lr_scaling = tta_cmd->add_option(
+      "--lr-scaling", tta.lr_scaling,
+      "How the rate grows with the samples per update: linear (Goyal et al. 2017), sqrt "
+      "(Krizhevsky 2014) or none")
       ->check(CLI::IsMember({"linear", "sqrt", "none"}))
       ->capture_default_str();
+  tta_cmd->add_option("--lr-grid", tta.lr_grid,
+                      "Rates to try per setting, e.g. 0.01,0.03,0.1: every seed at each, and "
+                      "the rate with the fewest mean updates to the target is kept (tuned per "
+                      "setting as Shallue et al. 2019 tuned it per batch size); replaces --lr "
+                      "and --lr-scaling")
+      ->delimiter(',')
+      ->check(kFinitePositive)
+      ->excludes(lr)
+      ->excludes(lr_scaling);
+  tta_cmd->add_option("--optimizer", tta.optimizer,
+                      "The update rule, as dtsim exec applies it (default: the scenario's "
+                      "parallelism.optimizer)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  tta_cmd->add_option("--momentum", tta.momentum, "Momentum's coefficient, in [0, 1)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  tta_cmd->add_option("--lr-warmup-steps", tta.lr_warmup_steps,
+                      "Linear warm-up over the first N updates (Goyal et al. 2017; default 0)")
+      ->check(CLI::NonNegativeNumber);
+  tta_cmd->add_option("--lr-decay-rate", tta.lr_decay_rate,
+                      "Exponential decay: multiply the learning rate by this every "
+                      "--lr-decay-steps updates (as dtsim exec; default: none)")
+      ->check(kFinitePositive);
+  tta_cmd->add_option("--lr-decay-steps", tta.lr_decay_steps, "Updates per decay factor")
+      ->check(CLI::PositiveNumber);
+  tta_cmd->add_flag("--lr-smooth", tta.lr_smooth,
+                    "Decay continuously instead of in steps (staircase is the default)");
   tta_cmd->add_option("-j,--jobs", tta.jobs, "Proxy runs at once (default: one per core)")
       ->check(CLI::PositiveNumber);
   tta_cmd->add_flag("-q,--quiet", tta.quiet, "No summary");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <thread>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "exec/data/dataset.h"
 #include "exec/kernels/cpu_isa.h"
 #include "exec/runtime/model_problem.h"
+#include "exec/runtime/optimizer.h"
 #include "exec/runtime/replica_trainer.h"
 #include "models/zoo.h"
 #include "report/svg_plot.h"
@@ -28,6 +30,7 @@
 #include "sim/time_to_accuracy.h"
 #include "tools/commands.h"
 #include "tools/exec_command.h"
+#include "tools/exec_scenario.h"
 #include "tools/output_set.h"
 
 namespace dtsim::tools {
@@ -120,6 +123,143 @@ Point SimulatePoint(const sim::SweepPoint& sp, const LocalRunOptions* local) {
   return p;
 }
 
+// The target the updates are counted to. A curve is read as values that
+// fall to a threshold (StepsToTarget's "at or below"): the loss relative to
+// the run's initial one, the loss itself, or minus the accuracy (so "at or
+// above A" reads "at or below -A").
+struct Target {
+  enum class Kind { kFraction, kLoss, kAccuracy };
+  Kind kind = Kind::kFraction;
+  double value = 0.6;
+
+  // "60% of the initial loss", "a held-out loss of 0.45", "85% held-out
+  // accuracy": the page's and the summary's words.
+  std::string Describe() const;
+  // "relative_loss<=0.6", "loss<=0.45", "accuracy>=0.85": tta.csv's column.
+  std::string Condition() const;
+  // "relative_loss_0.6", ...: the TensorBoard tag's prefix.
+  std::string Slug() const;
+  double Threshold() const { return kind == Kind::kAccuracy ? -value : value; }
+  sim::LossPoints Points(const exec::LossCurve& c) const {
+    sim::LossPoints p;
+    for (std::size_t k = 0; k < c.loss.size(); ++k) {
+      p.steps.push_back(static_cast<double>(c.steps[k]));
+      p.loss.push_back(kind == Kind::kFraction ? c.loss[k] / c.loss[0]
+                       : kind == Kind::kLoss   ? c.loss[k]
+                                               : -c.accuracy[k]);
+    }
+    return p;
+  }
+};
+
+std::string Shortest(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g", v);
+  return s;
+}
+
+std::string Target::Describe() const {
+  switch (kind) {
+    case Kind::kLoss: return "a held-out loss of " + Shortest(value);
+    case Kind::kAccuracy: return Shortest(100 * value) + "% held-out accuracy";
+    default: {
+      char s[48];
+      std::snprintf(s, sizeof s, "%.0f%% of the initial loss", 100 * value);
+      return s;
+    }
+  }
+}
+
+std::string Target::Condition() const {
+  switch (kind) {
+    case Kind::kLoss: return "loss<=" + Shortest(value);
+    case Kind::kAccuracy: return "accuracy>=" + Shortest(value);
+    default: return "relative_loss<=" + Shortest(value);
+  }
+}
+
+std::string Target::Slug() const {
+  switch (kind) {
+    case Kind::kLoss: return "loss_" + Shortest(value);
+    case Kind::kAccuracy: return "accuracy_" + Shortest(value);
+    default: return "relative_loss_" + Shortest(value);
+  }
+}
+
+// At most one of --target, --target-loss and --target-accuracy (none: the
+// fraction 0.6), each in its range; accuracy needs a classifier.
+Target TargetOf(const TtaOptions& o, const models::ModelGraph& g) {
+  const int given = (o.target != 0) + (o.target_loss != 0) + (o.target_accuracy != 0);
+  if (given > 1)
+    throw UserError("give one target: --target, --target-loss or --target-accuracy",
+                    "the updates are counted to one target per run");
+  Target t;
+  if (o.target_loss != 0) {
+    if (!(o.target_loss > 0) || !std::isfinite(o.target_loss))
+      throw UserError("--target-loss must be a finite loss > 0, got " + Shortest(o.target_loss));
+    t.kind = Target::Kind::kLoss;
+    t.value = o.target_loss;
+  } else if (o.target_accuracy != 0) {
+    if (!(o.target_accuracy > 0 && o.target_accuracy <= 1))
+      throw UserError("--target-accuracy must be in (0, 1], got " + Shortest(o.target_accuracy));
+    if (g.op(g.num_ops() - 1).kind != models::OpKind::kSoftmaxCrossEntropy)
+      throw UserError("--target-accuracy needs a classifier (a softmax cross-entropy loss); " +
+                          g.name() + "'s loss is not one",
+                      "give --target or --target-loss");
+    t.kind = Target::Kind::kAccuracy;
+    t.value = o.target_accuracy;
+  } else if (o.target != 0) {
+    if (!(o.target > 0 && o.target <= 1))
+      throw UserError("--target must be a fraction of the initial loss in (0, 1], got " +
+                      Shortest(o.target));
+    t.value = o.target;
+  }
+  return t;
+}
+
+// The update rule `dtsim exec` would apply to scenario `s` with the same
+// options (tools/exec_command.cc's MakeExecOptions): the scenario's
+// parallelism.optimizer unless --optimizer, momentum, warm-up and
+// exponential decay. Its initial rate is each setting's (ReplicaSetting::lr).
+exec::OptimizerOptions ProxyOptimizer(const TtaOptions& o, const config::Scenario& s) {
+  exec::OptimizerOptions r = OptimizerFor(s, 0);
+  if (o.optimizer == "sgd") r.algorithm = exec::OptimizerAlgorithm::kSgd;
+  else if (o.optimizer == "momentum") r.algorithm = exec::OptimizerAlgorithm::kMomentum;
+  else if (o.optimizer == "adam") r.algorithm = exec::OptimizerAlgorithm::kAdam;
+  else if (!o.optimizer.empty())
+    throw UserError("--optimizer must be sgd, momentum or adam, got '" + o.optimizer + "'");
+  if (!(o.momentum >= 0 && o.momentum < 1))
+    throw UserError("--momentum must be in [0, 1), got " + Shortest(o.momentum));
+  r.momentum = o.momentum;
+  if (o.lr_decay_rate != 0) {
+    if (o.lr_decay_steps < 1)
+      throw UserError("--lr-decay-rate needs --lr-decay-steps (steps per factor)",
+                      "e.g. --lr-decay-rate 0.1 --lr-decay-steps 1000");
+    r.lr.kind = exec::LrScheduleKind::kExponential;
+    r.lr.decay_rate = o.lr_decay_rate;
+    r.lr.decay_steps = o.lr_decay_steps;
+    r.lr.staircase = !o.lr_smooth;
+  } else if (o.lr_decay_steps != 0 || o.lr_smooth) {
+    throw UserError("--lr-decay-steps and --lr-smooth need --lr-decay-rate");
+  }
+  if (o.lr_warmup_steps < 0)
+    throw UserError("--lr-warmup-steps must be >= 0", "give the steps of linear warm-up");
+  r.lr.warmup_steps = o.lr_warmup_steps;
+  const exec::LrSchedule check(r.lr);  // refuses a rate or decay out of range now
+  return r;
+}
+
+// "momentum 0.9, warm-up 100 steps, decay x0.5 every 1000 steps (staircase)".
+std::string RuleText(const exec::OptimizerOptions& r) {
+  std::string t = exec::OptimizerAlgorithmName(r.algorithm);
+  if (r.algorithm == exec::OptimizerAlgorithm::kMomentum) t += " " + Shortest(r.momentum);
+  if (r.lr.warmup_steps > 0) t += ", warm-up " + std::to_string(r.lr.warmup_steps) + " steps";
+  if (r.lr.kind == exec::LrScheduleKind::kExponential)
+    t += ", decay x" + Shortest(r.lr.decay_rate) + " every " + std::to_string(r.lr.decay_steps) +
+         " steps" + (r.lr.staircase ? " (staircase)" : " (smooth)");
+  return t;
+}
+
 double LrScale(const std::string& rule, const exec::ReplicaSetting& s) {
   // Samples per update over one worker's batch: the global batch factor.
   const double k = static_cast<double>(exec::SamplesPerUpdate(s)) / static_cast<double>(s.batch);
@@ -132,6 +272,7 @@ double LrScale(const std::string& rule, const exec::ReplicaSetting& s) {
 struct Run {
   Family family;
   int workers = 0;
+  double lr = 0;  // the initial learning rate it trained with
   int seed = 0;
   exec::LossCurve curve;
 };
@@ -238,6 +379,23 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
           ? models::LoadModelFile(o.proxy)
           : models::BuildZooModel(o.proxy);
   const std::int64_t batch = o.batch > 0 ? o.batch : first.workload.batch_per_device;
+  const Target target = TargetOf(o, graph);
+  // Every replica trains with the rule `dtsim exec` applies to the
+  // scenario; the settings differ only in their initial rate.
+  const exec::OptimizerOptions rule = ProxyOptimizer(o, first);
+  std::vector<double> grid = o.lr_grid;
+  for (double rate : grid) {
+    if (!(std::isfinite(rate) && rate > 0))
+      throw UserError("--lr-grid: rates must be finite and > 0, got " + Shortest(rate));
+  }
+  std::sort(grid.begin(), grid.end());
+  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  // An IDX folder holds a test split: every run is evaluated on its first
+  // eval_samples (as `dtsim exec --eval-every` evaluates); other data on
+  // the training set's last samples.
+  const bool test_split = !o.dataset.empty() && fs::is_directory(o.dataset);
+  const std::unique_ptr<exec::Dataset> eval_data =
+      test_split ? MakeEvalDataset(graph, o.dataset) : nullptr;
 
   // The settings to measure: every family at the measured worker counts.
   std::map<Family, std::vector<int>> measured;
@@ -252,80 +410,128 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
     w.erase(std::unique(w.begin(), w.end()), w.end());
   }
   if (measured.empty()) throw InfeasiblePlan("dtsim tta: no point of the sweep can run");
+  auto setting_of = [&](const Family& family, int workers, double lr) {
+    exec::ReplicaSetting s;
+    s.mode = family.mode;
+    s.workers = workers;
+    s.averaging_period = family.averaging_period;
+    s.staleness = family.staleness;
+    s.backups = std::min(workers - 1,
+                         static_cast<int>(std::lround(family.backup_fraction * workers)));
+    s.batch = batch;
+    s.lr = lr;
+    s.optimizer = rule;
+    return s;
+  };
+  // The rate a setting trains at without a grid: --lr scaled by the rule.
+  auto scaled_lr = [&](const Family& family, int workers) {
+    return o.lr * LrScale(o.lr_scaling, setting_of(family, workers, o.lr));
+  };
   std::vector<Run> runs;
   for (const auto& [family, ws] : measured) {
     for (int w : ws) {
-      for (int seed = 1; seed <= o.seeds; ++seed) runs.push_back({family, w, seed, {}});
+      const std::vector<double> rates = grid.empty() ? std::vector<double>{scaled_lr(family, w)} : grid;
+      for (double rate : rates) {
+        for (int seed = 1; seed <= o.seeds; ++seed) runs.push_back({family, w, rate, seed, {}});
+      }
     }
   }
-  auto setting_of = [&](const Run& r) {
-    exec::ReplicaSetting s;
-    s.mode = r.family.mode;
-    s.workers = r.workers;
-    s.averaging_period = r.family.averaging_period;
-    s.staleness = r.family.staleness;
-    s.backups = std::min(r.workers - 1,
-                         static_cast<int>(std::lround(r.family.backup_fraction * r.workers)));
-    s.batch = batch;
-    s.lr = o.lr;
-    s.lr = o.lr * LrScale(o.lr_scaling, s);
-    return s;
-  };
   CheckProxyCost(graph, o.proxy.empty() ? graph.name() : o.proxy, batch, runs, o, err);
+  const std::string lr_rule =
+      grid.empty() ? Shortest(o.lr) + " for one worker's batch, scaled " + o.lr_scaling
+                   : "tuned per setting over the grid " + [&] {
+                       std::string g;
+                       for (double rate : grid) g += (g.empty() ? "" : ",") + Shortest(rate);
+                       return g;
+                     }() + " (the rate with the fewest mean updates to the target)";
   if (!o.quiet) {
     err << sweep.name << ": " << points.size() << " points simulated; measuring " << runs.size()
-        << " proxy runs (" << measured.size() << " settings x worker counts x " << o.seeds
-        << " seeds) of " << graph.name() << ", batch " << batch << " per worker, up to "
-        << o.steps << " updates\n";
+        << " proxy runs (" << measured.size() << " settings x worker counts x "
+        << (grid.empty() ? 1 : grid.size()) << " rates x " << o.seeds << " seeds) of "
+        << graph.name() << ", batch " << batch << " per worker, up to " << o.steps
+        << " updates, " << RuleText(rule) << "\n";
   }
-  // Runs are independent: each has its own backend, data and model.
+  // Runs are independent: each has its own backend, data and model; the
+  // test split is read by all.
   const std::optional<ParallelFailure> failure = ParallelFor(
       runs.size(), o.jobs, {}, 1.0, [&](std::size_t i) {
         Run& r = runs[i];
+        // The seed as `dtsim exec` uses a scenario's: the data's order and
+        // the parameters' initialisation.
         const std::unique_ptr<exec::Dataset> data =
             MakeDataset(graph, o.dataset, static_cast<std::uint64_t>(r.seed));
         const std::unique_ptr<exec::Backend> cpu = exec::MakeCpuBackend(exec::BestCpuIsa());
         exec::ModelProblemOptions po;
         po.batch = batch;
         po.eval_samples = o.eval_samples;
-        // Held out: the dataset's last samples (training reads from 0 up).
-        po.eval_first = std::max<std::int64_t>(0, data->size() - o.eval_samples);
         po.seed = static_cast<std::uint64_t>(r.seed);
-        exec::ModelProblem problem(graph, *data, *cpu, po);
+        if (eval_data) {
+          // Data parallelism and local SGD evaluate the test split's first
+          // eval_samples in one share per replica; parameter servers on
+          // one worker (exec/runtime/plan_executor.cc).
+          const bool shared = r.family.mode == exec::SyncMode::kSynchronous ||
+                              r.family.mode == exec::SyncMode::kLocalSgd;
+          po.eval_shards = shared ? r.workers : 1;
+        } else {
+          // Held out: the dataset's last samples (training reads from 0 up).
+          po.eval_first = std::max<std::int64_t>(0, data->size() - o.eval_samples);
+        }
+        exec::ModelProblem problem(graph, *data, *cpu, po, eval_data.get());
         exec::ReplicaRunOptions ro;
         ro.steps = o.steps;
         ro.eval_every = o.eval_every;
-        ro.stop_at_fraction = o.target;  // the rest of the curve does not change the estimate
+        // The rest of the curve does not change the estimate.
+        switch (target.kind) {
+          case Target::Kind::kFraction: ro.stop_at_fraction = target.value; break;
+          case Target::Kind::kLoss: ro.stop_at_loss = target.value; break;
+          case Target::Kind::kAccuracy: ro.stop_at_accuracy = target.value; break;
+        }
         ro.divergence_is_result = true;  // a diverging setting does not reach the target
-        r.curve = exec::TrainReplicas(problem, setting_of(r), ro);
+        r.curve = exec::TrainReplicas(problem, *cpu, setting_of(r.family, r.workers, r.lr), ro);
       });
   if (failure) std::rethrow_exception(failure->error);
 
-  // Updates to the target per family and worker count: the loss relative to
-  // each run's initial loss reaching o.target.
-  std::map<Family, std::pair<std::vector<int>, std::vector<sim::StepsEstimate>>> estimates;
+  // Updates to the target per family and worker count, at the rate that
+  // gets there in the fewest (the only one without a grid).
+  struct Measured {
+    std::vector<int> workers;
+    std::vector<sim::StepsEstimate> steps;
+    std::vector<double> lr;  // the rate chosen; NaN when no rate reached the target
+  };
+  constexpr double kNoRate = std::numeric_limits<double>::quiet_NaN();
+  std::map<Family, Measured> estimates;
   for (const auto& [family, ws] : measured) {
     for (int w : ws) {
-      std::vector<sim::LossPoints> seeds;
+      std::map<double, std::vector<sim::LossPoints>> by_rate;  // ascending rates
       for (const Run& r : runs) {
-        if (r.family.Key() != family.Key() || r.workers != w) continue;
-        sim::LossPoints lp;
-        for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
-          lp.steps.push_back(static_cast<double>(r.curve.steps[k]));
-          lp.loss.push_back(r.curve.loss[k] / r.curve.loss[0]);
-        }
-        seeds.push_back(std::move(lp));
+        if (r.family.Key() == family.Key() && r.workers == w)
+          by_rate[r.lr].push_back(target.Points(r.curve));
       }
-      estimates[family].first.push_back(w);
-      estimates[family].second.push_back(sim::EstimateSteps(seeds, o.target));
+      sim::StepsEstimate best;
+      double best_lr = kNoRate;
+      for (const auto& [rate, seeds] : by_rate) {
+        const sim::StepsEstimate e = sim::EstimateSteps(seeds, target.Threshold());
+        // Ties keep the smaller rate; without a valid one, the estimate of
+        // the rate most seeds brought to the target says how far it fell.
+        if (e.valid() ? !best.valid() || e.mean < best.mean
+                      : !best.valid() && (best.seeds == 0 || e.reached > best.reached)) {
+          best = e;
+          best_lr = e.valid() ? rate : kNoRate;
+        }
+      }
+      Measured& m = estimates[family];
+      m.workers.push_back(w);
+      m.steps.push_back(best);
+      m.lr.push_back(best_lr);
     }
   }
 
   // Per point: updates (measured or fitted) x simulated seconds per update.
   std::string csv;
   for (const sim::SweepAxis& a : sweep.axes) csv += sim::CsvField(a.path) + ',';
-  csv += "point,setting,workers,throughput_samples_per_s,seconds_per_update,updates_to_target,"
-         "updates_low,updates_high,estimate,time_to_target_s,time_low_s,time_high_s,note\n";
+  csv += "point,setting,workers,throughput_samples_per_s,seconds_per_update,lr,target,"
+         "updates_to_target,updates_low,updates_high,estimate,time_to_target_s,time_low_s,"
+         "time_high_s,note\n";
   struct Row {
     std::size_t point;
     sim::StepsEstimate steps;
@@ -339,12 +545,14 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
     }
     csv += sim::CsvField(sweep.points[i].name) + ',';
     if (!p.infeasible.empty()) {
-      csv += ",,,,,,,,,,," + sim::CsvField("infeasible: " + p.infeasible) + "\n";
+      csv += ",,,,,,,,,,,,," + sim::CsvField("infeasible: " + p.infeasible) + "\n";
       continue;
     }
     csv += sim::CsvField(p.family.Name()) + ',' + std::to_string(p.workers) + ',' +
            Fixed(p.throughput, 3) + ',' + Fixed(p.seconds_per_update, 9) + ',';
-    const auto& [ws, es] = estimates.at(p.family);
+    const Measured& m = estimates.at(p.family);
+    const std::vector<int>& ws = m.workers;
+    const std::vector<sim::StepsEstimate>& es = m.steps;
     std::vector<int> ok_w;
     std::vector<sim::StepsEstimate> ok_e;
     for (std::size_t k = 0; k < ws.size(); ++k) {
@@ -360,11 +568,17 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
     }
     sim::StepsEstimate e;
     std::string note;
+    // The rate of the point: the grid's choice where measured (none where no
+    // rate reached the target), else the scaled --lr.
+    double lr = grid.empty() ? scaled_lr(p.family, p.workers) : kNoRate;
     if (measured_here) {
-      e = es[static_cast<std::size_t>(std::find(ws.begin(), ws.end(), p.workers) - ws.begin())];
+      const auto k = static_cast<std::size_t>(std::find(ws.begin(), ws.end(), p.workers) - ws.begin());
+      e = es[k];
+      if (!grid.empty()) lr = m.lr[k];
       if (!e.valid()) {
         note = std::to_string(e.seeds - e.reached) + " of " + std::to_string(e.seeds) +
-               " seeds did not reach the target in " + std::to_string(o.steps) + " updates";
+               " seeds did not reach the target in " + std::to_string(o.steps) + " updates" +
+               (grid.empty() ? "" : " at any rate of the grid (the closest rate's count)");
         for (const Run& r : runs) {
           if (r.family.Key() == p.family.Key() && r.workers == p.workers &&
               r.curve.diverged_at >= 0) {
@@ -382,6 +596,8 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
     } else {
       note = "fewer than 2 measured worker counts reached the target: no fit";
     }
+    csv += (std::isnan(lr) ? std::string() : Shortest(lr)) + ',' +
+           sim::CsvField(target.Condition()) + ',';
     if (!e.valid()) {
       csv += ",,,none,,,," + sim::CsvField(note) + "\n";
       continue;
@@ -394,31 +610,47 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
            ',' + sim::CsvField(note) + "\n";
   }
 
-  // The loss curves, as CSV and TensorBoard scalars (one run per setting
-  // and seed).
-  std::string curves = "setting,workers,seed,update,samples,loss,relative_loss\n";
+  // The curves, as CSV and TensorBoard scalars (one run per setting, rate
+  // and seed; accuracy empty where the problem has none), and per measured
+  // setting its updates to the target under a tag naming the target.
+  std::string curves = "setting,workers,seed,lr,update,samples,loss,relative_loss,accuracy\n";
   for (const Run& r : runs) {
     for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
+      const double acc = r.curve.accuracy[k];
       curves += sim::CsvField(r.family.Name()) + ',' + std::to_string(r.workers) + ',' +
-                std::to_string(r.seed) + ',' + std::to_string(r.curve.steps[k]) + ',' +
-                std::to_string(r.curve.samples[k]) + ',' + Fixed(r.curve.loss[k], 6) + ',' +
-                Fixed(r.curve.loss[k] / r.curve.loss[0], 6) + "\n";
+                std::to_string(r.seed) + ',' + Shortest(r.lr) + ',' +
+                std::to_string(r.curve.steps[k]) + ',' + std::to_string(r.curve.samples[k]) +
+                ',' + Fixed(r.curve.loss[k], 6) + ',' + Fixed(r.curve.loss[k] / r.curve.loss[0], 6) +
+                ',' + (std::isnan(acc) ? std::string() : Fixed(acc, 6)) + "\n";
     }
   }
   report::EventFile events;
   for (const Run& r : runs) {
-    std::string tag = r.family.Name() + " W=" + std::to_string(r.workers) + " seed=" +
-                      std::to_string(r.seed) + "/loss";
-    std::replace(tag.begin(), tag.end(), ' ', '_');
+    std::string run = r.family.Name() + " W=" + std::to_string(r.workers) +
+                      (grid.empty() ? "" : " lr=" + Shortest(r.lr)) + " seed=" +
+                      std::to_string(r.seed);
+    std::replace(run.begin(), run.end(), ' ', '_');
     for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
-      events.AddScalar(tag, r.curve.steps[k], 0, static_cast<float>(r.curve.loss[k]));
+      events.AddScalar(run + "/loss", r.curve.steps[k], 0, static_cast<float>(r.curve.loss[k]));
+      if (!std::isnan(r.curve.accuracy[k]))
+        events.AddScalar(run + "/accuracy", r.curve.steps[k], 0,
+                         static_cast<float>(r.curve.accuracy[k]));
+    }
+  }
+  for (const auto& [family, m] : estimates) {
+    for (std::size_t k = 0; k < m.workers.size(); ++k) {
+      if (!m.steps[k].valid()) continue;
+      std::string tag = "updates_to_" + target.Slug() + "/" + family.Name() + " W=" +
+                        std::to_string(m.workers[k]);
+      std::replace(tag.begin(), tag.end(), ' ', '_');
+      events.AddScalar(tag, 0, 0, static_cast<float>(m.steps[k].mean));
     }
   }
 
   // The plot: time to the target against the first numeric axis that is
   // not the devices (H), one line per combination of the others.
   report::LineChart chart;
-  chart.title = sweep.name + ": time to " + Fixed(100 * o.target, 0) + "% of the initial loss";
+  chart.title = sweep.name + ": time to " + target.Describe();
   chart.y.label = "time to target (s)";
   chart.x.include_zero = false;
   std::size_t x_axis = sweep.axes.size();
@@ -489,11 +721,17 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   // The page: the sweep's page (throughput, scaling, breakdown, its table)
   // led by the time-to-accuracy section: the best settings, the plots of
   // time to target and throughput, and tta.csv as a table.
-  std::string lead = "<h2>Time to " + Fixed(100 * o.target, 0) +
-                     "% of the initial loss</h2>\n<p>Updates to the target measured on " +
+  const std::string evaluated =
+      test_split ? "held out: the first " + std::to_string(o.eval_samples) +
+                       " samples of the test split of " + o.dataset
+                 : "held out: " + std::to_string(o.eval_samples) + " samples of the training set";
+  std::string lead = "<h2>Time to " + report::EscapeXml(target.Describe()) +
+                     "</h2>\n<p>Updates to the target (" + report::EscapeXml(target.Condition()) +
+                     ", " + report::EscapeXml(evaluated) + ") measured on " +
                      report::EscapeXml(graph.name()) + " (batch " + std::to_string(batch) +
-                     " per worker, " + std::to_string(o.seeds) + " seeds, learning rate " +
-                     Fixed(o.lr, 4) + " scaled " + report::EscapeXml(o.lr_scaling) +
+                     " per worker, " + std::to_string(o.seeds) + " seeds, trained with " +
+                     report::EscapeXml(RuleText(rule)) + " as dtsim exec trains, learning rate " +
+                     report::EscapeXml(lr_rule) +
                      "), times the simulated seconds per update (docs/tta.md). Files: "
                      "<a href=\"tta.csv\">tta.csv</a>, <a href=\"curves.csv\">curves.csv</a>, "
                      "<a href=\"tta.svg\">tta.svg</a>.</p>\n<pre>" +
@@ -534,23 +772,24 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   WriteOutput(files, report::kEventFileName, events.bytes());
   const auto written = files.Commit();
   if (rows.empty()) {
-    throw InfeasiblePlan("dtsim tta: no point reaches the target loss within " +
+    throw InfeasiblePlan("dtsim tta: no point reaches " + target.Describe() + " within " +
                              std::to_string(o.steps) + " updates (tta.csv in " + dir.string() +
                              " says why for each)",
-                         "give more --steps, a higher --target or another learning rate");
+                         "give more --steps, an easier target or another learning rate");
   }
   if (o.quiet) return;
   // The measured updates to the target, per setting.
-  out << "updates to " << Fixed(100 * o.target, 0) << "% of the initial loss (mean of "
-      << o.seeds << " seeds, 95% band):\n";
-  for (const auto& [family, we] : estimates) {
-    for (std::size_t k = 0; k < we.first.size(); ++k) {
-      const sim::StepsEstimate& e = we.second[k];
-      out << "  " << family.Name() << ", " << we.first[k] << " workers: "
+  out << "training rule: " << RuleText(rule) << ", learning rate " << lr_rule << "\n";
+  out << "updates to " << target.Describe() << " (mean of " << o.seeds
+      << " seeds, 95% band):\n";
+  for (const auto& [family, m] : estimates) {
+    for (std::size_t k = 0; k < m.workers.size(); ++k) {
+      const sim::StepsEstimate& e = m.steps[k];
+      out << "  " << family.Name() << ", " << m.workers[k] << " workers: "
           << (e.valid() ? Fixed(e.mean, 1) + " (" + Fixed(e.low, 1) + " to " + Fixed(e.high, 1) +
-                              ")"
+                              "), lr " + Shortest(m.lr[k])
                         : std::string("not reached by ") + std::to_string(e.seeds - e.reached) +
-                              " seed(s)" + Diverged(runs, family, we.first[k]))
+                              " seed(s)" + Diverged(runs, family, m.workers[k]))
           << "\n";
     }
   }

@@ -2,7 +2,8 @@
 // whose expected loss under SGD has a closed form (replica_trainer_test.cc,
 // tests/tta_test.cc): x ~ N(0, I_d), y = w* . x + sigma eps, eps ~ N(0, 1),
 // per-sample loss (w . x - y)^2 / 2, so the expected loss is
-// f(w) = (|w - w*|^2 + sigma^2) / 2, which EvalLoss returns. Sample i is a
+// f(w) = (|w - w*|^2 + sigma^2) / 2, which Evaluate returns (with no
+// accuracy: NaN). Sample i is a
 // pure function of (seed, i): an endless stream of independent samples.
 // w* = (1, 1.25, 1.5, 1.75, 1, ...), w0 = 0.
 #pragma once
@@ -44,10 +45,10 @@ class QuadraticProblem final : public TrainingProblem {
     }
     return loss / static_cast<double>(count);
   }
-  double EvalLoss(const float* w) override {
+  Evaluation Evaluate(const float* w) override {
     double e = 0;
     for (int k = 0; k < d_; ++k) e += (w[k] - target_[k]) * (w[k] - target_[k]);
-    return (e + sigma_ * sigma_) / 2;
+    return {.loss = (e + sigma_ * sigma_) / 2};
   }
   // |w0 - w*|^2.
   double InitialError() const {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <deque>
+#include <memory>
 
 #include "common/error.h"
 
@@ -12,10 +13,12 @@ void Check(bool ok, const std::string& what) {
   if (!ok) throw UserError("replica training: " + what);
 }
 
-// params -= lr * grad.
-void Step(std::vector<float>& params, const std::vector<float>& grad, double lr) {
-  const auto rate = static_cast<float>(lr);
-  for (std::size_t i = 0; i < params.size(); ++i) params[i] -= rate * grad[i];
+// The optimizer of one replica (or of the server): the setting's rule with
+// its learning rate at step 0.
+std::unique_ptr<Optimizer> MakeOptimizer(Backend& host, std::size_t n, const ReplicaSetting& s) {
+  OptimizerOptions o = s.optimizer;
+  o.lr.initial_lr = s.lr;
+  return std::make_unique<Optimizer>(host, static_cast<std::int64_t>(n), o);
 }
 
 class Recorder {
@@ -26,7 +29,8 @@ class Recorder {
   // Records the loss at `step` when it is due; true when training should stop.
   bool Record(std::int64_t step, const std::vector<float>& params) {
     if (step % options_.eval_every != 0 && step != options_.steps) return false;
-    const double loss = problem_.EvalLoss(params.data());
+    const Evaluation eval = problem_.Evaluate(params.data());
+    const double loss = eval.loss;
     if (!std::isfinite(loss) && options_.divergence_is_result) {
       curve_.diverged_at = step;
       return true;
@@ -41,7 +45,10 @@ class Recorder {
     curve_.steps.push_back(step);
     curve_.samples.push_back(step * SamplesPerUpdate(setting_));
     curve_.loss.push_back(loss);
-    return options_.stop_at_fraction > 0 && loss <= options_.stop_at_fraction * curve_.loss[0];
+    curve_.accuracy.push_back(eval.accuracy);
+    return (options_.stop_at_fraction > 0 && loss <= options_.stop_at_fraction * curve_.loss[0]) ||
+           (options_.stop_at_loss > 0 && loss <= options_.stop_at_loss) ||
+           (options_.stop_at_accuracy > 0 && eval.accuracy >= options_.stop_at_accuracy);
   }
   LossCurve Take() { return std::move(curve_); }
 
@@ -72,8 +79,9 @@ std::int64_t SamplesPerUpdate(const ReplicaSetting& s) {
   }
 }
 
-LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& s,
+LossCurve TrainReplicas(TrainingProblem& problem, Backend& host, const ReplicaSetting& s,
                         const ReplicaRunOptions& o) {
+  DTSIM_CHECK(host.HostMemory(), "TrainReplicas keeps the optimizers' state in host memory");
   Check(s.workers >= 1, "workers must be at least 1");
   Check(s.averaging_period >= 1, "the averaging period must be at least 1");
   Check(s.staleness >= 0, "staleness must be at least 0");
@@ -92,6 +100,8 @@ LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& s,
 
   if (s.mode == SyncMode::kLocalSgd) {
     std::vector<std::vector<float>> replicas(workers, problem.InitialParams());
+    std::vector<std::unique_ptr<Optimizer>> optimizers;
+    for (std::size_t r = 0; r < workers; ++r) optimizers.push_back(MakeOptimizer(host, n, s));
     std::vector<float> average = replicas[0];
     auto mean = [&] {
       std::fill(average.begin(), average.end(), 0.0f);
@@ -105,7 +115,7 @@ LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& s,
     for (std::int64_t step = 0; step < o.steps; ++step) {
       for (std::size_t r = 0; r < workers; ++r) {
         problem.Gradient(replicas[r].data(), first_sample(step, r), s.batch, grad.data());
-        Step(replicas[r], grad, s.lr);
+        optimizers[r]->Step(replicas[r].data(), grad.data());
       }
       const bool averaging = (step + 1) % s.averaging_period == 0;
       const bool due = (step + 1) % o.eval_every == 0 || step + 1 == o.steps;
@@ -119,6 +129,7 @@ LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& s,
   }
 
   std::vector<float> params = problem.InitialParams();
+  const std::unique_ptr<Optimizer> optimizer = MakeOptimizer(host, n, s);
   if (recorder.Record(0, params)) return recorder.Take();
   if (s.mode == SyncMode::kAsynchronous) {
     // The parameters of the last staleness + 1 updates, newest last.
@@ -128,7 +139,7 @@ LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& s,
       const std::int64_t round = t / s.workers;
       problem.Gradient(versions.front().data(), first_sample(round, worker), s.batch,
                        grad.data());
-      Step(params, grad, s.lr);
+      optimizer->Step(params.data(), grad.data());
       versions.push_back(params);
       while (versions.size() > static_cast<std::size_t>(s.staleness) + 1) versions.pop_front();
       if (recorder.Record(t + 1, params)) break;
@@ -147,7 +158,7 @@ LossCurve TrainReplicas(TrainingProblem& problem, const ReplicaSetting& s,
     }
     const float inv = 1.0f / static_cast<float>(used);
     for (float& v : sum) v *= inv;
-    Step(params, sum, s.lr);
+    optimizer->Step(params.data(), sum.data());
     if (recorder.Record(step + 1, params)) break;
   }
   return recorder.Take();

@@ -1562,6 +1562,159 @@ TEST_F(Cli, TtaGivesTimesToTheTargetDeterministically) {
   EXPECT_NE(bad.err.find("strategy hybrid is not one of them"), std::string::npos) << bad.err;
 }
 
+// A CSV file as rows of fields (no quoted commas before the last column
+// in the files read here), and a column's index by its header.
+std::vector<std::vector<std::string>> CsvRows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> fields;
+    std::istringstream f(line);
+    std::string field;
+    while (std::getline(f, field, ',')) fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    rows.push_back(std::move(fields));
+  }
+  return rows;
+}
+std::size_t Column(const std::vector<std::string>& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  EXPECT_NE(it, header.end()) << name;
+  return static_cast<std::size_t>(it - header.begin());
+}
+
+// `dtsim tta --dataset FOLDER` on Fashion-MNIST: the proxy fashion-mnist-cnn
+// trains on the training split and is evaluated on the test split's first
+// 512 samples, 4 workers, synchronous and local SGD with H = 4, to 60%
+// held-out accuracy; each curve ends at its first evaluation at or above
+// 0.6. A budget of 30 s on 2 cores (about 5 s measured).
+TEST_F(Cli, TtaTrainsOnFashionMnistToAHeldOutAccuracy) {
+  const fs::path data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << data;
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "fm.yaml")
+      << "name: fm\ncluster: {nodes: 1, devices_per_node: 4, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: fashion-mnist-cnn, batch_per_device: 32}\n"
+         "parallelism: {strategy: local_sgd, averaging_period: [1, 4], optimizer: momentum}\n";
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = DtsimWithin(
+      60, "tta " + (dir_ / "fm.yaml").string() + " --dataset " + data.string() +
+              " --proxy fashion-mnist-cnn --target-accuracy 0.6 --eval-every 10 "
+              "--eval-samples 512 --seeds 1 --lr 0.05 --lr-scaling none --steps 300 -j 2 --out " +
+              (dir_ / "a").string());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_NE(r.out.find("training rule: momentum 0.9"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("updates to 60% held-out accuracy"), std::string::npos) << r.out;
+  const auto tta = CsvRows(Slurp(dir_ / "a" / "tta.csv"));
+  ASSERT_EQ(tta.size(), 3u);
+  for (std::size_t k = 1; k < tta.size(); ++k) {
+    EXPECT_EQ(tta[k][Column(tta[0], "target")], "accuracy>=0.6");
+    EXPECT_EQ(tta[k][Column(tta[0], "lr")], "0.05");
+    EXPECT_EQ(tta[k][Column(tta[0], "estimate")], "measured");
+  }
+  const auto curves = CsvRows(Slurp(dir_ / "a" / "curves.csv"));
+  const std::size_t acc = Column(curves[0], "accuracy"), setting = Column(curves[0], "setting");
+  int ends = 0;
+  for (std::size_t k = 1; k < curves.size(); ++k) {
+    const double a = std::stod(curves[k][acc]);
+    EXPECT_GE(a, 0.0);
+    const bool last = k + 1 == curves.size() || curves[k + 1][setting] != curves[k][setting];
+    if (last) {
+      EXPECT_GE(a, 0.6) << k;
+      ++ends;
+    } else {
+      EXPECT_LT(a, 0.6) << k;
+    }
+  }
+  EXPECT_EQ(ends, 2);
+  const std::string page = Slurp(dir_ / "a" / "index.html");
+  EXPECT_NE(page.find("<h2>Time to 60% held-out accuracy</h2>"), std::string::npos);
+  EXPECT_NE(page.find("test split"), std::string::npos);
+}
+
+// The proxy trains as `dtsim exec` trains: the same seed (data order and
+// initialisation), optimizer (momentum 0.9), warm-up and evaluation set give
+// exec's held-out curve, up to float rounding (exec sums the replicas over
+// MPI in another order). Local SGD on 2 ranks of the MNIST MLP, H = 2.
+TEST_F(Cli, TtaProxyReproducesExecsHeldOutCurve) {
+  const fs::path data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << data;
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "fm.yaml")
+      << "name: fm\nseed: 1\ncluster: {nodes: 1, devices_per_node: 2, device: cpu-host}\n"
+         "workload: {model: mnist-mlp, batch_per_device: 32}\n"
+         "parallelism: {strategy: local_sgd, averaging_period: 2, optimizer: momentum}\n";
+  const std::string common = " --dataset " + data.string() +
+                             " --lr 0.05 --lr-warmup-steps 5 --eval-every 10 --eval-samples 512";
+  const Result e = DtsimWithin(120, "exec " + (dir_ / "fm.yaml").string() + common +
+                                        " --ranks 2 --iterations 30 -q --out " +
+                                        (dir_ / "x").string());
+  ASSERT_EQ(e.status, 0) << e.err;
+  // A target no run reaches: the curve runs all 30 updates (exit 3).
+  const Result t = DtsimWithin(120, "tta " + (dir_ / "fm.yaml").string() + common +
+                                        " --lr-scaling none --seeds 1 --steps 30 "
+                                        "--target-accuracy 1 -q --out " + (dir_ / "t").string());
+  ASSERT_EQ(t.status, 3) << t.err;
+  const auto exec = CsvRows(Slurp(dir_ / "x" / "eval.csv"));
+  const auto proxy = CsvRows(Slurp(dir_ / "t" / "curves.csv"));
+  ASSERT_EQ(exec.size(), 5u);  // header, updates 0, 10, 20, 30
+  ASSERT_EQ(proxy.size(), exec.size());
+  for (std::size_t k = 1; k < exec.size(); ++k) {
+    EXPECT_EQ(proxy[k][Column(proxy[0], "update")], exec[k][Column(exec[0], "updates")]);
+    const double le = std::stod(exec[k][Column(exec[0], "loss")]);
+    EXPECT_NEAR(std::stod(proxy[k][Column(proxy[0], "loss")]), le, 1e-3 * le) << k;
+    EXPECT_NEAR(std::stod(proxy[k][Column(proxy[0], "accuracy")]),
+                std::stod(exec[k][Column(exec[0], "accuracy")]), 2.0 / 512)
+        << k;
+  }
+}
+
+// --lr-grid keeps, per setting, the rate with the fewest mean updates to the
+// target. The tiny proxy reaches 30% of its initial loss at rate 0.05 in
+// more than 2 updates (checked below); at 0.001 every step is 50 times
+// shorter, so 60 updates go about as far as 1.2 at 0.05: it cannot get
+// there, and 0.05 must be chosen. Bad option combinations exit 2.
+TEST_F(Cli, TtaLrGridKeepsTheFastestRateAndRefusesBadOptions) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "tiny.yaml")
+      << "name: tiny-cnn\ninput: [3, 8, 8]\nlayers:\n"
+         "  - {name: conv1, type: conv2d, out_channels: 8, kernel: 3, padding: 1}\n"
+         "  - {name: relu1, type: relu}\n  - {name: flat, type: flatten}\n"
+         "  - {name: fc, type: dense, out_features: 10}\n"
+         "  - {name: loss, type: softmax_xent}\n";
+  std::ofstream(dir_ / "s.yaml")
+      << "name: t\ncluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB, "
+         "intra_node_link: nvlink2}\nworkload: {model: {file: tiny.yaml}, batch_per_device: 4}\n"
+         "parallelism: {strategy: data}\n";
+  const std::string base = "tta " + (dir_ / "s.yaml").string() +
+                           " --steps 60 --eval-every 1 --eval-samples 32 --seeds 2 -j 2 ";
+  const Result r = Dtsim(base + "--lr-grid 0.05,0.001 --target 0.3 --out " + (dir_ / "a").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("tuned per setting over the grid 0.001,0.05"), std::string::npos) << r.out;
+  const auto tta = CsvRows(Slurp(dir_ / "a" / "tta.csv"));
+  ASSERT_EQ(tta.size(), 2u);
+  EXPECT_EQ(tta[1][Column(tta[0], "lr")], "0.05");
+  EXPECT_GT(std::stod(tta[1][Column(tta[0], "updates_to_target")]), 2.0);
+  // Both rates' curves are kept.
+  const std::string curves = Slurp(dir_ / "a" / "curves.csv");
+  EXPECT_NE(curves.find("synchronous,2,1,0.001,"), std::string::npos);
+  EXPECT_NE(curves.find("synchronous,2,1,0.05,"), std::string::npos);
+
+  for (const char* bad :
+       {"--target 0.3 --target-loss 1", "--target-loss 1 --target-accuracy 0.5",
+        "--target-accuracy 1.5", "--target 0", "--lr-grid 0.1,0.2 --lr 0.1",
+        "--lr-grid 0.1 --lr-scaling none", "--lr-grid 0.1,-1", "--optimizer rmsprop",
+        "--momentum 1", "--lr-decay-rate 0.5", "--lr-decay-steps 100"}) {
+    const Result b = Dtsim(base + bad + " --out " + (dir_ / "b").string());
+    EXPECT_EQ(b.status, 2) << bad << ": " << b.err;
+    EXPECT_FALSE(b.err.empty()) << bad;
+  }
+}
+
 }  // namespace
 
 namespace {

@@ -157,9 +157,12 @@ def predicted(args, dtsim, out, profile, net):
         scen = os.path.join(d, "scenario.yaml")
         with open(scen, "w") as f:
             f.write(scenario_text(f"tta-{group}", 1, parallelism, profile))
+        # An asynchronous update is one worker's: evaluate every WORKERS x
+        # EVAL_EVERY of them, as often as worker 0's evaluations of the real run.
         steps = 2000 if group == "async-ps" else 1500
+        every = EVAL_EVERY * (WORKERS if group == "async-ps" else 1)
         cmd = [dtsim, "tta", scen, "--dataset", DATA, "--proxy", MODEL, "--batch", str(BATCH),
-               "--seeds", str(args.seeds), "--steps", str(steps), "--eval-every", str(EVAL_EVERY),
+               "--seeds", str(args.seeds), "--steps", str(steps), "--eval-every", str(every),
                "--eval-samples", str(EVAL_SAMPLES), "--target-accuracy", str(TARGET_ACCURACY),
                "--lr", str(LR_PER_BATCH), "--lr-scaling", "linear", "--optimizer", "momentum",
                "--lr-warmup-steps", str(WARMUP), "--local", "-q", "-o", d]
@@ -339,9 +342,9 @@ def proxy_curves(out, net):
             if r.get("seed", "1") not in ("1", "0") or not r.get("accuracy"):
                 continue
             name = group
-            if group == "local-sgd":
-                name = "H" + r.get("parallelism.averaging_period", r.get("averaging_period", "?"))
-            curves.setdefault(name, []).append((float(r["updates"]), float(r["accuracy"])))
+            if group == "local-sgd":  # setting "local_sgd H=8"
+                name = "H" + r["setting"].split("H=")[-1]
+            curves.setdefault(name, []).append((float(r["update"]), float(r["accuracy"])))
     return curves
 
 

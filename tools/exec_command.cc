@@ -42,6 +42,7 @@
 #include "sim/simulator.h"
 #include "tools/commands.h"
 #include "tools/exec_scenario.h"
+#include "tools/local_run.h"
 #include "tools/mpi_launch.h"
 #include "tools/output_set.h"
 
@@ -54,14 +55,6 @@ double HandoffOf(const config::Scenario& s) {
   return config::LoadDeviceProfile(s.cluster.device_profile).scheduler_handoff_s;
 }
 
-// The share of a core each of `processes` ranks gets on this machine: 1
-// unless they outnumber the cores.
-double CoreShare(int processes) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  if (cores == 0 || static_cast<unsigned>(processes) <= cores) return 1;
-  return static_cast<double>(cores) / processes;
-}
-
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -71,81 +64,7 @@ exec::CpuIsa CpuIsaOf(const ExecCommandOptions& o) {
   return o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa();
 }
 
-// The synthetic dataset `dtsim exec` trains `g` on without a dataset file
-// (exec/calibrate/host_benchmarks.h names): "tokens" for a model that
-// embeds its input, "class_image" for (C, H, W) input, "teacher" otherwise.
-std::string SyntheticKindOf(const models::ModelGraph& g) {
-  for (models::OpId c : g.consumers(0))
-    if (g.op(c).kind == models::OpKind::kEmbedding) return "tokens";
-  return g.op(0).output_shape.size() == 3 ? "class_image" : "teacher";
-}
-
 }  // namespace
-
-namespace {
-
-// Throws UserError naming `path` when `data` does not fit `g`.
-void CheckFits(const exec::Dataset& data, const models::ModelGraph& g, const std::string& path) {
-  const models::Op& input = g.op(0);
-  const std::int64_t classes = g.op(g.num_ops() - 1).attrs.vocab;
-  if (data.sample_shape() != input.output_shape || data.classes() > classes)
-    throw UserError(path + ": samples of shape " + models::ShapeToString(data.sample_shape()) +
-                        " with " + std::to_string(data.classes()) + " classes do not fit " +
-                        g.name() + " (input " + models::ShapeToString(input.output_shape) + ", " +
-                        std::to_string(classes) + " classes)",
-                    "convert the data to the model's input shape (docs/dataset_format.md)");
-}
-
-}  // namespace
-
-std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
-                                           std::uint64_t seed) {
-  const models::Op& input = g.op(0);
-  const models::Op& loss = g.op(g.num_ops() - 1);
-  const std::int64_t classes = loss.attrs.vocab;
-  const std::string kind = SyntheticKindOf(g);
-  const bool tokens = kind == "tokens";
-  if (!path.empty()) {
-    // A folder: an IDX set of the MNIST family (exec/data/idx_dataset.h),
-    // read in a new order every epoch.
-    std::unique_ptr<exec::Dataset> data;
-    if (std::filesystem::is_directory(path))
-      data = std::make_unique<exec::ShuffledDataset>(
-          std::make_unique<exec::IdxDataset>(
-              exec::OpenIdxTrainingSet(path, classes, input.output_shape.size() == 1)),
-          seed);
-    else
-      data = std::make_unique<exec::BinaryDataset>(exec::BinaryDataset::Open(path));
-    CheckFits(*data, g, path);
-    return data;
-  }
-  if (tokens)
-    return std::make_unique<exec::TokenDataset>(exec::TokenDatasetOptions{
-        .vocab = classes, .seq_len = input.output_shape[0], .seed = seed});
-  if (kind == "class_image")
-    return std::make_unique<exec::ClassImageDataset>(exec::ClassImageDatasetOptions{
-        .channels = input.output_shape[0],
-        .height = input.output_shape[1],
-        .width = input.output_shape[2],
-        .classes = classes,
-        .seed = seed});
-  return std::make_unique<exec::TeacherDataset>(
-      exec::TeacherDatasetOptions{.shape = input.output_shape, .classes = classes, .seed = seed});
-}
-
-std::unique_ptr<exec::Dataset> MakeEvalDataset(const models::ModelGraph& g,
-                                               const std::string& path) {
-  if (path.empty() || !std::filesystem::is_directory(path))
-    throw UserError(path.empty() ? std::string("no --dataset") : path + ": not a folder",
-                    "held-out evaluation needs a data set with a test split: an IDX folder "
-                    "(train-* and t10k-* files, as MNIST and Fashion-MNIST ship them)");
-  const bool flat = g.op(0).output_shape.size() == 1;
-  const std::int64_t classes = g.op(g.num_ops() - 1).attrs.vocab;
-  const exec::IdxDataset train = exec::OpenIdxTrainingSet(path, classes, flat);
-  auto test = std::make_unique<exec::IdxDataset>(exec::OpenIdxTestSet(path, train, flat));
-  CheckFits(*test, g, path);
-  return test;
-}
 
 exec::OptimizerOptions OptimizerFor(const config::Scenario& s, double lr) {
   exec::OptimizerOptions o;
@@ -242,68 +161,6 @@ Summary Summarize(const exec::ExecResult& r, int h) {
 
 double ErrorPercent(double predicted, double measured) {
   return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0;
-}
-
-// --network and --latency, parsed.
-struct NetworkSetting {
-  double rate_bytes_per_s = 0;  // tbf rate, each direction of each rank's link
-  double latency_s = 0;         // one-way, added to every message
-};
-
-// nullopt without --network. Throws UserError on a bad value, or on
-// --latency without --network.
-std::optional<NetworkSetting> ParseNetwork(const ExecCommandOptions& o) {
-  if (o.network.empty()) {
-    if (!o.latency.empty())
-      throw UserError("--latency needs --network", "add e.g. --network 1Gbps");
-    return std::nullopt;
-  }
-  NetworkSetting n;
-  const SourceLocation where{"--network"};
-  n.rate_bytes_per_s = ParseQuantity(o.network, Dimension::kBandwidth, where);
-  if (!(n.rate_bytes_per_s > 0))
-    throw UserError(where, "the emulated network needs a bandwidth above 0", "e.g. --network 1Gbps");
-  if (!o.latency.empty())
-    n.latency_s = ParseQuantity(o.latency, Dimension::kTime, SourceLocation{"--latency"});
-  return n;
-}
-
-// The link every rank has in the emulated network (its own port on one
-// switch, exec/netem/emulated_network.h): one TCP stream's goodput at the
-// shaped rate, and the added latency. MTU: the veths' default.
-hw::LinkSpec EmulatedLink(const NetworkSetting& n, const ExecCommandOptions& o) {
-  constexpr int kMtu = exec::netem::EmulatedNetworkOptions{}.mtu;
-  hw::LinkSpec link;
-  link.name = "emulated-network";
-  link.bw_bytes_per_s = exec::netem::TcpGoodput(n.rate_bytes_per_s, kMtu);
-  link.latency_s = n.latency_s;
-  link.source = "dtsim --network " + o.network;
-  link.source += ": TCP goodput of tbf at " + FormatBandwidth(n.rate_bytes_per_s);
-  return link;
-}
-
-// The prediction's links become the emulated one, between the devices of a
-// node and between nodes; the device profile's compute numbers stay.
-void UseEmulatedLink(const hw::LinkSpec& link, config::Scenario* s) {
-  auto& links = s->cluster.custom_links;
-  links.erase(std::remove_if(links.begin(), links.end(),
-                             [&](const hw::LinkSpec& l) { return l.name == link.name; }),
-              links.end());
-  links.push_back(link);
-  s->cluster.intra_node_link = link.name;
-  s->cluster.network.link = link.name;
-  // The ranks talk MPI over kernel TCP: mpi-tcp's cost per message, on top
-  // of what ShareCores added; the link's bandwidth is already TCP's goodput
-  // through tbf.
-  config::TransportProfile tcp = *config::FindTransport("mpi-tcp");
-  tcp.efficiency = 1;
-  tcp.source += "; efficiency 1: the emulated link's bandwidth is already TCP goodput";
-  for (config::TransportProfile* t :
-       {&s->cluster.network.transport, &s->cluster.network.intra_node_transport}) {
-    const double shared_cores = t->per_message_s;
-    *t = tcp;
-    t->per_message_s += shared_cores;
-  }
 }
 
 // One engine's prediction of what was measured.
@@ -519,7 +376,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
 
   std::optional<hw::LinkSpec> link;
   if (net) {
-    link = EmulatedLink(*net, o);
+    link = EmulatedLink(*net, o.network);
     j["network"] = {{"rate_bytes_per_s", net->rate_bytes_per_s},
                     {"latency_s", net->latency_s},
                     {"latency_added_by", net->latency_s == 0        ? "none"
@@ -883,39 +740,6 @@ void UseProfile(const ExecCommandOptions& o, exec::Communicator* comm, config::S
   s->cluster.device_profile = path;
 }
 
-// The profile measured one process on one core. When more processes than
-// cores run (each MPI rank busy-polls while it waits, so all of them
-// compete), a rank gets cores/processes of a core: the prediction's device
-// runs at that share of the profiled compute rate and memory bandwidth. And
-// a message waits until its receiver (or sender) gets its core back from
-// the busy process it shares it with: the profile's scheduler handoff (one
-// scheduler slice) is added to every message, as a transport's cost per
-// message (config/transport.h).
-void ShareCores(int processes, const config::DeviceProfile* profile, config::Scenario* s) {
-  const double share = CoreShare(processes);
-  if (share >= 1) return;
-  if (s->workload.cost_table_data != nullptr) {
-    // The table timed one process alone; each op takes 1 / share as long.
-    auto table = std::make_shared<config::OpCostTable>(*s->workload.cost_table_data);
-    config::ScaleOpCostTable(1 / share, table.get());
-    s->workload.cost_table_data = std::move(table);
-  }
-  for (hw::DeviceSpec& d : s->cluster.custom_devices) {
-    if (d.name != s->cluster.device) continue;
-    for (double* rate : {&d.fp32_flop_per_s, &d.tf32_flop_per_s, &d.fp16_flop_per_s,
-                         &d.bf16_flop_per_s, &d.memory_bw_bytes_per_s})
-      *rate *= share;
-  }
-  const double handoff = profile != nullptr ? profile->scheduler_handoff_s : 0;
-  for (config::TransportProfile* t :
-       {&s->cluster.network.transport, &s->cluster.network.intra_node_transport}) {
-    t->per_message_s += handoff;
-    if (handoff > 0)
-      t->source += "; plus the profile's scheduler handoff per message: " +
-                   std::to_string(processes) + " ranks share the cores";
-  }
-}
-
 // The prediction's input pipeline: each rank draws its own synthetic
 // batches, on its training thread (prefetch 0) or, with --input-threads N,
 // on N threads one iteration ahead, at the profile's cost per input element
@@ -1018,23 +842,6 @@ void RunInEmulatedNetwork(const ExecCommandOptions& o, const NetworkSetting& n, 
 
 }  // namespace
 
-void PredictAsLocalRun(const LocalRunOptions& local, int processes, config::Scenario* s) {
-  std::optional<config::DeviceProfile> profile;
-  if (!s->cluster.device_profile.empty())
-    profile = config::LoadDeviceProfile(s->cluster.device_profile);
-  ShareCores(processes * local.threads, profile ? &*profile : nullptr, s);
-  ExecCommandOptions o;
-  o.network = local.network;
-  o.latency = local.latency;
-  if (const std::optional<NetworkSetting> net = ParseNetwork(o)) UseEmulatedLink(EmulatedLink(*net, o), s);
-  // Collectives overlap the backward only on the comm thread, which only
-  // data parallelism's gradient all-reduces use on CPU ranks
-  // (ExecOptions::comm_thread; local SGD averages after the update on the
-  // rank's own thread, parameter-server transfers are point to point).
-  if (s->parallelism.strategy != config::Strategy::kData || processes < 2)
-    s->parallelism.overlap = false;
-}
-
 void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ostream& out,
                  std::ostream& err) {
   if (o.backend != "cpu" && o.threads != 1)
@@ -1053,7 +860,7 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   const plan::Plan plan = sim::MakePlan(plan_scenario, graph, 0);
   // One process per plan rank: the devices, and parameter servers.
   const int needed = plan.num_ranks();
-  const std::optional<NetworkSetting> net = ParseNetwork(o);
+  const std::optional<NetworkSetting> net = ParseNetwork(o.network, o.latency);
   if (comm == nullptr) {
     const int ranks = o.ranks > 0 ? o.ranks : needed;
     // Every rank runs on this machine: check that they fit before starting

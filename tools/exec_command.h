@@ -12,32 +12,17 @@
 
 #include <memory>
 
+#include "tools/exec_data.h"
+
 namespace dtsim::exec {
 class Communicator;
 class Dataset;
 }  // namespace dtsim::exec
-namespace dtsim::config {
-struct Scenario;
-}  // namespace dtsim::config
 namespace dtsim::models {
 class ModelGraph;
 }  // namespace dtsim::models
 
 namespace dtsim::tools {
-
-// The data `dtsim exec` trains `g` on: the dataset file at `path` (dtsim's
-// binary format) or the training split of the IDX folder at `path`, read in
-// a new order every epoch drawn from `seed` (exec/data/shuffled_dataset.h),
-// when given, else a synthetic set that fits the model
-// (tokens, class images or a teacher network; exec/data/synthetic_dataset.h)
-// drawn from `seed`. Throws UserError when the file does not fit the model.
-std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
-                                           std::uint64_t seed);
-// The held-out data `g` is evaluated on: the test split of the IDX folder at
-// `path`, normalised as its training split, in file order. Throws UserError
-// when `path` is not an IDX folder or its data does not fit the model.
-std::unique_ptr<exec::Dataset> MakeEvalDataset(const models::ModelGraph& g,
-                                               const std::string& path);
 
 // Input-pipeline threads per GPU rank by default: PyTorch DataLoader's
 // num_workers as its ImageNet example sets it (4 per GPU;
@@ -110,20 +95,6 @@ struct ExecCommandOptions {
   // it has exited (tools/mpi_launch.h), e.g. to pass on an interrupt.
   std::function<void(pid_t)> on_launcher;
 };
-
-// What `dtsim exec` on this machine gives a scenario's run: its ranks share
-// the machine's cores, and with `network` they talk over the emulated link.
-struct LocalRunOptions {
-  int threads = 1;      // kernel threads per rank
-  std::string network;  // "" = shared memory; else --network's rate ("100Mbps")
-  std::string latency;  // --latency with network; "" = 0
-};
-// Makes `s` (its device profile already applied, cluster.device_profile)
-// predict `dtsim exec` running it with `processes` ranks here, as `dtsim
-// validate` predicts it: each rank's share of the cores, the emulated link
-// and its TCP transport, and overlap only where exec overlaps. Throws
-// UserError for a bad network or latency.
-void PredictAsLocalRun(const LocalRunOptions& local, int processes, config::Scenario* s);
 
 inline constexpr const char* kDefaultProfile = "results/calibration/device_profile.yaml";
 

@@ -30,6 +30,7 @@
 #include "sim/time_to_accuracy.h"
 #include "tools/commands.h"
 #include "tools/exec_command.h"
+#include "tools/local_run.h"
 #include "tools/exec_scenario.h"
 #include "tools/output_set.h"
 

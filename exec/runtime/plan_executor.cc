@@ -779,6 +779,8 @@ int RankRunner::Resume() {
 }
 
 bool RankRunner::EvaluateOrKeep(int iterations, double trained, std::vector<EvalPoint>* out) {
+  // `trained` is this rank's; data-parallel ranks report their mean (they
+  // leave each evaluation together, so it differs little between them).
   EvalPoint p;
   p.samples = static_cast<std::int64_t>(iterations) * plan_.samples_per_iteration;
   if (ps_) {
@@ -872,12 +874,22 @@ ExecResult RankRunner::Run() {
     throw UserError("held-out evaluation needs every worker to hold the whole model",
                     "evaluate data-parallel, local SGD or parameter-server plans (pipeline and "
                     "model-parallel plans are not evaluated yet)");
-  double trained = 0;  // seconds of this rank's iterations so far
+  // Training time so far: the wall time since the start barrier less the
+  // evaluations' (what a user waits for, iterations and what runs between
+  // them, without the measuring).
+  double evaluating = 0;
+  auto evaluate = [&](int iterations) {
+    const auto start = Clock::now();
+    const bool reached = EvaluateOrKeep(iterations, Seconds(run_start_, start) - evaluating,
+                                        &result.eval);
+    evaluating += Seconds(start, Clock::now());
+    return reached;
+  };
   // The rank that logs: the lowest one holding the loss.
   comm_.Barrier();
   run_start_ = Clock::now();
   int ran = n;  // iterations run, up to the target's stop
-  if (every > 0) EvaluateOrKeep(first, trained, &result.eval);
+  if (every > 0) evaluate(first);
   for (int i = first; i < n; ++i) {
     IterationTimes& times = mine[static_cast<std::size_t>(i - first)];
     const auto start = Clock::now();
@@ -922,9 +934,8 @@ ExecResult RankRunner::Run() {
     }
     if (options_.checkpoint_every > 0 && (i + 1) % options_.checkpoint_every == 0)
       SaveCheckpoint(i + 1);
-    trained += times.seconds;
     if (every > 0 && ((i + 1) % every == 0 || i + 1 == n) &&
-        EvaluateOrKeep(i + 1, trained, &result.eval)) {
+        evaluate(i + 1)) {
       ran = i + 1;
       break;
     }

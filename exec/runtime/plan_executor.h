@@ -213,8 +213,8 @@ struct ExecResult {
   // ExecOptions::eval_every: the evaluations in order, on rank 0. updates =
   // iterations run (parameter servers: the servers' updates at the pull);
   // samples = training samples all workers had consumed; train_seconds = the
-  // sum of iteration times before it (mean over ranks; parameter servers:
-  // worker 0's). A run stopped at its target has fewer iterations than
+  // wall time from the run's start barrier to it, less the evaluations
+  // before it (mean over ranks; parameter servers: worker 0's). A run stopped at its target has fewer iterations than
   // asked.
   std::vector<EvalPoint> eval;
 };

@@ -1888,6 +1888,7 @@ TEST_F(Cli, ExecTrainsOnAnIdxFolder) {
 TEST_F(Cli, TtaCheckScriptPredictsTheRealRunsUpdates) {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "no Fashion-MNIST";
+  fs::create_directories(dir_);
   const std::string cmd = "timeout 600 python3 scripts/tta_check.py --quick --networks none --out " +
                           (dir_ / "tta").string() + " --dtsim " + DTSIM_BIN + " >" +
                           (dir_ / "log").string() + " 2>&1";

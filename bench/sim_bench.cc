@@ -1,6 +1,6 @@
 // Wall time of simulating one iteration of ResNet-50 data parallel with ring
 // all-reduce, from the model graph to the metrics (plan build, pricing,
-// engine run, metrics), at 64 to 4,096 GPUs. Target (issue 2): the 1,024-GPU
+// engine run, metrics), at 64 to 4,096 GPUs. Target: the 1,024-GPU
 // iteration in under 1 second on one core.
 #include <benchmark/benchmark.h>
 

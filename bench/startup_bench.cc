@@ -6,7 +6,7 @@
 //                 (128 nodes x 8, the fat tree of
 //                 scenarios/resnet50-256xA100-fattree.yaml at 4x the nodes),
 //                 no trace, no output but the report files
-// Issue 14's targets for the second: under 30 ms and 50 MiB.
+// The targets for the second: under 30 ms and 50 MiB.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>

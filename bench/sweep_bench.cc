@@ -2,12 +2,12 @@
 // (data parallel, averaging every H steps) on 8 to 1,024 V100 GPUs (34 node
 // counts of 8 GPUs, 1 to 128 nodes) x 6 averaging periods = 204 points, run
 // by RunSweep on `jobs` threads (0 = all cores). Files are not written.
-// Target (issue 3): >= 1,000 points/s on 2 cores.
+// Target: >= 1,000 points/s on 2 cores.
 //
 // BM_Search: `dtsim search` of GPT-3 175B on 1,024 A100s (128 nodes of 8,
 // HDR InfiniBand fat tree), global batch 1,536, every default plan
 // (sim/search.h): plans enumerated, dropped by the memory bound, simulated
-// per second. Issue 15's target: the whole search in under a minute on 2
+// per second. The target: the whole search in under a minute on 2
 // cores.
 #include <benchmark/benchmark.h>
 

@@ -1,5 +1,5 @@
 // What a training framework adds to the GPU's work, and the input pipeline
-// that feeds it (issue 12): the scenario keys workload.framework and
+// that feeds it: the scenario keys workload.framework and
 // workload.input (docs/scenario.md, "Frameworks and input pipelines").
 //
 // A framework profile prices the host thread of each rank: the CPU time it

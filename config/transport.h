@@ -1,4 +1,4 @@
-// How messages between ranks travel beyond the wire (issue 12, item 4): the
+// How messages between ranks travel beyond the wire: the
 // scenario keys cluster.network.transport (between nodes) and
 // cluster.network.intra_node_transport (between the devices of a node),
 // docs/scenario.md, "Transports".

@@ -3,10 +3,8 @@
 // else is a bug and ends the process with the exception's text, which
 // libFuzzer records as a crash with its input:
 //  - InternalError (a DTSIM_CHECK failed),
-//  - std::bad_alloc (a size that was not bounded before allocating; issue 10
-//    item 13),
-//  - any other exception (an "internal error" exit 1 for a user mistake;
-//    issue 10 item 18).
+//  - std::bad_alloc (a size that was not bounded before allocating),
+//  - any other exception (an "internal error" exit 1 for a user mistake).
 // Hangs, memory above the cap and sanitizer reports are caught by libFuzzer
 // (-timeout, -rss_limit_mb) or by the replay driver (replay_main.cc).
 #pragma once

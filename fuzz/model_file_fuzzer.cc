@@ -2,7 +2,7 @@
 // text of a model file, read by models::ParseModelYaml as `model: {file:
 // ...}` in a scenario reads it; for a file that loads, the graph's totals
 // (parameters, FLOPs, saved activations) are computed as `dtsim model`
-// prints them, which is where sizes overflow (issue 10 item 7).
+// prints them, which is where sizes overflow.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -40,8 +40,7 @@ std::vector<CollectiveStep> RingAllReduce(const std::vector<int>& ranks, double 
 // step (an inner node's two children), so for large messages the time is
 // close to 2 x bytes / NIC bandwidth, like ring all-reduce. A binary tree
 // over all ranks in node-major order would instead route up to 2 x (ranks
-// per node) chunks through one NIC per step (the 5-10x slowdown of
-// issue 10, item 8).
+// per node) chunks through one NIC per step (5-10x slower).
 std::vector<CollectiveStep> TreeAllReduce(const std::vector<int>& ranks, double bytes,
                                           double chunk_bytes = 1 << 20,
                                           const std::vector<int>& node_of_rank = {});

@@ -1,4 +1,4 @@
-// The host side of a plan (issue 12): what a framework profile and an input
+// The host side of a plan: what a framework profile and an input
 // pipeline (config/framework.h) add to the device work the cost model prices.
 //
 // Host time of a task on a worker rank, from its framework profile:

@@ -42,7 +42,7 @@
 // n = rows, k = in features), so the tensor-core alignment test sees the
 // leading dimensions PyTorch passes. A tensor-parallel shard's dense and
 // matmul ops are this rank's part (OpAttrs::tensor_split). Which kernels a framework fuses is the
-// framework profile's choice (next: issue 12); this list is the unfused one.
+// framework profile's choice; this list is the unfused one.
 #pragma once
 
 #include <string>

@@ -16,7 +16,7 @@
 // beats every smaller count's.
 //
 // Not searched: parameter servers and local SGD (their trade-off is
-// statistical, issue 16), sequence parallelism, PipeDream, stragglers.
+// statistical: dtsim tta), sequence parallelism, PipeDream, stragglers.
 #pragma once
 
 #include <cstddef>

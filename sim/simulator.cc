@@ -113,7 +113,7 @@ int AveragingPeriod(const config::Scenario& s) {
 // Local SGD needs whole averaging rounds in the measured window: one warm-up
 // iteration, then enough rounds of H to cover the iterations asked for.
 // Computed in 64 bits: with H near INT_MAX, 1 + rounds x H does not fit an
-// int (issue 10, item 7); such a count is refused rather than wrapped.
+// int; such a count is refused rather than wrapped.
 std::int64_t IterationsFor(const config::Scenario& s) {
   const std::int64_t h = AveragingPeriod(s);
   const std::int64_t asked = s.workload.iterations;

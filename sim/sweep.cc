@@ -94,7 +94,7 @@ void AddAxis(const YAML::Node& list, const std::string& path, const std::vector<
              std::vector<YAML::Node>* axis_nodes) {
   // A list reached twice through an alias (`b: *a`) is one node: choosing
   // an element for one place would write through to the other and leave the
-  // second axis pointing into a scalar (found by fuzzing, issue 10).
+  // second axis pointing into a scalar (found by fuzzing).
   for (const YAML::Node& seen : *axis_nodes) {
     if (seen.is(list)) {
       const YAML::Mark mark = list.Mark();
@@ -127,7 +127,7 @@ void CollectAxes(const YAML::Node& node, const std::string& path, const std::str
       const std::string key = kv.first.Scalar();
       // A repeated key would make the axis's steps from the root ambiguous
       // (node[key] finds the first): refused here as the loader refuses it,
-      // before any point is expanded (found by fuzzing, issue 10).
+      // before any point is expanded (found by fuzzing).
       const YAML::Mark mark = kv.first.Mark();
       const auto [seen, added] = first_line.emplace(key, mark.line + 1);
       if (!added) {

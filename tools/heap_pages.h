@@ -3,7 +3,7 @@
 // A `dtsim run` of a large cluster builds a plan of tens of thousands of tasks
 // and an engine state beside it: a few MiB touched once each. On a virtual
 // machine every first touch of a 4 KiB page is a trap to the hypervisor;
-// on the 2-core VM of issue 14, 2,000 of them were half of the 1,024-GPU
+// on the 2-core development VM, 2,000 of them were half of the 1,024-GPU
 // run's 49 ms. Backing the heap with 2 MiB pages makes those one fault each.
 #pragma once
 

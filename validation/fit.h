@@ -1,5 +1,5 @@
 // Fitting a few model constants to measured runs, with an honest error
-// (issue 12, `dtsim fit` and `dtsim validate vtrain --fit`).
+// (`dtsim fit` and `dtsim validate vtrain --fit`).
 //
 // The objective is the mean absolute percentage error (MAPE) of the
 // predicted step times over the training rows. It is minimised over the

@@ -1,6 +1,6 @@
 // What a real run of a plan needs in memory, per rank, before it starts:
 // `dtsim exec` refuses a plan that does not fit instead of ending in
-// std::bad_alloc halfway (issue 10 item 13).
+// std::bad_alloc halfway.
 #pragma once
 
 #include <cstdint>

@@ -139,4 +139,8 @@ models::DType StorageDType(hw::Precision p) {
   DTSIM_CHECK(false, "unknown Precision value " + std::to_string(static_cast<int>(p)));
 }
 
+int AveragingPeriod(const Scenario& s) {
+  return s.parallelism.strategy == Strategy::kLocalSgd ? s.parallelism.averaging_period : 1;
+}
+
 }  // namespace dtsim::config

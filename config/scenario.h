@@ -462,5 +462,9 @@ models::ModelGraph BuildWorkloadModel(const Scenario& s);
 // weights, activations and gradients in 16 bits; fp32 and tf32 (a
 // tensor-core math mode over fp32 storage) keep 32.
 models::DType StorageDType(hw::Precision p);
+// Steps between parameter averages: the scenario's averaging_period with
+// local SGD, else 1 (every step synchronises). The one place this rule is
+// written; the simulator, the plan's size and exec all ask here.
+int AveragingPeriod(const Scenario& s);
 
 }  // namespace dtsim::config

@@ -103,7 +103,7 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     return e;
   }
   const bool local_sgd = par.strategy == Strategy::kLocalSgd;
-  const std::int64_t h = local_sgd ? par.averaging_period : 1;
+  const std::int64_t h = config::AveragingPeriod(s);
   const std::int64_t asked = s.workload.iterations;
   e.iterations = asked;
   if (h > 1) {

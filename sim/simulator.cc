@@ -106,16 +106,12 @@ bool UsesServers(const config::Scenario& s) {
           s.parallelism.averaging == config::AveragingTransport::kParameterServer);
 }
 
-int AveragingPeriod(const config::Scenario& s) {
-  return s.parallelism.strategy == Strategy::kLocalSgd ? s.parallelism.averaging_period : 1;
-}
-
 // Local SGD needs whole averaging rounds in the measured window: one warm-up
 // iteration, then enough rounds of H to cover the iterations asked for.
 // Computed in 64 bits: with H near INT_MAX, 1 + rounds x H does not fit an
 // int; such a count is refused rather than wrapped.
 std::int64_t IterationsFor(const config::Scenario& s) {
-  const std::int64_t h = AveragingPeriod(s);
+  const std::int64_t h = config::AveragingPeriod(s);
   const std::int64_t asked = s.workload.iterations;
   if (h == 1) return asked;
   const std::int64_t rounds = std::max<std::int64_t>(1, (std::max<std::int64_t>(1, asked - 1) + h - 1) / h);
@@ -123,7 +119,7 @@ std::int64_t IterationsFor(const config::Scenario& s) {
 }
 
 int IterationsToSimulate(const config::Scenario& s) {
-  const std::int64_t h = AveragingPeriod(s);
+  const std::int64_t h = config::AveragingPeriod(s);
   const std::int64_t total = IterationsFor(s);
   if (h == 1) return static_cast<int>(total);
   // Plan task ids and iteration numbers are 32-bit.
@@ -400,7 +396,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
     o.replicas_to_aggregate = ps.replicas_to_aggregate;
     o.push_parameters = ps.payload == config::PsPayload::kParameters ||
                         s.parallelism.strategy == Strategy::kLocalSgd;
-    o.averaging_period = AveragingPeriod(s);
+    o.averaging_period = config::AveragingPeriod(s);
     o.recompute = WholeModelRecompute(s, graph);
     o.aggregate_in_node = ps.aggregate_in_machine;
     o.aggregate_on_host = ps.aggregate_on_host;
@@ -415,7 +411,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
   }
   return plan::BuildDataParallelPlan(
       graph, shape,
-      DataParallelOptionsFor(s, graph, IterationsToSimulate(s), AveragingPeriod(s), materialize));
+      DataParallelOptionsFor(s, graph, IterationsToSimulate(s), config::AveragingPeriod(s), materialize));
 }
 
 namespace {
@@ -666,7 +662,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     if (full.op(c).kind == models::OpKind::kEmbedding)
       p.tokens_per_sample = static_cast<double>(models::NumElements(full.op(0).output_shape));
   p.device = *device;
-  p.averaging_period = AveragingPeriod(s);
+  p.averaging_period = config::AveragingPeriod(s);
   CostModelOptions cost_options = MakeCostOptions(s.workload);
   cost_options.measured = WorkloadMeasuredCosts(s.workload, full);
   if (s.workload.cost_model == config::CostModelKind::kKernels && !device->HasMicroarchitecture())

@@ -283,8 +283,7 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
             const models::ModelGraph& graph, const exec::ExecResult& r,
             const std::optional<NetworkSetting>& net, std::ostream& out,
             const exec::LrScheduleOptions& lr) {
-  const Summary m = Summarize(
-      r, s.parallelism.strategy == config::Strategy::kLocalSgd ? s.parallelism.averaging_period : 1);
+  const Summary m = Summarize(r, config::AveragingPeriod(s));
   json j;
   j["scenario"] = s.name;
   j["ranks"] = r.times.size();
@@ -541,7 +540,7 @@ exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Sce
   exec::ExecOptions eo;
   eo.iterations = o.iterations > 0 ? o.iterations : 20;
   eo.bucket_bytes = s.parallelism.bucket_bytes;
-  eo.averaging_period = local_sgd ? s.parallelism.averaging_period : 1;
+  eo.averaging_period = config::AveragingPeriod(s);
   // Local SGD averages parameters (over all-reduce or servers), and so do
   // parameter servers told to take parameters as their payload.
   eo.average_parameters =

@@ -143,4 +143,11 @@ int AveragingPeriod(const Scenario& s) {
   return s.parallelism.strategy == Strategy::kLocalSgd ? s.parallelism.averaging_period : 1;
 }
 
+bool UsesKernelModel(const WorkloadConfig& w) {
+  if (w.cost_model && *w.cost_model != CostModelKind::kMeasured)
+    return *w.cost_model == CostModelKind::kKernels;
+  return w.compute_efficiency.empty() && w.dense_efficiency_by_rows.empty() &&
+         w.conv_efficiency_by_flops.empty() && !w.memory_efficiency && !w.kernel_launch_s;
+}
+
 }  // namespace dtsim::config

@@ -466,5 +466,12 @@ models::DType StorageDType(hw::Precision p);
 // local SGD, else 1 (every step synchronises). The one place this rule is
 // written; the simulator, the plan's size and exec all ask here.
 int AveragingPeriod(const Scenario& s);
+// Whether compute is priced by the kernel model (else the roofline) for the
+// ops no op-cost table prices: cost_model kernels, or unset with no roofline
+// key (compute_efficiency, dense/conv efficiency tables, memory_efficiency,
+// kernel_launch) set. The kernel model also needs a GPU whose
+// microarchitecture the catalog knows (sim::CostModel falls back to the
+// roofline otherwise). The one place this choice is written.
+bool UsesKernelModel(const WorkloadConfig& w);
 
 }  // namespace dtsim::config

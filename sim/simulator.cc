@@ -35,13 +35,7 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   if (w.memory_efficiency) o.memory_efficiency = *w.memory_efficiency;
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
-  // Unset: the kernel model unless a roofline key is set (config/scenario.h).
-  o.kernel_model = w.cost_model && *w.cost_model != config::CostModelKind::kMeasured
-                       ? *w.cost_model == config::CostModelKind::kKernels
-                       : w.compute_efficiency.empty() &&
-                                      w.dense_efficiency_by_rows.empty() &&
-                                      w.conv_efficiency_by_flops.empty() &&
-                                      !w.memory_efficiency && !w.kernel_launch_s;
+  o.kernel_model = config::UsesKernelModel(w);
   return o;
 }
 

@@ -2,6 +2,9 @@
 // the link between ranks) and writes a device profile (exec/calibrate/,
 // docs/device_profile.md).
 #include <cstdio>
+#include <CLI/CLI.hpp>
+#include <memory>
+#include "tools/cli.h"
 #include <ostream>
 
 #include "common/atomic_file.h"
@@ -129,6 +132,39 @@ void CalibrateCommand(const CalibrateCommandOptions& o, exec::Communicator* comm
       {.create_folder = true});
   PrintTable(out, profile);
   out << "wrote " << o.out_path << "\n";
+}
+
+Command AddCalibrateCommand(CLI::App& app) {
+  auto o = std::make_shared<CalibrateCommandOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("calibrate",
+                         "Measure this machine's CPU backend (GEMM and convolution rates, memory "
+                         "bandwidth, per-op-kind efficiency, per-call overhead) and, over MPI, the "
+                         "link between ranks; write a device profile that scenarios name under "
+                         "cluster.device_profile (docs/device_profile.md)");
+  cmd->add_option("-o,--out", o->out_path, "Device profile to write")->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "Threads the kernels run on while measured (exec and validate "
+                  "--threads; default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--portable", o->portable,
+                "Measure the portable kernels (baseline x86-64) instead of the fastest "
+                "build this CPU runs (AVX2+FMA where present); exec and validate "
+                "must then run --portable too");
+  cmd->add_flag("--quick", o->quick, "Fewer and smaller measurements (a few seconds; for tests)");
+  cmd->add_option("--ranks", o->ranks,
+                  "Re-run under 'mpirun -np N' to also measure point-to-point "
+                  "latency and bandwidth between ranks (N >= 2)");
+  cmd->footer(
+      "Started by mpirun with 2 or more ranks (mpirun -np 2 dtsim calibrate), rank 0 measures\n"
+      "the device while the others wait, then ranks 0 and 1 play ping-pong; rank 0 writes\n"
+      "the profile. Without mpirun and without --ranks, MPI is not used at all.");
+  return {cmd, [o](CommandEnv& env) {
+            // Without --ranks, a rank of an MPI job measures with the others.
+            exec::Communicator* world = nullptr;
+            if (o->ranks == 0 && env.StartMpiIfLaunched()) world = env.world();
+            CalibrateCommand(*o, world, env.out, env.err);
+          }};
 }
 
 }  // namespace dtsim::tools

@@ -1,6 +1,9 @@
 // `dtsim chakra PREFIX --cluster SCENARIO`: an MLCommons Chakra trace (one
 // file per rank, PREFIX.<rank>.et) simulated on a scenario's cluster.
 #include <cstdio>
+#include <CLI/CLI.hpp>
+#include <memory>
+#include "tools/cli.h"
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,13 +28,13 @@
 
 namespace dtsim::tools {
 
-void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
-  config::Scenario s = config::LoadScenario(o.cluster_path);
-  if (!o.engine.empty()) s.engine = o.engine;
-  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
-  const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
-  if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
+namespace {
 
+// The import's options: the scenario's node size and algorithm, the
+// command's clean-up, and a roofline rate for nodes with FLOPs but no
+// duration.
+plan::ChakraImportOptions ImportOptions(const ChakraOptions& o, const config::Scenario& s,
+                                        const hw::DeviceSpec& device) {
   plan::ChakraImportOptions options;
   options.devices_per_node = s.cluster.devices_per_node;
   // Nodes with FLOPs but no duration: a GEMM's roofline, the device's peak
@@ -40,7 +43,7 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
   sim::CostModelOptions roofline;
   roofline.kernel_model = false;
   options.compute_flops_per_s =
-      sim::CostModel(*device, s.workload.precision, roofline).peak_flop_per_s() *
+      sim::CostModel(device, s.workload.precision, roofline).peak_flop_per_s() *
       sim::DefaultComputeEfficiency(models::OpKind::kDense);
   options.algorithm = static_cast<plan::CollectiveAlgorithm>(s.parallelism.algorithm);
   options.samples_per_iteration = o.batch;
@@ -60,6 +63,19 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
   options.cleanup.host_ops = o.host_ops == "drop"        ? plan::ChakraHostOps::kDrop
                              : o.host_ops == "serialize" ? plan::ChakraHostOps::kSerialize
                                                          : plan::ChakraHostOps::kRefuse;
+  return options;
+}
+
+}  // namespace
+
+void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
+  config::Scenario s = config::LoadScenario(o.cluster_path);
+  if (!o.engine.empty()) s.engine = o.engine;
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+  const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
+  if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
+
+  const plan::ChakraImportOptions options = ImportOptions(o, s, *device);
   const std::vector<plan::ChakraTrace> traces =
       plan::ReadChakraTraces(o.prefix, s.cluster.num_devices());
   plan::ChakraImportReport report;
@@ -151,6 +167,42 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
     out << line;
   }
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+Command AddChakraCommand(CLI::App& app) {
+  auto o = std::make_shared<ChakraOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "chakra",
+      "Simulate an MLCommons Chakra execution trace (one file per rank, as ASTRA-sim "
+      "reads them) on a scenario's cluster: prints the step time and its breakdown, "
+      "writes summary.json (docs/chakra.md)");
+  cmd->add_option("prefix", o->prefix,
+                  "The traces' common prefix: PREFIX.0.et, PREFIX.1.et, ... one per rank")
+      ->required();
+  cmd->add_option("--cluster", o->cluster_path,
+                  "Scenario YAML file whose cluster, network and engine are used (its "
+                  "workload is not)")
+      ->required();
+  cmd->add_option("--engine", o->engine, "analytic or simgrid (default: the scenario's)")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  cmd->add_option("-o,--out", o->out_dir,
+                  "Output folder (default results/chakra-<prefix's file name>)");
+  cmd->add_option("--batch", o->batch, "Samples per step of the trace, for throughput")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--comm-groups", o->comm_groups,
+                  "ASTRA-sim communicator-group file ({\"1\": [0, 1], ...}): the ranks of "
+                  "each pg_name the traces' metadata does not list");
+  cmd->add_flag("--drop-dangling-deps", o->drop_dangling_deps,
+                "Drop dependencies on nodes a trace does not hold (default: refused)");
+  cmd->add_flag("--ignore-ctrl-deps", o->ignore_ctrl_deps,
+                "Order nodes by data_deps only (in PyTorch-converted traces ctrl_deps name "
+                "a node's caller)");
+  cmd->add_option("--host-ops", o->host_ops,
+                  "Host operators (is_cpu_op): refuse (when they have a duration), drop "
+                  "(no time) or serialize (on the GPU's compute stream)")
+      ->check(CLI::IsMember({"refuse", "drop", "serialize"}))
+      ->capture_default_str();
+  return {cmd, [o](CommandEnv& env) { ChakraCommand(*o, env.out); }};
 }
 
 }  // namespace dtsim::tools

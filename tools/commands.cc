@@ -1,4 +1,6 @@
 #include "tools/commands.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli.h"
 
 
 #include <cstdio>
@@ -295,6 +297,87 @@ void DevicesCommand(bool local, std::ostream& out) {
                   l.source.c_str());
     out << line;
   }
+}
+
+Command AddRunCommand(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Simulate a scenario: prints a step log and summary, writes report.json, summary.csv "
+      "and trace.json (Chrome/Perfetto) under results/<name>/ unless told otherwise");
+  cmd->add_option("scenario", o->scenario_path, "Scenario YAML file")->required();
+  cmd->add_option("-o,--out", o->out_dir, "Output folder (default: the scenario's outputs.dir)");
+  cmd->add_option("--json", o->json_path,
+                  "Also write the JSON report to this path; '-' prints it to stdout "
+                  "(the step log then goes to stderr)");
+  cmd->add_flag("--no-trace", o->no_trace, "Do not write trace.json");
+  cmd->add_flag("-q,--quiet", o->quiet, "No step log");
+  cmd->add_option("--engine", o->engine,
+                  "analytic (default: fast, each collective priced alone) or simgrid (flows "
+                  "share links as they come and go; slower)")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  cmd->add_option("--repeat", o->repeat,
+                  "Simulate N seeds (seed, seed+1, ...) and report the mean and 95% "
+                  "confidence interval of throughput and step time; matters with random "
+                  "stragglers")
+      ->check(CLI::PositiveNumber);
+  return {cmd, [o](CommandEnv& env) { RunCommand(*o, env.out, env.err); }, {}, true};
+}
+
+Command AddPlanCommand(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "Build the scenario's plan and print the placement of ops on devices "
+      "(like TensorFlow's log_device_placement); optionally export the task graph");
+  cmd->add_option("scenario", o->scenario_path, "Scenario YAML file")->required();
+  cmd->add_option("--json", o->json_path, "Write the task graph as JSON here ('-' = stdout)");
+  cmd->add_option("--dot", o->dot_path,
+                  "Write the model as a Graphviz DOT graph, ops coloured by the devices "
+                  "holding them");
+  cmd->add_option("--max-ranks", o->max_ranks, "Ranks listed one by one")
+      ->check(CLI::PositiveNumber);
+  return {cmd, [o](CommandEnv& env) { PlanCommand(*o, env.out); }, {}, true};
+}
+
+Command AddModelsCommand(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("models", "List the built-in model zoo");
+  return {cmd, [](CommandEnv& env) { ModelsCommand(env.out); }};
+}
+
+Command AddModelCommand(CLI::App& app) {
+  struct Options {
+    std::string name;
+    bool kernels = false;
+    ModelKernelsOptions kernel_options;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "model", "Print a model's per-layer table (params, FLOPs, activations) and totals");
+  cmd->add_option("name", o->name, "Zoo model name, or a model YAML file (*.yaml)")->required();
+  cmd->add_flag("--kernels", o->kernels,
+                "List each op's GPU kernels forward and backward with their predicted "
+                "times (sim/op_kernels.h, sim/gpu_kernel_model.h)");
+  cmd->add_option("--device", o->kernel_options.device, "--kernels: a catalog GPU")
+      ->capture_default_str();
+  cmd->add_option("--precision", o->kernel_options.precision, "--kernels: fp32, tf32, fp16 or bf16")
+      ->capture_default_str();
+  cmd->add_option("--batch", o->kernel_options.batch, "--kernels: samples per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  return {cmd, [o](CommandEnv& env) {
+            if (o->kernels)
+              ModelKernelsCommand(o->name, o->kernel_options, env.out);
+            else
+              ModelCommand(o->name, env.out, env.err);
+          }};
+}
+
+Command AddDevicesCommand(CLI::App& app) {
+  auto local = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("devices", "List the hardware catalog (GPUs and links)");
+  cmd->add_flag("--local", *local, "Describe this machine's CPU and GPUs instead");
+  return {cmd, [local](CommandEnv& env) { DevicesCommand(*local, env.out); }};
 }
 
 }  // namespace dtsim::tools

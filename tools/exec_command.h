@@ -14,6 +14,9 @@
 
 #include "tools/exec_data.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
 namespace dtsim::exec {
 class Communicator;
 class Dataset;
@@ -23,6 +26,8 @@ class ModelGraph;
 }  // namespace dtsim::models
 
 namespace dtsim::tools {
+
+class CommandEnv;
 
 // Input-pipeline threads per GPU rank by default: PyTorch DataLoader's
 // num_workers as its ImageNet example sets it (4 per GPU;
@@ -102,5 +107,13 @@ inline constexpr const char* kDefaultProfile = "results/calibration/device_profi
 // runs one rank in this process). Rank 0 prints and writes the results.
 void ExecCommand(const ExecCommandOptions& options, exec::Communicator* comm, std::ostream& out,
                  std::ostream& err);
+
+// The options exec and `validate SCENARIO` share (how the ranks run:
+// --ranks, --iterations, --mpi-allreduce, --threads, --portable, --network,
+// --latency), declared on `cmd` with `prefix` before each description.
+void AddRankOptions(CLI::App* cmd, ExecCommandOptions* o, const char* prefix);
+// Runs exec (or validate, with o.validate) as main() lends it `env`: MPI
+// when a launcher started this process, interrupts forwarded to mpirun.
+void RunExec(ExecCommandOptions& o, CommandEnv& env);
 
 }  // namespace dtsim::tools

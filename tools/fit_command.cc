@@ -1,5 +1,8 @@
 // `dtsim fit`: constants fitted to a user's measured runs.
 #include <cstdio>
+#include <CLI/CLI.hpp>
+#include <memory>
+#include "tools/cli.h"
 #include <filesystem>
 #include <ostream>
 
@@ -24,6 +27,32 @@ std::string Percentages(const validation::ErrorSummary& e) {
                 "median %.1f%%, mean %.1f%%, max %.1f%% absolute error (%d runs, %d failed)",
                 e.median_ape, e.mean_ape, e.max_ape, e.runs, e.failed);
   return line;
+}
+
+// framework.yaml's comment: how it was fitted, its held-out error, and
+// the fitted transport and input keys, which go in a scenario, not in it.
+std::string ProfileComment(const FitOptions& o, const validation::CrossValidation& cv,
+                           const std::vector<validation::FitConstant>& constants,
+                           const config::Scenario& fitted) {
+  std::string comment = "fitted by dtsim fit " + o.csv_path + " --fit " + o.constants + "\n" +
+                        "held-out error (" + std::to_string(cv.folds) + "-fold): " +
+                        Percentages(cv.after);
+  for (const auto* t : {&fitted.cluster.network.transport, &fitted.cluster.network.intra_node_transport}) {
+    const bool between = t == &fitted.cluster.network.transport;
+    bool named = false;
+    for (const validation::FitConstant& c : constants)
+      named |= c.name.starts_with(between ? "transport." : "intra_node_transport.");
+    if (!named) continue;
+    char line[200];
+    std::snprintf(line, sizeof line, "{base: %s, per_message: %s, efficiency: %.4g}", t->name.c_str(),
+                  FormatSeconds(t->per_message_s).c_str(), t->efficiency);
+    comment += std::string("\ntransport fitted: set cluster.network.") +
+               (between ? "transport" : "intra_node_transport") + ": " + line;
+  }
+  if (fitted.workload.input.per_sample_s > 0)
+    comment += "\ninput.per_sample fitted: " + FormatSeconds(fitted.workload.input.per_sample_s) +
+               " (set it under workload.input)";
+  return comment;
 }
 
 }  // namespace
@@ -94,24 +123,7 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
     csv += sim::CsvField(keys[i]) + "," + field(measured[i]) + "," + field(before[i]) + "," +
            field(after[i]) + "," + field(cv.predicted_s[i]) + "," + sim::CsvField(why) + "\n";
   }
-  std::string comment = "fitted by dtsim fit " + o.csv_path + " --fit " + o.constants + "\n" +
-                        "held-out error (" + std::to_string(cv.folds) + "-fold): " +
-                        Percentages(cv.after);
-  for (const auto* t : {&fitted.cluster.network.transport, &fitted.cluster.network.intra_node_transport}) {
-    const bool between = t == &fitted.cluster.network.transport;
-    bool named = false;
-    for (const validation::FitConstant& c : constants)
-      named |= c.name.starts_with(between ? "transport." : "intra_node_transport.");
-    if (!named) continue;
-    char line[200];
-    std::snprintf(line, sizeof line, "{base: %s, per_message: %s, efficiency: %.4g}", t->name.c_str(),
-                  FormatSeconds(t->per_message_s).c_str(), t->efficiency);
-    comment += std::string("\ntransport fitted: set cluster.network.") +
-               (between ? "transport" : "intra_node_transport") + ": " + line;
-  }
-  if (fitted.workload.input.per_sample_s > 0)
-    comment += "\ninput.per_sample fitted: " + FormatSeconds(fitted.workload.input.per_sample_s) +
-               " (set it under workload.input)";
+  const std::string comment = ProfileComment(o, cv, constants, fitted);
   OutputSet files{std::filesystem::path(o.out_dir)};
   WriteOutput(files, "framework.yaml", config::FrameworkProfileYaml(fitted.workload.framework, comment));
   WriteOutput(files, "fit.json", j.dump(2) + "\n");
@@ -131,6 +143,32 @@ void FitCommand(const FitOptions& o, std::ostream& out, std::ostream& err) {
   out << "before fitting:        " << Percentages(cv.before) << "\n";
   out << "fitted on all runs:    " << Percentages(fitted_all) << "\n";
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+Command AddFitCommand(CLI::App& app) {
+  auto o = std::make_shared<FitOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "fit",
+      "Fit host-side constants (framework dispatch costs, input cost per sample) to runs "
+      "you measured, with a k-fold cross-validated error; writes framework.yaml, "
+      "fit.json and predictions.csv");
+  cmd->add_option("runs", o->csv_path,
+                  "CSV of measured runs: scenario, overrides (optional), step_time or "
+                  "throughput (docs/fit.md)")
+      ->required();
+  cmd->add_option("--fit", o->constants,
+                  "Constants to fit, comma-separated: per_op, per_kernel, per_collective, "
+                  "per_step, graph_launch, cycle_time, input.per_sample")
+      ->required();
+  cmd->add_option("--folds", o->folds, "Cross-validation folds (default 5)")
+      ->check(CLI::Range(2, 100));
+  cmd->add_option("-o,--out", o->out_dir, "Output folder")->capture_default_str();
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "Runs simulated at once (default: one per core); results do not depend "
+                  "on it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-q,--quiet", o->quiet, "No summary");
+  return {cmd, [o](CommandEnv& env) { FitCommand(*o, env.out, env.err); }};
 }
 
 }  // namespace dtsim::tools

@@ -1,4 +1,5 @@
 #include "tools/profile_command.h"
+#include "tools/cli.h"
 
 #include <CLI/CLI.hpp>
 
@@ -88,7 +89,8 @@ void TraceCommand(const ProfileCommandOptions& o, const config::Scenario& s,
 
 }  // namespace
 
-CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o) {
+Command AddProfileCommand(CLI::App& app) {
+  auto o = std::make_shared<ProfileCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Time every op of a scenario's per-device training step on this machine through the "
@@ -124,13 +126,13 @@ CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o) {
                   "(record_shapes=True; .json or .json.gz) instead of running the ops here "
                   "(docs/torch_traces.md)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr");
-  return cmd;
+  return {cmd, [o](CommandEnv& env) { ProfileCommand(*o, env.out, env.err); }};
 }
 
 void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (o.backend != "cpu" && (o.threads != 1 || o.portable || o.concurrent > 1))
-    throw UserError("--threads, --portable and --concurrent are for CPU kernels; --backend " + o.backend +
-                        " runs its kernels on the device",
+    throw UserError("--threads, --portable and --concurrent are for CPU kernels; --backend " +
+                        o.backend + " runs its kernels on the device",
                     "drop them, or use --backend cpu");
   const config::Scenario s = config::LoadScenario(o.scenario_path);
   if (!o.torch_trace.empty()) {
@@ -154,8 +156,8 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
   if (o.backend == "cuda") {
     device = exec::MakeCudaRuntime(solo);
   } else {
-    cpu = exec::MakeCpuBackend(o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa(),
-                               o.threads);
+    cpu =
+        exec::MakeCpuBackend(o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa(), o.threads);
   }
   exec::Backend& backend = device.backend ? *device.backend : *cpu;
   // As many copies of the step as the job runs ranks on a node, on at most
@@ -163,8 +165,9 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
   // (validate stretches the times by the share of a core).
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int concurrent = o.concurrent > 0 ? o.concurrent
-                         : o.backend == "cpu" ? std::min(facts.ranks_per_node, std::max(1, cores / o.threads))
-                                              : 1;
+                         : o.backend == "cpu"
+                             ? std::min(facts.ranks_per_node, std::max(1, cores / o.threads))
+                             : 1;
 
   config::OpCostTable table;
   table.source = "dtsim profile";
@@ -193,11 +196,12 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
     if (!o.quiet)
       err << "profile: " << graph.name() << " at batch " << batch << " on " << backend.Name()
           << ", " << o.warmup_steps << " warm-up and " << o.timed_steps << " timed steps"
-          << (concurrent > 1 ? ", " + std::to_string(concurrent) + " copies at once" : std::string())
+          << (concurrent > 1 ? ", " + std::to_string(concurrent) + " copies at once"
+                             : std::string())
           << "\n"
           << std::flush;
-    const exec::OpProfile p = exec::ProfileOps(
-        graph, backend, po, [&](int step, int total, double seconds) {
+    const exec::OpProfile p =
+        exec::ProfileOps(graph, backend, po, [&](int step, int total, double seconds) {
           if (o.quiet) return;
           err << "  step " << step << "/" << total << ": " << FormatSeconds(seconds)
               << (step <= o.warmup_steps ? " (warm-up)" : "") << "\n"
@@ -215,9 +219,8 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
     out << line;
   }
   const std::string path = OutPath(o, s);
-  WriteFileAtomic(
-      path, [&table](std::ostream& f) { f << config::OpCostTableJson(table); },
-      {.create_folder = true});
+  WriteFileAtomic(path, [&table](std::ostream& f) { f << config::OpCostTableJson(table); },
+                  {.create_folder = true});
   out << "wrote " << path << " (" << table.entries.size() << " entries)\n";
 }
 

@@ -7,10 +7,6 @@
 #include <iosfwd>
 #include <string>
 
-namespace CLI {
-class App;
-}
-
 namespace dtsim::tools {
 
 struct ProfileCommandOptions {
@@ -28,8 +24,6 @@ struct ProfileCommandOptions {
   std::string torch_trace;
 };
 
-// Declares the command and its options on `app`; parsed values land in *o.
-CLI::App* AddProfileCommand(CLI::App& app, ProfileCommandOptions* o);
 void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace dtsim::tools

@@ -1,5 +1,10 @@
 // `dtsim search`: the fastest plans of a scenario's model on its cluster.
 #include <algorithm>
+#include <CLI/CLI.hpp>
+#include <memory>
+#include "sim/plan_size.h"
+#include "tools/cli.h"
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -114,6 +119,53 @@ void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& ou
       ranked.begin(), ranked.begin() + std::min<std::ptrdiff_t>(o.top, ranked.size()));
   PrintPlans(search, results, top, ranked, out);
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+Command AddSearchCommand(CLI::App& app) {
+  auto o = std::make_shared<SearchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "search",
+      "Find the fastest plans for a scenario's model on its cluster at its global "
+      "batch: data/tensor/pipeline degrees, micro-batch size, schedule, ZeRO stage and "
+      "recomputation; prints the Pareto front of throughput against devices and the "
+      "ranked plans, writes search.csv, pareto.csv, throughput.svg and index.html");
+  cmd->add_option("scenario", o->scenario_path,
+                  "Scenario YAML file: model, cluster and global batch "
+                  "(parallelism.global_batch, else batch_per_device x devices)")
+      ->required();
+  cmd->add_option("-o,--out", o->out_dir,
+                  "Output folder (default: <the scenario's outputs.dir>/search)");
+  cmd->add_option("--devices", o->devices,
+                  "Device counts to try (default: the cluster's, halved down to one node)")
+      ->delimiter(',')
+      ->check(CLI::Range(std::int64_t{1}, sim::kMaxDevices));
+  cmd->add_option("--micro-batch-sizes", o->micro_batch_sizes,
+                  "Micro-batch sizes to try (default: the powers of two dividing a replica's "
+                  "batch, and that batch)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--zero-stages", o->zero_stages, "ZeRO stages to try (default 0,1)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 3));
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Tensor-parallel degrees to try (default 1,2,4,8; those dividing a "
+                  "node's devices)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--top", o->top, "Plans printed (default 10)")->check(CLI::PositiveNumber);
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "Plans simulated at once (default: one per core); results do not "
+                  "depend on it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bar and no tables");
+  return {cmd,
+          [o](CommandEnv& env) {
+            // Started by an MPI launcher, the ranks split the plans.
+            o->err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+            SearchCommand(*o, env.StartMpiIfLaunched(), env.out, env.err);
+          },
+          {},
+          true};
 }
 
 }  // namespace dtsim::tools

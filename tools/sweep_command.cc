@@ -1,5 +1,9 @@
 // `dtsim sweep`: every point of a scenario with list-valued keys.
 #include <algorithm>
+#include <CLI/CLI.hpp>
+#include <memory>
+#include "tools/cli.h"
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -198,6 +202,48 @@ void SweepCommand(const SweepOptions& o, exec::MpiWorld* mpi, std::ostream& out,
         << "\n";
   }
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+Command AddSweepCommand(CLI::App& app) {
+  auto o = std::make_shared<SweepOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep",
+      "Simulate every combination of the values a scenario lists (a sweep): writes "
+      "sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and index.html "
+      "under results/<name>/ unless told otherwise");
+  cmd->add_option("scenario", o->scenario_path, "Scenario YAML file with lists")->required();
+  cmd->add_option("-o,--out", o->out_dir, "Output folder (default: the scenario's outputs.dir)");
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "Points simulated at once (default: one per core); results do not "
+                  "depend on it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bar and no summary");
+  cmd->add_flag("--tensorboard", o->tensorboard,
+                "Also write tensorboard/: the axes as TensorBoard HParams, one session "
+                "folder per point with its figures (tensorboard --logdir OUT/tensorboard)");
+  cmd->footer(
+      "A list where the scenario expects a single value makes that key an axis of the sweep,\n"
+      "and the sweep simulates every combination of the axes' values (the first axis in the\n"
+      "file varies slowest). For example, 8 x 6 = 48 points:\n"
+      "\n"
+      "  cluster:\n"
+      "    nodes: [1, 2, 4, 8, 16, 32, 64, 128]\n"
+      "  parallelism:\n"
+      "    strategy: local_sgd\n"
+      "    averaging_period: [1, 2, 5, 10, 20, 50]\n"
+      "\n"
+      "Keys whose value is itself a list (the ranks under stragglers) are not axes: give a\n"
+      "list of lists to sweep them. Lists of mappings (cluster.devices, cluster.links) are\n"
+      "never axes, but a list inside one of their entries is. Errors name the file, line and\n"
+      "column of the value at fault. See docs/scenario.md, section Sweeps.");
+  return {cmd,
+          [o](CommandEnv& env) {
+            // Started by an MPI launcher, the ranks split the points.
+            o->err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+            SweepCommand(*o, env.StartMpiIfLaunched(), env.out, env.err);
+          },
+          {},
+          true};
 }
 
 }  // namespace dtsim::tools

@@ -3,6 +3,8 @@
 // replica_trainer.h) and seconds per update simulated on the cluster
 // (sim/time_to_accuracy.h says how they combine).
 #include <algorithm>
+#include <CLI/CLI.hpp>
+#include "tools/cli.h"
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -796,6 +798,119 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   }
   out << best_text;
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+namespace {
+
+// The update rule of the proxy's runs: rate, its scaling or grid, optimizer,
+// warm-up and decay (as `dtsim exec` applies them).
+void AddUpdateRuleOptions(CLI::App* cmd, TtaOptions* o) {
+  auto* lr = cmd->add_option("--lr", o->lr, "Initial learning rate for one worker's batch")
+                 ->check(FinitePositive())
+                 ->capture_default_str();
+  auto* lr_scaling =
+      cmd->add_option(
+             "--lr-scaling", o->lr_scaling,
+             "How the rate grows with the samples per update: linear (Goyal et al. 2017), sqrt "
+             "(Krizhevsky 2014) or none")
+          ->check(CLI::IsMember({"linear", "sqrt", "none"}))
+          ->capture_default_str();
+  cmd->add_option("--lr-grid", o->lr_grid,
+                  "Rates to try per setting, e.g. 0.01,0.03,0.1: every seed at each, and "
+                  "the rate with the fewest mean updates to the target is kept (tuned per "
+                  "setting as Shallue et al. 2019 tuned it per batch size); replaces --lr "
+                  "and --lr-scaling")
+      ->delimiter(',')
+      ->check(FinitePositive())
+      ->excludes(lr)
+      ->excludes(lr_scaling);
+  cmd->add_option("--optimizer", o->optimizer,
+                  "The update rule, as dtsim exec applies it (default: the scenario's "
+                  "parallelism.optimizer)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  cmd->add_option("--momentum", o->momentum, "Momentum's coefficient, in [0, 1)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--lr-warmup-steps", o->lr_warmup_steps,
+                  "Linear warm-up over the first N updates (Goyal et al. 2017; default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lr-decay-rate", o->lr_decay_rate,
+                  "Exponential decay: multiply the learning rate by this every "
+                  "--lr-decay-steps updates (as dtsim exec; default: none)")
+      ->check(FinitePositive());
+  cmd->add_option("--lr-decay-steps", o->lr_decay_steps, "Updates per decay factor")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--lr-smooth", o->lr_smooth,
+                "Decay continuously instead of in steps (staircase is the default)");
+}
+
+}  // namespace
+
+Command AddTtaCommand(CLI::App& app) {
+  auto o = std::make_shared<TtaOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "tta",
+      "Time to accuracy: for every point of a sweep, the time to reach a target loss = "
+      "updates to the target, measured for real on a small proxy with the point's "
+      "synchronisation (H, staleness, backup workers, workers), x the simulated seconds "
+      "per update; writes tta.csv, curves.csv, tta.svg and index.html");
+  cmd->add_option("scenario", o->scenario_path, "Scenario or sweep YAML file")->required();
+  cmd->add_option("-o,--out", o->out_dir, "Output folder (default <outputs.dir>/tta)");
+  cmd->add_option("--proxy", o->proxy,
+                  "Model trained for real: a zoo name or model file (default: the scenario's)");
+  cmd->add_option("--dataset", o->dataset,
+                  "The proxy's data, shuffled by each seed as dtsim exec shuffles it: an IDX "
+                  "folder (MNIST, Fashion-MNIST: trains on train-*, evaluates on the first "
+                  "--eval-samples of t10k-*) or a dataset file (docs/dataset_format.md); "
+                  "default a synthetic set shaped like the model");
+  cmd->add_option("--batch", o->batch,
+                  "Samples per worker per update on the proxy (default: batch_per_device)")
+      ->check(CLI::Range(std::int64_t{1}, kMaxTtaBatch));
+  cmd->add_option("--workers", o->workers,
+                  "Worker counts to measure (default: each point's own); others are fitted "
+                  "as a power law of the measured ones")
+      ->delimiter(',')
+      ->check(CLI::Range(1, kMaxTtaWorkers));
+  cmd->add_option("--steps", o->steps, "Updates per run at most")
+      ->check(CLI::Range(std::int64_t{1}, kMaxTtaSteps))
+      ->capture_default_str();
+  cmd->add_option("--eval-every", o->eval_every, "Updates between loss evaluations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--eval-samples", o->eval_samples, "Held-out samples of each evaluation")
+      ->check(CLI::Range(std::int64_t{1}, kMaxTtaEvalSamples))
+      ->capture_default_str();
+  cmd->add_option("--seeds", o->seeds, "Seeds per setting (the band comes from them)")
+      ->check(CLI::Range(1, kMaxTtaSeeds))
+      ->capture_default_str();
+  auto* target =
+      cmd->add_option(
+             "--target", o->target,
+             "Target: the held-out loss as a fraction of the initial one, in (0, 1] (the default, "
+             "0.6, when no target is given)")
+          ->check(FinitePositive() & CLI::Range(0.0, 1.0));
+  auto* target_loss =
+      cmd->add_option("--target-loss", o->target_loss, "Target: an absolute held-out loss")
+          ->check(FinitePositive())
+          ->excludes(target);
+  cmd->add_option("--target-accuracy", o->target_accuracy,
+                  "Target: a held-out top-1 accuracy in (0, 1] (a classifier)")
+      ->check(FinitePositive() & CLI::Range(0.0, 1.0))
+      ->excludes(target)
+      ->excludes(target_loss);
+  AddUpdateRuleOptions(cmd, o.get());
+  cmd->add_option("-j,--jobs", o->jobs, "Proxy runs at once (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-q,--quiet", o->quiet, "No summary");
+  cmd->add_flag("--local", o->local,
+                "Seconds per update as 'dtsim exec' runs each point on this machine (its "
+                "ranks sharing the cores, the scenario's device_profile), as 'dtsim validate' "
+                "predicts them, instead of on the scenario's cluster");
+  cmd->add_option("--network", o->network,
+                  "With --local: the ranks talk over exec's emulated network at this rate "
+                  "(e.g. 100Mbps, 1Gbps)");
+  cmd->add_option("--latency", o->latency, "With --network: one-way latency (e.g. 50us)");
+  return {cmd, [o](CommandEnv& env) { TtaCommand(*o, env.out, env.err); }};
 }
 
 }  // namespace dtsim::tools

@@ -3,6 +3,11 @@
 // deepbench` does the same for DeepBench's GEMM, convolution and
 // recurrent-layer kernels.
 #include <algorithm>
+#include <CLI/CLI.hpp>
+#include <memory>
+#include "tools/cli.h"
+#include <unistd.h>
+#include "tools/exec_command.h"
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -307,27 +312,8 @@ void AllreduceCommand(const ValidateOptions& o, std::ostream& out, std::ostream&
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
 }
 
-}  // namespace
-
-void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.dataset == "deepbench") {
-    DeepbenchCommand(o, out, err);
-    return;
-  }
-  if (o.dataset == "allreduce") {
-    if (!o.protocols.empty())
-      throw UserError("allreduce: --protocols does not apply",
-                      "the report prices every row both ways (ideal and nccl-protocols)");
-    AllreduceCommand(o, out, err);
-    return;
-  }
-  if (o.dataset == "kernels") {
-    KernelsCommand(o, out, err);
-    return;
-  }
-  if (o.dataset != "vtrain") {
-    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench, kernels, allreduce");
-  }
+// Every vTrain row's setup from the command's options.
+validation::VtrainSetup VtrainSetupFrom(const ValidateOptions& o) {
   validation::VtrainSetup setup;
   if (!o.intra_node_link.empty()) {
     if (hw::HardwareCatalog::BuiltIn().FindLink(o.intra_node_link) == nullptr) {
@@ -354,6 +340,31 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
   if (!o.framework.empty())
     setup.framework = config::ReadFramework(
         YamlValue(YAML::Node(o.framework), "--framework", "--framework"), "./--framework");
+  return setup;
+}
+
+}  // namespace
+
+void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.dataset == "deepbench") {
+    DeepbenchCommand(o, out, err);
+    return;
+  }
+  if (o.dataset == "allreduce") {
+    if (!o.protocols.empty())
+      throw UserError("allreduce: --protocols does not apply",
+                      "the report prices every row both ways (ideal and nccl-protocols)");
+    AllreduceCommand(o, out, err);
+    return;
+  }
+  if (o.dataset == "kernels") {
+    KernelsCommand(o, out, err);
+    return;
+  }
+  if (o.dataset != "vtrain") {
+    throw UserError("unknown validation data set '" + o.dataset + "'", "known: vtrain, deepbench, kernels, allreduce");
+  }
+  validation::VtrainSetup setup = VtrainSetupFrom(o);
   const std::vector<validation::VtrainRow> rows = validation::LoadVtrainData(o.data_dir, o.limit);
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -429,6 +440,146 @@ void ValidateCommand(const ValidateOptions& o, std::ostream& out, std::ostream& 
     out << f.rows << " row(s) failed, first " << f.first << ": " << f.message << "\n";
   }
   for (const auto& path : written) out << "wrote " << path.string() << "\n";
+}
+
+namespace {
+
+// `dtsim validate`'s parsed command line.
+struct ValidateCommandLine {
+  std::string target;        // a data set's name or a scenario file
+  ValidateOptions validate;  // a data set's options
+  ExecCommandOptions exec;   // a scenario's
+  CLI::App* cli = nullptr;   // which options were given
+};
+
+// Validation against a data set (vtrain, deepbench, kernels, allreduce) or,
+// for a scenario file, against a real run (RunExec with validate set).
+void RunValidate(ValidateCommandLine& o, CommandEnv& env) {
+  const std::string& t = o.target;
+  const bool dataset = t == "vtrain" || t == "deepbench" || t == "kernels" || t == "allreduce";
+  if (!dataset) {
+    o.exec.scenario_path = t;
+    o.exec.quiet = o.validate.quiet;
+    // --out is declared once for both kinds of validation.
+    if (o.cli->count("--out") > 0) o.exec.out_dir = o.validate.out_dir;
+    RunExec(o.exec, env);
+    return;
+  }
+  ValidateOptions& v = o.validate;
+  v.err_is_terminal = ::isatty(STDERR_FILENO) != 0;
+  v.dataset = t;
+  // Each data set's own default folders.
+  const char* data = t == "kernels"  ? "scenarios/fit/h100-kernels"
+                     : t == "vtrain" ? nullptr
+                                     : "../shared/validation/deepbench";
+  const char* out = t == "deepbench"   ? "results/deepbench"
+                    : t == "allreduce" ? "results/allreduce"
+                    : t == "kernels"   ? "results/kernels-h100"
+                                       : nullptr;
+  if (data && o.cli->count("--data") == 0) v.data_dir = data;
+  if (out && o.cli->count("--out") == 0) v.out_dir = out;
+  ValidateCommand(v, env.out, env.err);
+}
+
+}  // namespace
+
+Command AddValidateCommand(CLI::App& app) {
+  auto o = std::make_shared<ValidateCommandLine>();
+  o->exec.validate = true;
+  CLI::App* cmd = app.add_subcommand(
+      "validate",
+      "Compare predictions with measurements. 'vtrain' predicts vTrain's Megatron-DeepSpeed "
+      "iteration times on A100 clusters (writes predictions.csv, summary.json, summary.md and "
+      "scatter.svg under results/vtrain/). 'deepbench' predicts Baidu DeepBench's GEMM and "
+      "convolution kernel times on eight NVIDIA GPUs with the kernel model, refits its "
+      "constants leaving each GPU out, and writes the same files under results/deepbench/. "
+      "'kernels' fits the kernel model's per-generation constants for a GPU generation "
+      "DeepBench did not measure on kernel times in DeepBench's format (default: this "
+      "project's H100 rows, scenarios/fit/h100-kernels) and scores them on held-out layers "
+      "(results/kernels-h100/). A "
+      "scenario file runs the scenario for real on this "
+      "machine (one MPI process per device) and predicts it with the local device profile, "
+      "then prints predicted against measured step time, throughput, compute and "
+      "communication (writes validation.json and validation.md)");
+  cmd->add_option("target", o->target,
+                  "vtrain, deepbench, kernels, allreduce, or a scenario YAML file")
+      ->required();
+  cmd->add_option("--data", o->validate.data_dir,
+                  "vtrain: folder of ground_truth_single.csv and ground_truth_multi.csv; "
+                  "deepbench: of gemm.csv and conv.csv (default "
+                  "../shared/validation/deepbench)")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", o->validate.out_dir,
+                  "Output folder (a scenario: default its outputs.dir; deepbench: "
+                  "default results/deepbench)")
+      ->capture_default_str();
+  cmd->add_option("-j,--jobs", o->validate.jobs,
+                  "Rows simulated at once (default: one per core); results do not "
+                  "depend on it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--limit", o->validate.limit, "Only the first N rows of each file (quick runs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--intra-node-link", o->validate.intra_node_link,
+                  "A catalog link between the GPUs of a node instead of vTrain's "
+                  "stated 150 GB/s, e.g. nvswitch-a100 (the datasheet's 300 GB/s)");
+  cmd->add_option("--kernel-launch", o->validate.kernel_launch,
+                  "Overhead per op for every row (e.g. 30us for PyTorch eager's per-op "
+                  "CPU cost); default: the simulator's 5 us CUDA launch latency");
+  cmd->add_option("--cost-model", o->validate.cost_model,
+                  "vtrain: kernels or roofline for every row (default: the "
+                  "simulator's choice, the kernel model for the A100)");
+  cmd->add_option("--framework", o->validate.framework,
+                  "vtrain: framework profile for every row: a built-in name (e.g. "
+                  "megatron-lm) or a profile file; default none (the devices alone)");
+  cmd->add_option("--protocols", o->validate.protocols,
+                  "vtrain: collective pricing for every row: ideal (default) or nccl "
+                  "(NCCL's LL, LL128 and Simple protocols)")
+      ->check(CLI::IsMember({"ideal", "nccl"}));
+  cmd->add_option("--fit", o->validate.fit,
+                  "vtrain: constants to fit, comma-separated (e.g. "
+                  "per_kernel,per_op,per_step), on a fixed half of the rows (by a hash "
+                  "of file:line) and scored on the other half; writes fit.json and "
+                  "fit.md beside the predictions made with the fitted constants");
+  cmd->add_flag("-q,--quiet", o->validate.quiet, "No progress bar and no summary");
+  cmd->add_option("--profile", o->exec.profile,
+                  "Scenario: device profile for the prediction (default: the "
+                  "scenario's, else results/calibration/device_profile.yaml, measured "
+                  "first with a quick calibration when missing)");
+  cmd->add_option("--cost-table", o->exec.cost_table,
+                  "Scenario: price compute from this op-cost table (dtsim profile) "
+                  "or torch.profiler trace, as workload.cost_model: measured does");
+  AddRankOptions(cmd, &o->exec, "Scenario: ");
+  cmd->footer(
+      "vtrain: every row becomes a hybrid (tensor x pipeline x data) scenario: A100-SXM4-80GB,\n"
+      "8 per node, 150 GB/s NVLink, 4 x HDR InfiniBand per node, fp16, 1F1B, recompute on,\n"
+      "every constant at its default (the GPU kernel model unless --cost-model roofline or\n"
+      "--kernel-launch). A row whose simulation fails is reported as failed (with its\n"
+      "message in predictions.csv and summary.md) and the others go on.\n"
+      "\n"
+      "deepbench: every GEMM and convolution kernel of DeepBench's NVIDIA training sheets\n"
+      "(8 GPUs, fp32 and fp16) is predicted by the kernel model (sim/gpu_kernel_model.h) with\n"
+      "the shipped constants, with constants refitted without its GPU, and by the roofline;\n"
+      "errors per GPU, precision and kernel go to summary.md and summary.json (about 10 s).\n"
+      "\n"
+      "kernels: the rows' generation gets its own SIMT fraction, half reuse and Winograd,\n"
+      "dgrad and wgrad fractions (validation/deepbench_fit.h, step 3; every other constant\n"
+      "as shipped), fitted on half of the rows (by a hash of file:line) and scored on the\n"
+      "other half, and the reverse; then on every row. Errors against Volta's values (what\n"
+      "a generation without data takes) and the shipped ones go to summary.md.\n"
+      "\n"
+      "A scenario: it runs for real (as dtsim exec does, on the CPU backend) and is predicted\n"
+      "with the device profile and overlap off (a CPU rank computes and communicates on one\n"
+      "thread). Results go to the scenario's outputs.dir: validation.json, validation.md,\n"
+      "validation.svg, exec_trace.json and predicted_trace.json. For example:\n"
+      "\n"
+      "  dtsim validate scenarios/local/cifar10-dp-2cpu.yaml\n"
+      "  dtsim validate scenarios/local/wide-mlp-dp-2cpu-1gbps.yaml --network 1Gbps   # as root");
+  o->cli = cmd;
+  return {cmd, [o](CommandEnv& env) { RunValidate(*o, env); },
+          [o]() {
+            const std::string& t = o->target;
+            return t != "vtrain" && t != "deepbench" && t != "kernels" && !o->exec.network.empty();
+          }};
 }
 
 }  // namespace dtsim::tools

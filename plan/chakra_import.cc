@@ -55,7 +55,7 @@ class Builder {
     for (RankId r = 0; r < ranks; ++r) all[static_cast<std::size_t>(r)] = r;
     group_ = plan_.AddGroup(all);
     ReadProcessGroups();
-    plan_.strategy = "chakra";
+    plan_.strategy = Strategy::kChakra;
     plan_.iterations = 1;
     plan_.samples_per_iteration = options_.samples_per_iteration;
     done_.resize(traces_.size());

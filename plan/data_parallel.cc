@@ -7,34 +7,9 @@
 #include "plan/compute_tasks.h"
 
 namespace dtsim::plan {
-namespace {
 
 using models::ModelGraph;
 using models::OpId;
-
-double GradientBytes(const models::Op& op) { return op.ParamBytes(); }
-
-}  // namespace
-
-std::vector<std::vector<std::int32_t>> GradientBuckets(const ModelGraph& graph,
-                                                       double bucket_bytes) {
-  std::vector<std::vector<std::int32_t>> buckets;
-  std::vector<std::int32_t> current;
-  double current_bytes = 0;
-  for (OpId v = graph.num_ops(); v-- > 0;) {  // backward order
-    const models::Op& op = graph.op(v);
-    if (!op.HasParams()) continue;
-    current.push_back(static_cast<std::int32_t>(v));
-    current_bytes += GradientBytes(op);
-    if (current_bytes >= bucket_bytes) {
-      buckets.push_back(std::move(current));
-      current.clear();
-      current_bytes = 0;
-    }
-  }
-  if (!current.empty()) buckets.push_back(std::move(current));
-  return buckets;
-}
 
 Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
                            const DataParallelOptions& options) {
@@ -52,7 +27,16 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     plan.MaterializePrefix(std::min(options.materialized_ranks, num_ranks));
   const int built = plan.num_materialized();  // a prefix of the ranks
   plan.model_name = graph.name();
-  plan.strategy = options.averaging_period == 1 ? "data" : "local_sgd";
+  plan.strategy = options.averaging_period == 1 ? Strategy::kData : Strategy::kLocalSgd;
+  plan.sync.averaging_period = options.averaging_period;
+  plan.sync.averaged = options.averaging_period > 1 || options.average_parameters
+                           ? Averaged::kParameters
+                           : Averaged::kGradients;
+  plan.sync.post_local_steps = options.post_local_steps;
+  plan.sync.outer = options.outer;
+  plan.sync.levels = options.averaging_levels;
+  plan.sync.streaming_fragments = options.streaming_fragments;
+  plan.sync.streaming_overlap = options.streaming_overlap;
   plan.iterations = options.iterations;
   plan.batch_per_rank = options.batch_per_rank;
   plan.samples_per_iteration = static_cast<std::int64_t>(num_ranks) * options.batch_per_rank;
@@ -71,18 +55,17 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
     const int k = it + 1;
     if (k % options.averaging_period == 0) return levels;
     for (int l = levels; l-- > 0;)
-      if (k % options.averaging_levels[static_cast<std::size_t>(l)].second == 0) return l;
+      if (k % options.averaging_levels[static_cast<std::size_t>(l)].period == 0) return l;
     return -1;
   };
 
-  const auto buckets = GradientBuckets(graph, options.bucket_bytes);
+  plan.buckets = GradientBuckets(graph, options.bucket_bytes);
+  const std::vector<GradientBucket>& buckets = plan.buckets;
   std::vector<std::int32_t> bucket_of_op(graph.num_ops(), -1);
-  std::vector<double> bucket_bytes(buckets.size(), 0.0);
   for (std::size_t b = 0; b < buckets.size(); ++b)
-    for (std::int32_t v : buckets[b]) {
-      bucket_of_op[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
-      bucket_bytes[b] += GradientBytes(graph.op(static_cast<OpId>(v)));
-    }
+    for (std::int32_t v = buckets[b].first_op; v < buckets[b].end_op; ++v)
+      if (graph.op(static_cast<OpId>(v)).HasParams())
+        bucket_of_op[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
 
   std::vector<RankId> everyone(static_cast<std::size_t>(num_ranks));
   for (int r = 0; r < num_ranks; ++r) everyone[static_cast<std::size_t>(r)] = r;
@@ -97,7 +80,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
   };
   std::vector<std::vector<LevelGroup>> level_groups(static_cast<std::size_t>(levels));
   for (int l = 0; l < levels; ++l) {
-    const int size = options.averaging_levels[static_cast<std::size_t>(l)].first;
+    const int size = options.averaging_levels[static_cast<std::size_t>(l)].group_size;
     DTSIM_CHECK(size >= 1 && num_ranks % size == 0, "averaging groups must tile the ranks");
     int hidden = 0;
     for (int first = 0; first < num_ranks; first += size) {
@@ -151,7 +134,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
       Collective c;
       c.op = CollectiveOp::kAllReduce;
       c.algorithm = options.algorithm;
-      c.bytes = bucket_bytes[b] * options.averaging_bytes_scale;
+      c.bytes = buckets[b].bytes * options.averaging_bytes_scale;
       c.group = group;
       c.bucket = static_cast<std::int32_t>(b);
       c.via_host = options.via_host;
@@ -166,7 +149,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
       // merged by the update tau steps on.
       level = -1;
       double synced_bytes = 0, all_bytes = 0;
-      for (double bytes : bucket_bytes) all_bytes += bytes;
+      for (const GradientBucket& bucket : buckets) all_bytes += bucket.bytes;
       const int h = options.averaging_period, f_count = options.streaming_fragments;
       for (std::size_t b = 0; b < buckets.size() && num_ranks > 1; ++b) {
         const int f = static_cast<int>(b * static_cast<std::size_t>(f_count) / buckets.size());
@@ -177,7 +160,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         const int merge_at = it + options.streaming_overlap;
         if (merge_at >= options.iterations) continue;
         level = levels;  // an averaging step: the update pays the conversions
-        synced_bytes += bucket_bytes[b];
+        synced_bytes += buckets[b].bytes;
         const std::vector<TaskId> tasks = bucket_all_reduce(b, world, bucket_deps[b], merge_at, 1);
         auto& merge = merges[static_cast<std::size_t>(merge_at)];
         merge.resize(static_cast<std::size_t>(built));

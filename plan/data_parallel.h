@@ -4,7 +4,6 @@
 // local SGD (parameters averaged every H minibatches).
 #pragma once
 
-#include <utility>
 #include <vector>
 
 #include "models/graph.h"
@@ -37,12 +36,21 @@ struct DataParallelOptions {
   // parameters and averages the replicas; H = 1 is plain synchronous data
   // parallelism.
   int averaging_period = 1;
-  // Hierarchical averaging (config::AveragingLevel): (group_size, period)
-  // levels below the global average, by increasing period, each period
-  // dividing averaging_period. At iteration it (step k = it + 1) that is not
-  // a global one, the level with the largest period dividing k all-reduces,
-  // bucket by bucket, within each group of group_size consecutive ranks.
-  std::vector<std::pair<int, int>> averaging_levels;
+  // Hierarchical averaging (config::AveragingLevel): levels below the
+  // global average, by increasing period, each period dividing
+  // averaging_period. At iteration it (step k = it + 1) that is not a global
+  // one, the level with the largest period dividing k all-reduces, bucket by
+  // bucket, within each group of group_size consecutive ranks.
+  std::vector<AveragingLevel> averaging_levels;
+  // Local SGD asked for with averaging_period 1: ranks still update alone
+  // and then average parameters (Sync::averaged), which H > 1 always does.
+  // Default false: with H = 1, gradients are averaged before the update.
+  bool average_parameters = false;
+  // Sync::post_local_steps and Sync::outer of the plan; they do not change
+  // its tasks (the simulator prices the synchronous phase as a plan of its
+  // own, the outer step as global_update_bytes_per_param). Defaults: none.
+  int post_local_steps = 0;
+  OuterOptimizer outer;
   // Local SGD's averages: their collectives carry this fraction of the
   // parameters' bytes (compression), and the update of an averaging
   // iteration streams this many more bytes per parameter ((de)quantizing;
@@ -70,13 +78,10 @@ struct DataParallelOptions {
   RecomputeRanges recompute;
 };
 
+// The plan's buckets are GradientBuckets(graph, options.bucket_bytes)
+// (plan/sync.h), its sync section the options' averaging fields.
 // REQUIRES: graph non-empty. With one rank, no collectives are generated.
 Plan BuildDataParallelPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
                            const DataParallelOptions& options);
-
-// The gradient buckets the plan uses: for each bucket the model op indices
-// whose gradients it holds, in backward order. Exposed for tests and reports.
-std::vector<std::vector<std::int32_t>> GradientBuckets(const models::ModelGraph& graph,
-                                                       double bucket_bytes);
 
 }  // namespace dtsim::plan

@@ -29,17 +29,6 @@ ModelGraph Tiny() {
   return g;
 }
 
-TEST(GradientBuckets, FollowBackwardOrderAndCap) {
-  // fp32 gradients: d2 = 12000 B, d1 = 4000 B. A cap of 10000 B closes the
-  // first bucket after d2 (12000 >= 10000); d1 goes alone into the second.
-  auto buckets = GradientBuckets(Tiny(), 10000);
-  ASSERT_EQ(buckets.size(), 2u);
-  EXPECT_EQ(buckets[0], std::vector<std::int32_t>{3});
-  EXPECT_EQ(buckets[1], std::vector<std::int32_t>{1});
-  // A cap larger than the model: one bucket with both, d2 first.
-  EXPECT_EQ(GradientBuckets(Tiny(), 1e9), (std::vector<std::vector<std::int32_t>>{{3, 1}}));
-}
-
 TEST(DataParallelPlan, TaskCountsPerRank) {
   DataParallelOptions o;
   o.iterations = 2;

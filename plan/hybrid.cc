@@ -273,7 +273,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
     plan.MaterializeOnly(mask);
   }
   plan.model_name = graph.name();
-  plan.strategy = t == 1 && m == 1 ? "model" : "hybrid";
+  plan.strategy = t == 1 && m == 1 ? Strategy::kModel : Strategy::kHybrid;
   plan.iterations = o.iterations;
   plan.batch_per_rank = o.micro_batch * m;
   plan.samples_per_iteration = static_cast<std::int64_t>(d) * o.micro_batch * m;

@@ -40,7 +40,14 @@ Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShap
     plan.ranks.push_back(p);
   }
   plan.model_name = graph.name();
-  plan.strategy = h > 1 ? "local_sgd" : "parameter_server";
+  plan.strategy = h > 1 ? Strategy::kLocalSgd : Strategy::kParameterServer;
+  plan.sync.averaging_period = h;
+  // Workers that push parameters update their replica first (below).
+  plan.sync.averaged = h > 1 || o.push_parameters ? Averaged::kParameters : Averaged::kGradients;
+  plan.sync.servers.servers = o.servers;
+  plan.sync.servers.dedicated = o.dedicated;
+  plan.sync.servers.asynchronous = o.asynchronous;
+  plan.sync.servers.replicas_to_aggregate = o.replicas_to_aggregate;
   plan.iterations = o.iterations;
   plan.batch_per_rank = o.batch_per_rank;
   plan.samples_per_iteration = static_cast<std::int64_t>(n) * o.batch_per_rank;

@@ -57,7 +57,10 @@ struct ParameterServerOptions {
 };
 
 // Ranks: workers 0..n-1 (node-major, as in data parallel), then servers
-// n..n+S-1 with RankRole::kServer.
+// n..n+S-1 with RankRole::kServer. The plan's sync section (plan/sync.h)
+// holds H, what the pushes carry (parameters with H > 1 or
+// push_parameters) and the servers' placement and aggregation; it has no
+// gradient buckets.
 Plan BuildParameterServerPlan(const models::ModelGraph& graph, const ClusterShape& workers,
                               const ParameterServerOptions& options);
 

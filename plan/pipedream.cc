@@ -58,7 +58,7 @@ Plan BuildPipeDreamPlan(const models::ModelGraph& graph, const ClusterShape& clu
   for (int k = 0; k < n; ++k)
     plan.ranks.push_back({k / cluster.devices_per_node, k % cluster.devices_per_node});
   plan.model_name = graph.name();
-  plan.strategy = "hybrid";
+  plan.strategy = Strategy::kHybrid;
   plan.iterations = o.iterations;
   plan.batch_per_rank = o.micro_batch * (round / r[0]);  // an input replica's samples
   plan.samples_per_iteration = static_cast<std::int64_t>(round) * o.micro_batch;

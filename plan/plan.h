@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/sync.h"
+
 namespace dtsim::plan {
 
 using TaskId = std::int32_t;
@@ -185,7 +187,15 @@ class Plan {
 
   // Facts about the job, set by the builder.
   std::string model_name;
-  std::string strategy;              // "data", ...
+  Strategy strategy = Strategy::kData;  // the builder that made it (StrategyName for output)
+  // How the replicas stay in step (averaging period, what is averaged,
+  // outer optimizer, hierarchical groups, servers); set by the builder.
+  Sync sync;
+  // Data-parallel plans (data, local SGD): the gradient buckets that
+  // Collective::bucket indexes, in the order backward fills them. Empty for
+  // other plans, whose gradient collectives each cover the rank's whole
+  // parameter buffer or one shared op.
+  std::vector<GradientBucket> buckets;
   std::int32_t iterations = 1;
   std::int64_t samples_per_iteration = 0;  // global batch
   std::int32_t batch_per_rank = 0;

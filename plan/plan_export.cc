@@ -33,7 +33,7 @@ std::string FormatPlacement(const Plan& plan, const models::ModelGraph& graph, i
   for (RankId r = 0; r < plan.num_ranks(); ++r)
     for (std::int32_t op : plan.ops_on_rank[static_cast<std::size_t>(r)])
       holders[static_cast<std::size_t>(op)].push_back(r);
-  o << "plan: " << plan.model_name << ", strategy " << plan.strategy << ", " << plan.num_ranks()
+  o << "plan: " << plan.model_name << ", strategy " << StrategyName(plan.strategy) << ", " << plan.num_ranks()
     << " ranks, global batch " << plan.samples_per_iteration << ", " << plan.iterations
     << " iteration(s), " << plan.num_tasks() << " tasks, " << plan.collectives().size()
     << " collectives\n";
@@ -109,7 +109,7 @@ void WriteDot(std::ostream& out, const Plan& plan, const models::ModelGraph& gra
 void WritePlanJson(std::ostream& out, const Plan& plan, const models::ModelGraph& graph) {
   nlohmann::ordered_json head;
   head["model"] = plan.model_name;
-  head["strategy"] = plan.strategy;
+  head["strategy"] = StrategyName(plan.strategy);
   head["iterations"] = plan.iterations;
   head["samples_per_iteration"] = plan.samples_per_iteration;
   head["batch_per_rank"] = plan.batch_per_rank;

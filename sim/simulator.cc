@@ -140,7 +140,14 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
   o.averaging_period = averaging_period;
   if (s.parallelism.strategy == Strategy::kLocalSgd) {
     for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
-      o.averaging_levels.emplace_back(l.group_size, l.period);
+      o.averaging_levels.push_back({l.group_size, l.period});
+    o.average_parameters = true;
+    o.post_local_steps = s.parallelism.post_local_steps;
+    if (s.parallelism.outer_optimizer.enabled) {
+      o.outer.nesterov = true;
+      o.outer.lr = static_cast<float>(s.parallelism.outer_optimizer.lr);
+      o.outer.momentum = static_cast<float>(s.parallelism.outer_optimizer.momentum);
+    }
     const AveragingCost cost = AveragingCostOf(s, graph);
     o.averaging_bytes_scale = cost.bytes_scale;
     o.averaging_update_bytes_per_param = cost.convert_bytes_per_param;

@@ -536,22 +536,8 @@ void Report(const ExecCommandOptions& o, const config::Scenario& s, const plan::
 // What ExecutePlan runs with, for `ranks` processes.
 exec::ExecOptions MakeExecOptions(const ExecCommandOptions& o, const config::Scenario& s,
                                   int ranks) {
-  const bool local_sgd = s.parallelism.strategy == config::Strategy::kLocalSgd;
   exec::ExecOptions eo;
   eo.iterations = o.iterations > 0 ? o.iterations : 20;
-  eo.bucket_bytes = s.parallelism.bucket_bytes;
-  eo.averaging_period = config::AveragingPeriod(s);
-  // Local SGD averages parameters (over all-reduce or servers), and so do
-  // parameter servers told to take parameters as their payload.
-  eo.average_parameters =
-      local_sgd || (s.parallelism.strategy == config::Strategy::kParameterServer &&
-                    s.parallelism.parameter_server.payload == config::PsPayload::kParameters);
-  eo.post_local_steps = local_sgd ? s.parallelism.post_local_steps : 0;
-  if (local_sgd && s.parallelism.outer_optimizer.enabled) {
-    eo.outer_nesterov = true;
-    eo.outer_lr = static_cast<float>(s.parallelism.outer_optimizer.lr);
-    eo.outer_momentum = static_cast<float>(s.parallelism.outer_optimizer.momentum);
-  }
   eo.mpi_allreduce = o.mpi_allreduce;
   eo.input_threads = o.input_threads >= 0 ? o.input_threads
                      : o.backend == "cuda" ? kCudaInputThreads
@@ -950,7 +936,8 @@ void ExecCommand(const ExecCommandOptions& o, exec::Communicator* comm, std::ost
   }
   exec::Backend& backend = device.backend ? *device.backend : *cpu;
   if (root)
-    out << s.name << ": " << graph.name() << ", " << plan.strategy << ", " << world.size()
+    out << s.name << ": " << graph.name() << ", " << plan::StrategyName(plan.strategy) << ", "
+        << world.size()
         << " rank(s) on " << backend.Name()
         << (o.backend == "cpu" && o.threads > 1 ? " x " + std::to_string(o.threads) + " threads"
                                                 : std::string())

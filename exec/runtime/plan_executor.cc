@@ -19,7 +19,6 @@
 #include "exec/runtime/ps_runner.h"
 #include "exec/runtime/result_gather.h"
 #include "exec/train/checkpoint.h"
-#include "plan/data_parallel.h"
 
 namespace dtsim::exec {
 namespace {
@@ -65,9 +64,8 @@ void CheckRunnable(const plan::Plan& plan, const Communicator& comm, const ExecO
   if (options.checkpoint_every > 0 || options.resume)
     throw UserError("checkpoints of parameter-server runs are not supported yet",
                     "run parameter-server scenarios without checkpoint_every / resume");
-  if (options.averaging_period > 1 && !options.average_parameters)
-    throw UserError("local SGD over parameter servers pushes parameters",
-                    "set average_parameters (push_parameters) with averaging_period > 1");
+  if (plan.sync.averaging_period > 1 && plan.sync.averaged != plan::Averaged::kParameters)
+    throw InternalError("local SGD over parameter servers pushes parameters");
 }
 
 AllReduceAlgorithm AlgorithmFor(plan::CollectiveAlgorithm a, bool mpi) {
@@ -84,7 +82,8 @@ class RankRunner {
              Communicator& comm, Backend& backend, const ExecOptions& options)
       : plan_(plan), graph_(graph), data_(data), comm_(comm), backend_(backend),
         options_(options), me_(comm.rank()),
-        host_memory_(backend.HostMemory()) {
+        host_memory_(backend.HostMemory()), buckets_(plan.buckets),
+        average_parameters_(plan.sync.averaged == plan::Averaged::kParameters) {
     Layout();
     RuntimeOptions ro;
     ro.micro_batch = micro_batch_;
@@ -95,8 +94,6 @@ class RankRunner {
     ro.samples_per_step = static_cast<std::int64_t>(micro_batch_) * micro_batches_;
     runtime_ = std::make_unique<ModelRuntime>(graph, backend, ro);
     optimizer_ = std::make_unique<Optimizer>(backend, runtime_->num_params(), options.optimizer);
-    if (plan.strategy == "data" || plan.strategy == "local_sgd")
-      buckets_ = plan::GradientBuckets(graph, options.bucket_bytes);
     input_ = std::make_unique<BatchPrefetcher>(data, micro_batch_, options.input_threads);
     for (int r = 0; r < plan.num_ranks(); ++r) ps_ = ps_ || plan.IsServer(r);
     if (ps_) echoed_version_.assign(static_cast<std::size_t>(plan.num_ranks()), 0.0f);
@@ -170,13 +167,14 @@ class RankRunner {
   const ExecOptions& options_;
   const int me_;
   const bool host_memory_;  // the backend's buffers are host memory (MPI reads them directly)
+  const std::vector<plan::GradientBucket>& buckets_;  // the plan's (empty: whole buffer)
+  const bool average_parameters_;                    // plan.sync.averaged == kParameters
   models::OpId begin_ = 0, end_ = 0;
   int micro_batch_ = 1, micro_batches_ = 1;
   int replica_ = 0, replicas_ = 1;
   std::vector<std::vector<TaskId>> tasks_;  // per plan iteration, this rank's, id order
   std::unique_ptr<ModelRuntime> runtime_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::vector<std::vector<std::int32_t>> buckets_;
   std::unique_ptr<BatchPrefetcher> input_;
   std::vector<float> staging_;
   std::vector<models::OpId> fwd_cursor_;  // per slot: next op to run forward
@@ -187,7 +185,7 @@ class RankRunner {
   // which ranks.
   std::vector<std::pair<ParamRange, std::vector<int>>> deferred_averages_;
   bool averaging_now_ = false;  // this iteration averages parameters
-  // The outer optimizer's state (ExecOptions::outer_nesterov), per parameter.
+  // The outer optimizer's state (plan::Sync::outer), per parameter.
   std::vector<float> outer_prev_, outer_m_;
   Clock::time_point run_start_;
   // Device marks (ExecOptions::task_timing): compute tasks are queued
@@ -455,7 +453,8 @@ void RankRunner::RunTaskBody(TaskId id, int iteration, IterationTimes& times) {
 // parameters are adjacent.
 ParamRange RankRunner::BucketRange(std::int32_t bucket) const {
   std::int64_t lo = runtime_->num_params(), hi = 0;
-  for (std::int32_t op : buckets_[static_cast<std::size_t>(bucket)]) {
+  const plan::GradientBucket& b = buckets_[static_cast<std::size_t>(bucket)];
+  for (std::int32_t op = b.first_op; op < b.end_op; ++op) {
     const ParamRange r = runtime_->OpParams(static_cast<models::OpId>(op));
     if (r.count == 0) continue;
     lo = std::min(lo, r.offset);
@@ -584,10 +583,11 @@ void RankRunner::OptimizerStep(IterationTimes& times) {
                        group);
     const float inv = 1.0f / static_cast<float>(group.size());
     for (float& x : staging_) x *= inv;
-    if (options_.outer_nesterov && static_cast<int>(group.size()) == comm_.size()) {
+    const plan::OuterOptimizer& outer = plan_.sync.outer;
+    if (outer.nesterov && static_cast<int>(group.size()) == comm_.size()) {
       // DiLoCo's outer step on the averaged range (Douillard et al. 2023,
       // Algorithm 1, Nesterov as PyTorch's SGD(nesterov=True)).
-      const float lr = options_.outer_lr, mu = options_.outer_momentum;
+      const float lr = outer.lr, mu = outer.momentum;
       for (std::int64_t i = 0; i < range.count; ++i) {
         const auto k = static_cast<std::size_t>(range.offset + i);
         float& x = staging_[static_cast<std::size_t>(i)];
@@ -623,11 +623,11 @@ void RankRunner::PullShard(plan::RankId server, IterationTimes& times) {
 // after this iteration's own update (average_parameters; the update runs
 // here when the plan has no optimizer task on workers).
 void RankRunner::PushShard(plan::RankId server, IterationTimes& times) {
-  if (options_.average_parameters && !stepped_) OptimizerStep(times);
+  if (average_parameters_ && !stepped_) OptimizerStep(times);
   const std::vector<plan::ParamSpan>& spans = ServerSpans(plan_, server);
   std::vector<float> payload(static_cast<std::size_t>(kPsHeader + SpanElements(spans)));
   payload[0] = echoed_version_[static_cast<std::size_t>(server)];
-  const float* from = options_.average_parameters ? runtime_->params() : runtime_->grads();
+  const float* from = average_parameters_ ? runtime_->params() : runtime_->grads();
   float* to = payload.data() + kPsHeader;
   for (const plan::ParamSpan& span : spans) {
     backend_.Download(to, from + span.offset, span.count);
@@ -802,7 +802,7 @@ bool RankRunner::EvaluateOrKeep(int iterations, double trained, std::vector<Eval
   for (std::size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
   // Local SGD's replicas differ between averages: evaluate their mean.
   std::vector<float> own;
-  if (options_.average_parameters && replicas_ > 1) {
+  if (average_parameters_ && replicas_ > 1) {
     own = runtime_->DownloadParams();
     std::vector<float> mean = own;
     comm_.AllReduceSum(mean.data(), mean.size(), AllReduceAlgorithm::kMpi, world);
@@ -848,11 +848,12 @@ void RankRunner::EvaluateKept(std::vector<EvalPoint>* out) {
 ExecResult RankRunner::Run() {
   ExecResult result;
   result.samples_per_iteration = plan_.samples_per_iteration;
-  if (options_.averaging_period < 1 || plan_.iterations < options_.averaging_period)
+  const int h = plan_.sync.averaging_period;
+  if (h < 1 || plan_.iterations < h)
     throw InternalError("the plan needs at least averaging_period iterations");
   const int first = options_.resume ? Resume() : 0;
   result.first_iteration = first;
-  if (options_.outer_nesterov) {
+  if (plan_.sync.outer.nesterov) {
     if (options_.resume)
       throw UserError("--resume with an outer optimizer: checkpoints do not hold its state",
                       "run from the start");
@@ -901,9 +902,8 @@ ExecResult RankRunner::Run() {
     // Plan iteration i % H: with local SGD only every H-th one averages.
     // Post-local SGD's synchronous phase runs the averaging iteration as
     // data parallelism (gradients averaged before the update).
-    const int h = options_.averaging_period;
-    const bool synchronous_phase = i < options_.post_local_steps;
-    averaging_now_ = options_.average_parameters && !synchronous_phase;
+    const bool synchronous_phase = i < plan_.sync.post_local_steps;
+    averaging_now_ = average_parameters_ && !synchronous_phase;
     for (TaskId id : tasks_[static_cast<std::size_t>(synchronous_phase ? h - 1 : i % h)])
       RunTask(id, i, times);
     if (comm_thread_) {

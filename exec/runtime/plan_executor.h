@@ -12,17 +12,22 @@
 //                             or the sum of a shared table's gradient over
 //                             the stages using it (a tied embedding);
 //   kOptimizer             -> the optimizer step.
-// A plan of P iterations is replayed: real iteration i runs the tasks of
-// plan iteration i % P (P = 1 for data parallelism, H for local SGD).
+// A plan is replayed: real iteration i runs the tasks of plan iteration
+// i % H (H = plan.sync.averaging_period: 1 for data parallelism).
 //
 // Data: sample indices are a pure function of (iteration, replica,
 // micro-batch), so a replica sees the same samples however many replicas
 // there are: n workers x m samples see what one worker x n m samples sees.
 //
-// Local SGD (average_parameters): on averaging iterations each rank first
-// updates alone, then the bucket collectives average the parameters over
-// their group (sum, then 1/N: all ranks, or a hierarchical level's group);
-// with plain SGD and H = 1 that equals averaging gradients.
+// Local SGD (plan.sync.averaged = parameters): on averaging iterations each
+// rank first updates alone, then the bucket collectives average the
+// parameters over their group (sum, then 1/N: all ranks, or a hierarchical
+// level's group); with plain SGD and H = 1 that equals averaging gradients.
+// Post-local SGD (plan.sync.post_local_steps): the first steps run the
+// averaging iteration (H - 1) as synchronous data parallelism, averaging
+// gradients before the update. The outer optimizer (plan.sync.outer) steps
+// at each average over all ranks, from the initial parameters; not with
+// --resume (the checkpoint does not hold its state).
 //
 // Parameter-server plans (plan/parameter_server.h): workers run the tasks
 // above and pull / push shards at the plan's kSend tasks; server ranks run
@@ -52,29 +57,9 @@ enum class TaskTiming { kAuto, kWaitEach, kMarks };
 
 struct ExecOptions {
   int iterations = 20;  // real iterations to run, >= 1
-  // Gradient buckets of data-parallel plans (plan::GradientBuckets); must be
-  // the value the plan was built with.
-  double bucket_bytes = 25.0 * 1024 * 1024;
-  int averaging_period = 1;  // H of local SGD; 1 = synchronous data parallelism
-  // Local SGD: collectives average parameters after each rank's own update
-  // (on averaging iterations) instead of gradients before it.
-  // Parameter-server plans: workers push parameters after their own update
-  // (the plan's push_parameters, or H > 1) and servers average them, instead
-  // of pushing gradients that servers average and apply.
-  bool average_parameters = false;
-  // Post-local SGD (Lin et al. 2020; PyTorch's PostLocalSGDOptimizer): the
-  // first this many iterations run the plan's averaging iteration (H - 1)
-  // as synchronous data parallelism, averaging gradients before the update
-  // even with average_parameters; local SGD follows. 0 = none.
-  int post_local_steps = 0;
-  // Local SGD's outer optimizer (config::OuterOptimizer, DiLoCo): at each
-  // average over all ranks, delta = previous - average, m = momentum m +
-  // delta, parameters = previous - outer_lr (delta + momentum m). The
-  // previous parameters start as the initial ones. Not with --resume (the
-  // checkpoint does not hold the outer state).
-  bool outer_nesterov = false;
-  float outer_lr = 0.7f;
-  float outer_momentum = 0.9f;
+  // The plan says how its replicas stay in step (plan::Plan::sync: H, what
+  // is averaged, post-local steps, the outer optimizer) and which gradients
+  // each collective carries (plan::Plan::buckets); these options do not.
   // Use MPI's own all-reduce instead of the plan's ring or tree.
   bool mpi_allreduce = false;
   // Run gradient collectives on a second thread (exec/runtime/comm_thread.h)

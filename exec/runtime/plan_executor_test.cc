@@ -39,8 +39,9 @@ const Dataset& Images() {
   return d;
 }
 
-plan::Plan DataPlan(int ranks, int batch, int averaging_period) {
-  plan::DataParallelOptions o;
+// `o`'s synchronisation (what is averaged, post-local steps, outer
+// optimizer) with the given batch and H, over `ranks` ranks on one node.
+plan::Plan DataPlan(int ranks, int batch, int averaging_period, plan::DataParallelOptions o = {}) {
   o.batch_per_rank = batch;
   o.iterations = averaging_period;
   o.averaging_period = averaging_period;
@@ -83,9 +84,7 @@ TEST_F(PlanExecutor, DataParallelEqualsOneWorkerWithTheWholeBatch) {
     o.algorithm = algorithm;
     o.bucket_bytes = 1 << 20;  // several buckets
     const plan::Plan p = plan::BuildDataParallelPlan(Cnn(), {1, n}, o);
-    ExecOptions eo = Options();
-    eo.bucket_bytes = o.bucket_bytes;
-    const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
+    const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, Options());
     ExpectClose(r.final_params, SoloParams(4 * n));
     EXPECT_EQ(r.losses.size(), static_cast<std::size_t>(kIterations));
   }
@@ -118,7 +117,6 @@ TEST_F(PlanExecutor, CommThreadGivesBitIdenticalResults) {
   o.bucket_bytes = 1 << 18;  // several buckets, the first ready early in the backward
   const plan::Plan p = plan::BuildDataParallelPlan(Cnn(), {1, world_.size()}, o);
   ExecOptions eo = Options();
-  eo.bucket_bytes = o.bucket_bytes;
   eo.record_timeline = true;
   const ExecResult threaded = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
   eo.comm_thread = false;
@@ -140,10 +138,11 @@ TEST_F(PlanExecutor, MpiAllReduceGivesTheSameParameters) {
 
 TEST_F(PlanExecutor, AveragingEveryStepEqualsDataParallel) {
   // SGD: mean_i(p - lr g_i) = p - lr mean_i(g_i).
-  ExecOptions eo = Options();
-  eo.average_parameters = true;
-  const ExecResult r =
-      ExecutePlan(DataPlan(world_.size(), 4, 1), Cnn(), Images(), world_, cpu_, eo);
+  plan::DataParallelOptions o;
+  o.average_parameters = true;
+  const plan::Plan p = DataPlan(world_.size(), 4, 1, o);
+  ASSERT_EQ(p.sync.averaged, plan::Averaged::kParameters);
+  const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, Options());
   ExpectClose(r.final_params, SoloParams(4 * world_.size()));
 }
 
@@ -154,8 +153,6 @@ TEST_F(PlanExecutor, LocalSgdReplicasAgreeAfterEachAverage) {
   for (int iterations : {4, 3}) {
     ExecOptions eo = Options();
     eo.iterations = iterations;
-    eo.averaging_period = 2;
-    eo.average_parameters = true;
     const ExecResult r = ExecutePlan(DataPlan(world_.size(), 4, 2), Cnn(), Images(), world_,
                                      cpu_, eo);
     std::vector<float> mine = r.final_params, first = r.final_params;
@@ -185,8 +182,6 @@ TEST_F(PlanExecutor, HierarchicalAveragingAgreesWithinGroupsThenEverywhere) {
   for (int iterations : {2, 4}) {
     ExecOptions eo = Options();
     eo.iterations = iterations;
-    eo.averaging_period = 4;
-    eo.average_parameters = true;
     const ExecResult r = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
     std::vector<float> partner = r.final_params, zero = r.final_params;
     // Each rank's partner in its pair (0 <-> 1, 2 <-> 3), and rank 0.
@@ -216,12 +211,10 @@ TEST_F(PlanExecutor, OuterOptimizerStepIsLinearInItsLearningRate) {
   auto run = [&](bool outer, float lr) {
     ExecOptions eo = Options();
     eo.iterations = 4;
-    eo.averaging_period = 4;
-    eo.average_parameters = true;
-    eo.outer_nesterov = outer;
-    eo.outer_lr = lr;
-    eo.outer_momentum = 0;
-    return ExecutePlan(DataPlan(world_.size(), 4, 4), Cnn(), Images(), world_, cpu_, eo).final_params;
+    plan::DataParallelOptions o;
+    o.outer = {outer, lr, 0};  // momentum 0
+    return ExecutePlan(DataPlan(world_.size(), 4, 4, o), Cnn(), Images(), world_, cpu_, eo)
+        .final_params;
   };
   const std::vector<float> plain = run(false, 1), one = run(true, 1), half = run(true, 0.5f),
                            quarter = run(true, 0.25f);
@@ -242,11 +235,10 @@ TEST_F(PlanExecutor, OuterOptimizerStepIsLinearInItsLearningRate) {
 // one worker's with the whole batch, as DataParallelEqualsOneWorker....
 TEST_F(PlanExecutor, PostLocalSynchronousPhaseIsDataParallelism) {
   if (world_.size() < 2) GTEST_SKIP() << "needs 2+ ranks";
-  ExecOptions eo = Options();
-  eo.averaging_period = 4;
-  eo.average_parameters = true;
-  eo.post_local_steps = kIterations;
-  const ExecResult r = ExecutePlan(DataPlan(world_.size(), 4, 4), Cnn(), Images(), world_, cpu_, eo);
+  plan::DataParallelOptions o;
+  o.post_local_steps = kIterations;
+  const ExecResult r =
+      ExecutePlan(DataPlan(world_.size(), 4, 4, o), Cnn(), Images(), world_, cpu_, Options());
   ExpectClose(r.final_params, SoloParams(4 * world_.size()));
 }
 
@@ -275,8 +267,8 @@ TEST_F(PlanExecutor, PrefetchedInputGivesBitIdenticalResults) {
     const ExecResult inline_input = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
     eo.input_threads = 3;
     const ExecResult prefetched = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
-    EXPECT_EQ(prefetched.final_params, inline_input.final_params) << p.strategy;
-    EXPECT_EQ(prefetched.losses, inline_input.losses) << p.strategy;
+    EXPECT_EQ(prefetched.final_params, inline_input.final_params) << plan::StrategyName(p.strategy);
+    EXPECT_EQ(prefetched.losses, inline_input.losses) << plan::StrategyName(p.strategy);
     ASSERT_FALSE(prefetched.times.empty());
     for (const auto& t : prefetched.times[0]) EXPECT_GE(t.input, 0.0);
   }
@@ -296,12 +288,12 @@ TEST_F(PlanExecutor, TimingByMarksGivesBitIdenticalResults) {
     const ExecResult waited = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
     eo.task_timing = TaskTiming::kMarks;
     const ExecResult marked = ExecutePlan(p, Cnn(), Images(), world_, cpu_, eo);
-    EXPECT_EQ(marked.final_params, waited.final_params) << p.strategy;
-    EXPECT_EQ(marked.losses, waited.losses) << p.strategy;
-    EXPECT_EQ(marked.timeline.size(), waited.timeline.size()) << p.strategy;
+    EXPECT_EQ(marked.final_params, waited.final_params) << plan::StrategyName(p.strategy);
+    EXPECT_EQ(marked.losses, waited.losses) << plan::StrategyName(p.strategy);
+    EXPECT_EQ(marked.timeline.size(), waited.timeline.size()) << plan::StrategyName(p.strategy);
     for (const TimelineEvent& e : marked.timeline) EXPECT_GE(e.end_us, e.start_us);
     ASSERT_FALSE(marked.times.empty());
-    for (const auto& t : marked.times[0]) EXPECT_GT(t.compute, 0.0) << p.strategy;
+    for (const auto& t : marked.times[0]) EXPECT_GT(t.compute, 0.0) << plan::StrategyName(p.strategy);
   }
 }
 

@@ -91,7 +91,7 @@ class PsServer {
 PsServer::PsServer(const plan::Plan& plan, const models::ModelGraph& graph, Communicator& comm,
                    Backend& backend, const ExecOptions& options)
     : plan_(plan), comm_(comm), backend_(backend), me_(comm.rank()),
-      iterations_(options.iterations), period_(options.averaging_period),
+      iterations_(options.iterations), period_(plan.sync.averaging_period),
       record_timeline_(options.record_timeline) {
   DTSIM_CHECK(plan.IsServer(me_), "PsServer on a worker rank");
   DTSIM_CHECK(period_ >= 1 && period_ <= plan.iterations, "averaging period");
@@ -138,7 +138,7 @@ PsServer::PsServer(const plan::Plan& plan, const models::ModelGraph& graph, Comm
   backend.Upload(params_, mine.data(), count_);
   counters_.is_server = true;
   counters_.params = count_;
-  if (!options.average_parameters)
+  if (plan.sync.averaged == plan::Averaged::kGradients)
     optimizer_ = std::make_unique<Optimizer>(backend, count_, options.optimizer);
   sum_.resize(static_cast<std::size_t>(count_));
   recv_.resize(static_cast<std::size_t>(kPsHeader + count_));

@@ -12,7 +12,8 @@
 // above the pipeline's TransferTag range [1, 30000]:
 //   pull  server -> worker, kPsPullTag: [version, shard parameters...]
 //   push  worker -> server, kPsPushTag: [version, shard gradients...] (or the
-//         worker's updated shard parameters with ExecOptions::average_parameters)
+//         worker's updated shard parameters when the plan averages parameters,
+//         plan::Sync::averaged)
 // version = updates the server had applied when it sent the shard (a float
 // holding an exact integer, < 2^24); a push echoes the version of the pull
 // its computation started from. Each worker alternates pull, push, pull,

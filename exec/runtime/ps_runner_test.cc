@@ -149,9 +149,8 @@ TEST_F(PsExecutor, PushingParametersEqualsDataParallel) {
   const int workers = world_.size() - 1;
   plan::ParameterServerOptions o;
   o.push_parameters = true;
-  ExecOptions eo = Options();
-  eo.average_parameters = true;
-  const ExecResult r = ExecutePlan(PsPlan(workers, 1, o), Cnn(), Images(), world_, cpu_, eo);
+  const ExecResult r =
+      ExecutePlan(PsPlan(workers, 1, o), Cnn(), Images(), world_, cpu_, Options());
   const std::vector<float> solo = SoloParams(kBatch * workers, kIterations);
   // Servers hold the averages; a worker's replica is its last pull plus its
   // own (unaveraged) last update.
@@ -226,8 +225,6 @@ TEST_F(PsExecutor, LocalSgdOverServersPushesEveryHSteps) {
   o.push_parameters = true;
   ExecOptions eo = Options();
   eo.iterations = 4;
-  eo.averaging_period = 2;
-  eo.average_parameters = true;
   const ExecResult r = ExecutePlan(PsPlan(workers, 1, o), Cnn(), Images(), world_, cpu_, eo);
   EXPECT_EQ(r.server_updates, 2);
   EXPECT_EQ(r.pushes_applied, 2 * workers);

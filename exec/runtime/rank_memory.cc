@@ -34,7 +34,7 @@ RankMemory EstimateRankMemory(const plan::Plan& plan, const models::ModelGraph& 
     for (plan::RankId r = 0; r < plan.num_ranks(); ++r) workers += plan.IsServer(r) ? 0 : 1;
     const auto n = static_cast<double>(held);
     m.parameters = kFloat * (static_cast<double>(total_params) + 2 * n);
-    m.optimizer = options.average_parameters ? 0 : kFloat * state * n;
+    m.optimizer = plan.sync.averaged == plan::Averaged::kParameters ? 0 : kFloat * state * n;
     m.activations = kFloat * n * (2 + workers);  // sum, receive, pull payloads
     return m;
   }

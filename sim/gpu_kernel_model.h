@@ -88,10 +88,9 @@ struct GpuKernelParams {
   // H100 SXM kernel times (scenarios/fit/h100-kernels: ResNet-50's 23
   // distinct convolutions, each pass, and their forward GEMMs; fp32, cuDNN
   // and cuBLAS under PyTorch 2.11, CUDA 13) by `dtsim validate kernels`
-  // (FitGenerationParams, every other constant as below). Error on the
-  // kernels, results/kernels-h100/: MAPE 34.8% with Volta's values, 30.4%
-  // (median 17.0%) on layers held out of a 2-fold fit, 18.5% fitted on all.
-  // Hopper's tensor fraction stays Volta's: no tensor-core rows.
+  // (FitGenerationParams, every other constant as below); the error with
+  // them: results/kernels-h100/, docs/validation.md. Hopper's tensor
+  // fraction stays Volta's: no tensor-core rows.
   double simt_fraction = 0.8233;
   double tensor_fraction = 0.7864;
   //                                unknown kepler maxwell pascal volta turing ampere hopper

@@ -1,9 +1,11 @@
-// The figures README.md quotes from `dtsim run` of the shipped scenarios,
-// checked against what the simulator gives now: a change that moves a
-// number must move the text. Each check finds a table row (or a line of
-// the example output) by the scenario it names, reads the figure as
-// written, and compares it with the simulated value rounded to the
-// precision the text prints (its decimals and unit).
+// The figures README.md and docs/ quote from `dtsim run` of the shipped
+// scenarios, checked against what the simulator gives now: a change that
+// moves a number must move the text. Each check finds a table row (or a line
+// of the example output) by the scenario it names, reads the figure as
+// written, and compares it with the simulated value rounded to the precision
+// the text prints (its decimals and unit). README.md holds the example
+// output of `dtsim run`; docs/predictions.md the tables and language-model
+// examples; docs/tta.md the time-to-accuracy tables.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,12 +27,18 @@
 namespace dtsim {
 namespace {
 
-std::string Readme() {
-  std::ifstream f("README.md", std::ios::binary);
+// A document of the repository (tests run from its root); fails when absent.
+std::string Doc(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  EXPECT_TRUE(f) << path << " not found (tests run from the repository root)";
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
 }
+
+const char kReadme[] = "README.md";
+const char kPredictions[] = "docs/predictions.md";
+const char kTta[] = "docs/tta.md";
 
 // The line of `text` that starts with `prefix` (the first); "" if none.
 std::string LineStartingWith(const std::string& text, const std::string& prefix) {
@@ -102,7 +110,7 @@ void ExpectFigure(const std::string& where, const std::string& text, const std::
   ASSERT_TRUE(Find(text, pattern, &w)) << where << ": no " << what << " (/" << pattern
                                        << "/) in: " << text;
   EXPECT_EQ(AsWritten(w), AsWritten(value, w))
-      << "README.md, " << where << ": " << what << " is written " << AsWritten(w) << " "
+      << where << ": " << what << " is written " << AsWritten(w) << " "
       << w.unit << ", the simulator gives " << AsWritten(value, w) << " " << w.unit;
 }
 
@@ -132,10 +140,10 @@ double IdleShare(const sim::Prediction& p) {
 
 // Checks each row of a table whose first cell is "`FILE`" followed by
 // `after_name` and that has `columns` cells, the figures in its last.
-void CheckRows(const std::string& readme, const std::vector<Row>& rows,
+void CheckRows(const std::string& doc, const std::vector<Row>& rows,
                const std::string& after_name, std::size_t columns) {
   for (const Row& r : rows) {
-    const std::string row = LineStartingWith(readme, std::string("| `") + r.file + "`" + after_name);
+    const std::string row = LineStartingWith(doc, std::string("| `") + r.file + "`" + after_name);
     ASSERT_FALSE(row.empty()) << r.file << ": no row";
     const std::vector<std::string> cells = Cells(row);
     ASSERT_EQ(cells.size(), columns) << row;
@@ -148,11 +156,11 @@ void CheckRows(const std::string& readme, const std::vector<Row>& rows,
 // "Shipped scenarios and what dtsim predicts": throughput, step, scaling
 // efficiency and exposed communication per step of each row.
 TEST(ReadmeFigures, ShippedScenarioTable) {
-  const std::string readme = Readme();
+  const std::string doc = Doc(kPredictions);
   for (const char* file : {"cifar10-1gpu.yaml", "cifar10-4gpu.yaml", "default.yaml",
                            "resnet50-16xV100-25GbE.yaml", "bert-large-64xA100-ib.yaml",
                            "resnet50-256xA100-fattree.yaml"}) {
-    const std::string row = LineStartingWith(readme, std::string("| `") + file + "` | ");
+    const std::string row = LineStartingWith(doc, std::string("| `") + file + "` | ");
     ASSERT_FALSE(row.empty()) << file << ": no row";
     const std::vector<std::string> cells = Cells(row);
     ASSERT_EQ(cells.size(), 6u) << row;
@@ -174,7 +182,7 @@ TEST(ReadmeFigures, ShippedScenarioTable) {
 // The table of the pipelined and 3D-parallel scenarios ("strategy:
 // hybrid"): throughput, step, memory per device and idle share.
 TEST(ReadmeFigures, HybridScenarioTable) {
-  CheckRows(Readme(),
+  CheckRows(Doc(kPredictions),
             {{"gpt3-175b-3d-1536xA100.yaml",
               {{R"(^([\d,.]+) samples/s)", Throughput},
                {R"(step ([\d.]+) (s);)", StepTime},
@@ -193,7 +201,7 @@ TEST(ReadmeFigures, HybridScenarioTable) {
 // The table of parameter servers and step-time tails: throughput, step,
 // global steps, percentiles.
 TEST(ReadmeFigures, ServersAndTailsTable) {
-  CheckRows(Readme(),
+  CheckRows(Doc(kPredictions),
             {{"ps-2workers-sync.yaml",
               {{R"(^([\d,.]+) samples/s)", Throughput}, {R"(step ([\d.]+) (ms);)", StepTime}}},
              {"ps-2workers-async.yaml",
@@ -214,7 +222,7 @@ TEST(ReadmeFigures, ServersAndTailsTable) {
 // proxy training), and its time to the target = updates x ms per update
 // (the columns agree, to the rounding of the printed updates).
 TEST(ReadmeFigures, TimeToAccuracyTables) {
-  const std::string readme = Readme();
+  const std::string doc = Doc(kTta);
   const sim::Sweep sweep = sim::LoadSweep("scenarios/sweep-tta-cifar10-local-sgd.yaml");
   const std::vector<sim::PointResult> results = sim::RunSweep(sweep);
   std::size_t link_axis = sweep.axes.size(), period_axis = sweep.axes.size();
@@ -230,7 +238,7 @@ TEST(ReadmeFigures, TimeToAccuracyTables) {
     const std::string link = sweep.axes[link_axis].values[point.choice[link_axis]];
     const std::string h = sweep.axes[period_axis].values[point.choice[period_axis]];
     const std::string prefix = "| " + link + " | " + h + " | ";
-    std::istringstream in(readme);
+    std::istringstream in(doc);
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(prefix, 0) != 0) continue;
       const std::vector<std::string> cells = Cells(line);
@@ -254,25 +262,25 @@ TEST(ReadmeFigures, TimeToAccuracyTables) {
   EXPECT_EQ(rows, 24);  // 12 settings, in the two tables (linear scaling and none)
 }
 
-// The example output of `dtsim run scenarios/cifar10-4gpu.yaml` at the top
-// of the README: its throughput and single-device lines as printed.
+// The example output of `dtsim run scenarios/cifar10-4gpu.yaml` in the
+// README's "Using it": its throughput and single-device lines as printed.
 TEST(ReadmeFigures, RunExampleOutput) {
-  const std::string readme = Readme();
+  const std::string doc = Doc(kReadme);
   const config::Scenario s = config::LoadScenario("scenarios/cifar10-4gpu.yaml");
   const std::string log = sim::StepLog(s, sim::Simulate(s));
   for (const char* prefix : {"throughput: ", "single device: "}) {
-    const std::string written = LineStartingWith(readme, prefix);
+    const std::string written = LineStartingWith(doc, prefix);
     ASSERT_FALSE(written.empty()) << prefix;
-    EXPECT_EQ(written, LineStartingWith(log, prefix)) << "README.md's example output";
+    EXPECT_EQ(written, LineStartingWith(log, prefix)) << kReadme << "'s example output";
   }
   const std::string first = LineStartingWith(log, "cifar10-4gpu: ");
-  EXPECT_NE(readme.find(first), std::string::npos) << first;
+  EXPECT_NE(doc.find(first), std::string::npos) << first;
 }
 
-// "Language models": the step-log lines of the Llama 2 7B and FP8 GPT-3
+// docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B and FP8 GPT-3
 // examples as printed, the eager-attention comparison and FP8's speed-up.
 TEST(ReadmeFigures, LanguageModelExamples) {
-  const std::string readme = Readme();
+  const std::string doc = Doc(kPredictions);
   const std::pair<const char*, std::vector<const char*>> examples[] = {
       {"llama2-7b-8xH100",
        {"llama2-7b-8xH100: ", "memory per device: ", "throughput: ", "tokens: ",
@@ -286,8 +294,8 @@ TEST(ReadmeFigures, LanguageModelExamples) {
     for (const char* prefix : prefixes) {
       const std::string line = LineStartingWith(log, prefix);
       ASSERT_FALSE(line.empty()) << name << ": the step log has no line " << prefix;
-      EXPECT_NE(readme.find("\n" + line + "\n"), std::string::npos)
-          << name << ": README.md lacks the line\n" << line;
+      EXPECT_NE(doc.find("\n" + line + "\n"), std::string::npos)
+          << name << ": " << kPredictions << " lacks the line\n" << line;
     }
   }
   // Eager attention through the transformer keys: memory per GPU and the
@@ -305,15 +313,15 @@ TEST(ReadmeFigures, LanguageModelExamples) {
   const sim::Prediction eager = sim::Simulate(config::ParseScenario(text, "eager.yaml"));
   const sim::Prediction flash =
       sim::Simulate(config::LoadScenario("scenarios/llama2-7b-8xH100.yaml"));
-  ExpectFigure("eager attention", readme, R"(come back: ([\d.]+) (GiB) per GPU)",
+  ExpectFigure("eager attention", doc, R"(come back: ([\d.]+) (GiB) per GPU)",
                eager.stage_memory.at(0).Total(), "eager memory per GPU");
-  ExpectFigure("eager attention", readme, R"(per GPU and\s+([\d.]+)(x) the step time)",
+  ExpectFigure("eager attention", doc, R"(per GPU and\s+([\d.]+)(x) the step time)",
                eager.metrics.step_time_s / flash.metrics.step_time_s, "eager step time ratio");
   // FP8 against the same plan in bf16.
   config::Scenario bf16 = config::LoadScenario("scenarios/gpt3-175b-fp8-h100.yaml");
   const sim::Prediction fp8 = sim::Simulate(bf16);
   bf16.workload.precision = hw::Precision::kBf16;
-  ExpectFigure("fp8", readme, R"(is ([\d.]+)(x) faster than the same plan in bf16)",
+  ExpectFigure("fp8", doc, R"(is ([\d.]+)(x) faster than the same plan in bf16)",
                sim::Simulate(bf16).metrics.step_time_s / fp8.metrics.step_time_s,
                "fp8 speed-up");
 }

@@ -423,7 +423,7 @@ TEST(Pipeline, LastStageMemoryCountsTheTiedTableCopy) {
   s.parallelism.strategy = config::Strategy::kHybrid;
   s.parallelism.hybrid.pipeline_parallel = 2;
   const Prediction p = Simulate(s);
-  ASSERT_EQ(p.stage_memory.size(), 2u);
+  ASSERT_EQ(p.memory.stages.size(), 2u);
   const models::ModelGraph& g = p.graph;
   double own = 0;  // stage 1's own parameters
   for (std::int32_t id : p.plan.ops_on_rank[1]) {
@@ -431,7 +431,7 @@ TEST(Pipeline, LastStageMemoryCountsTheTiedTableCopy) {
     // The copy, should the plan list it among the rank's ops, counts once.
     if (op.kind != OpKind::kEmbedding || op.params != 50257 * 768) own += static_cast<double>(op.params);
   }
-  EXPECT_DOUBLE_EQ(p.stage_memory[1].StaticBytes(), 16 * (own + 50257.0 * 768));
+  EXPECT_DOUBLE_EQ(p.memory.stages[1].StaticBytes(), 16 * (own + 50257.0 * 768));
 }
 
 // The pipelines' fast path (SimulateOptions::fast): simulated with 2p and
@@ -468,8 +468,8 @@ TEST(Pipeline, FastPathMatchesTheFullSimulation) {
     const Prediction fast = Simulate(s, {.fast = true});
     const std::string what = std::string(config::PipelineScheduleName(c.schedule)) +
                              " t=" + std::to_string(c.t) + " p=" + std::to_string(c.p);
-    ASSERT_EQ(fast.extrapolated_from, std::make_pair(2 * c.p, 3 * c.p)) << what;
-    EXPECT_EQ(full.extrapolated_from, std::make_pair(0, 0)) << what;
+    ASSERT_EQ(fast.layout.extrapolated_from, std::make_pair(2 * c.p, 3 * c.p)) << what;
+    EXPECT_EQ(full.layout.extrapolated_from, std::make_pair(0, 0)) << what;
     const double step = full.metrics.step_time_s;
     EXPECT_NEAR(fast.metrics.step_time_s, step, 1e-6 * step) << what;
     EXPECT_NEAR(fast.metrics.throughput_samples_per_s, full.metrics.throughput_samples_per_s,
@@ -480,13 +480,13 @@ TEST(Pipeline, FastPathMatchesTheFullSimulation) {
     EXPECT_NEAR(fast.metrics.breakdown.exposed_comm_s, full.metrics.breakdown.exposed_comm_s,
                 1e-6 * step)
         << what;
-    EXPECT_NEAR(fast.network_bytes_per_sample, full.network_bytes_per_sample,
-                1e-6 * full.network_bytes_per_sample)
+    EXPECT_NEAR(fast.comm.network_bytes_per_sample, full.comm.network_bytes_per_sample,
+                1e-6 * full.comm.network_bytes_per_sample)
         << what;
-    EXPECT_NEAR(fast.scaling_efficiency, full.scaling_efficiency, 1e-6) << what;
-    ASSERT_EQ(fast.stage_memory.size(), full.stage_memory.size()) << what;
-    for (std::size_t st = 0; st < full.stage_memory.size(); ++st)
-      EXPECT_DOUBLE_EQ(fast.stage_memory[st].Total(), full.stage_memory[st].Total()) << what;
+    EXPECT_NEAR(fast.scaling.efficiency, full.scaling.efficiency, 1e-6) << what;
+    ASSERT_EQ(fast.memory.stages.size(), full.memory.stages.size()) << what;
+    for (std::size_t st = 0; st < full.memory.stages.size(); ++st)
+      EXPECT_DOUBLE_EQ(fast.memory.stages[st].Total(), full.memory.stages[st].Total()) << what;
   }
 }
 
@@ -525,16 +525,16 @@ TEST(Pipeline, FastPathPartitionsForTheMicroBatchesOfTheStep) {
   h.schedule = config::PipelineSchedule::kGpipe;
   const Prediction full = Simulate(s);
   const Prediction fast = Simulate(s, {.fast = true});
-  ASSERT_EQ(fast.extrapolated_from, std::make_pair(64, 96));
-  EXPECT_EQ(fast.hybrid.chunks, full.hybrid.chunks);
+  ASSERT_EQ(fast.layout.extrapolated_from, std::make_pair(64, 96));
+  EXPECT_EQ(fast.layout.hybrid.chunks, full.layout.hybrid.chunks);
   EXPECT_EQ(fast.plan.samples_per_iteration, 512);
   const double step = full.metrics.step_time_s;
   EXPECT_NEAR(fast.metrics.step_time_s, step, 1e-6 * step);
   EXPECT_NEAR(fast.metrics.breakdown.compute_s, full.metrics.breakdown.compute_s, 1e-6 * step);
   EXPECT_GE(fast.metrics.breakdown.idle_s, 0);
-  ASSERT_EQ(fast.stage_memory.size(), full.stage_memory.size());
-  for (std::size_t st = 0; st < full.stage_memory.size(); ++st)
-    EXPECT_DOUBLE_EQ(fast.stage_memory[st].Total(), full.stage_memory[st].Total());
+  ASSERT_EQ(fast.memory.stages.size(), full.memory.stages.size());
+  for (std::size_t st = 0; st < full.memory.stages.size(); ++st)
+    EXPECT_DOUBLE_EQ(fast.memory.stages[st].Total(), full.memory.stages[st].Total());
 }
 
 }  // namespace

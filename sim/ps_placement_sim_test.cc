@@ -33,13 +33,13 @@ Prediction Vgg16On4Servers(const std::string& placement, const std::string& fram
 // 1,106,860,352 B per server and step (0.885 s of link each).
 TEST(PsPlacementSim, BusiestServerBoundsTheStep) {
   const Prediction rr = Vgg16On4Servers("round_robin");
-  ASSERT_EQ(rr.server_loads.size(), 4u);
-  EXPECT_EQ(rr.server_loads[2].params, 113528832);
-  EXPECT_NEAR(rr.server_loads[2].bytes_per_step, 3632922624.0, 1.0);
-  EXPECT_GE(rr.server_loads[2].busy_s, 3632922624.0 / 1.25e9 * 0.999);
-  EXPECT_GE(rr.metrics.step_time_s, rr.server_loads[2].busy_s);
+  ASSERT_EQ(rr.comm.server_loads.size(), 4u);
+  EXPECT_EQ(rr.comm.server_loads[2].params, 113528832);
+  EXPECT_NEAR(rr.comm.server_loads[2].bytes_per_step, 3632922624.0, 1.0);
+  EXPECT_GE(rr.comm.server_loads[2].busy_s, 3632922624.0 / 1.25e9 * 0.999);
+  EXPECT_GE(rr.metrics.step_time_s, rr.comm.server_loads[2].busy_s);
   const Prediction even = Vgg16On4Servers("even");
-  for (const ServerLoad& l : even.server_loads) {
+  for (const ServerLoad& l : even.comm.server_loads) {
     EXPECT_EQ(l.params, 34589386);
     EXPECT_NEAR(l.bytes_per_step, 1106860352.0, 1.0);
   }
@@ -67,10 +67,10 @@ TEST(PsPlacementSim, StepTimeFollowsTheLargestServer) {
 // (replica_device_setter), mxnet partitions at 4,000,000 bytes, none cuts
 // evenly; the explicit key wins over the profile.
 TEST(PsPlacementSim, FrameworkGivesTheDefault) {
-  EXPECT_EQ(Vgg16On4Servers("", "tensorflow-1").server_loads[2].params, 113528832);
-  EXPECT_EQ(Vgg16On4Servers("", "mxnet").server_loads[3].params, 36047942);
-  EXPECT_EQ(Vgg16On4Servers("", "none").server_loads[2].params, 34589386);
-  EXPECT_EQ(Vgg16On4Servers("even", "tensorflow-1").server_loads[2].params, 34589386);
+  EXPECT_EQ(Vgg16On4Servers("", "tensorflow-1").comm.server_loads[2].params, 113528832);
+  EXPECT_EQ(Vgg16On4Servers("", "mxnet").comm.server_loads[3].params, 36047942);
+  EXPECT_EQ(Vgg16On4Servers("", "none").comm.server_loads[2].params, 34589386);
+  EXPECT_EQ(Vgg16On4Servers("even", "tensorflow-1").comm.server_loads[2].params, 34589386);
 }
 
 }  // namespace

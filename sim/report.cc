@@ -17,7 +17,7 @@ namespace {
 // The trace's thread of each rank's host (after the plan's streams).
 constexpr int kHostThread = plan::kNumStreams;
 
-bool HasHostSide(const Prediction& p) { return !p.framework.empty(); }
+bool HasHostSide(const Prediction& p) { return !p.setup.framework.empty(); }
 
 double CommBytesPerIteration(const Prediction& p) {
   double bytes = 0;
@@ -55,7 +55,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // The largest footprint of one device over the stages (0 when unknown).
 double PeakDeviceBytes(const Prediction& p) {
   double peak = 0;
-  for (const MemoryBreakdown& mb : p.stage_memory) peak = std::max(peak, mb.Total());
+  for (const MemoryBreakdown& mb : p.memory.stages) peak = std::max(peak, mb.Total());
   return peak;
 }
 
@@ -153,7 +153,7 @@ nlohmann::ordered_json CostSourcesJson(const config::Scenario& s, const Predicti
 namespace {
 // Whether the kernel model priced (some of) the compute.
 bool UsesKernelModel(const Prediction& p) {
-  return p.cost_model.find("kernels") != std::string::npos;
+  return p.setup.cost_model.find("kernels") != std::string::npos;
 }
 }  // namespace
 
@@ -191,7 +191,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                                    {"p95_s", m.step_times.p95}, {"p99_s", m.step_times.p99},
                                    {"max_s", m.step_times.max}}
           : none;
-  j["scaling_efficiency"] = fits ? nlohmann::ordered_json(p.scaling_efficiency) : none;
+  j["scaling_efficiency"] = fits ? nlohmann::ordered_json(p.scaling.efficiency) : none;
   const ModelFigures figures = ComputeModelFigures(s, p);
   if (p.tokens_per_sample > 0)
     j["tokens_per_s"] = fits ? nlohmann::ordered_json(figures.tokens_per_s) : none;
@@ -201,9 +201,9 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["mfu"] = fits ? nlohmann::ordered_json(figures.mfu) : none;
   if (Fp8(s)) j["mfu_fp8_peak"] = fits ? nlohmann::ordered_json(figures.mfu_fp8_peak) : none;
   if (!fits) j["does_not_fit"] = p.does_not_fit;
-  j["single_device_throughput_samples_per_s"] = p.single_device_throughput_samples_per_s;
-  j["scaling_reference"] = p.scaling_reference;
-  j["cost_model"] = p.cost_model;
+  j["single_device_throughput_samples_per_s"] = p.scaling.single_device_throughput_samples_per_s;
+  j["scaling_reference"] = p.scaling.reference;
+  j["cost_model"] = p.setup.cost_model;
   if (UsesKernelModel(p)) {
     const KernelEvidenceEntry e = KernelEvidenceFor(p.device.arch);
     j["kernel_model_evidence"] = {{"generation", hw::GpuArchName(p.device.arch)},
@@ -212,8 +212,8 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   }
   if (p.costs.compute_priced_s > 0 && !s.workload.cost_table.empty())
     j["cost_sources"] = CostSourcesJson(s, p);
-  if (HasHostSide(p)) j["framework"] = p.framework;
-  if (!p.transport.empty()) j["transport"] = p.transport;
+  if (HasHostSide(p)) j["framework"] = p.setup.framework;
+  if (!p.setup.transport.empty()) j["transport"] = p.setup.transport;
   if (fits) {
     j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
                       {"exposed_comm_s", m.breakdown.exposed_comm_s},
@@ -240,11 +240,11 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                         {"tensor_parallel_allreduces_per_iteration", counts.activations},
                         {"shared_weight_allreduces_per_iteration", counts.shared_weights},
                         {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
-                        {"network_bytes_per_sample", p.network_bytes_per_sample}};
+                        {"network_bytes_per_sample", p.comm.network_bytes_per_sample}};
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
-    j["local_sgd"] = {{"averaging_period", p.averaging_period},
+    j["local_sgd"] = {{"averaging_period", p.comm.averaging_period},
                       {"averaging", config::AveragingTransportName(s.parallelism.averaging)},
-                      {"averaging_round_s", p.averaging_round_s}};
+                      {"averaging_round_s", p.comm.averaging_round_s}};
     nlohmann::ordered_json levels = nlohmann::ordered_json::array();
     for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
       levels.push_back({{"group_size", l.group_size}, {"period", l.period}});
@@ -269,7 +269,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
         {"payload", config::PsPayloadName(ps.payload)},
         {"variable_placement", VariablePlacement(s).Describe()}};
     nlohmann::ordered_json servers = nlohmann::ordered_json::array();
-    for (const ServerLoad& l : p.server_loads)
+    for (const ServerLoad& l : p.comm.server_loads)
       servers.push_back({{"rank", l.rank},
                          {"params", l.params},
                          {"bytes_per_step", l.bytes_per_step},
@@ -282,21 +282,21 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
     // grad f(W(t-1)).
     j["pipedream_2bw"] = {{"weight_versions", 2}, {"weight_staleness", 1}};
   }
-  if (!p.stage_replicas.empty()) {
+  if (!p.layout.stage_replicas.empty()) {
     // Narayanan et al. 2019 (PipeDream), §3.3: a version per minibatch in
     // flight; the gradient applied at a stage was computed on weights that
     // many updates minus one old.
     nlohmann::json versions = nlohmann::json::array(), staleness = nlohmann::json::array();
-    for (int st = 0; st < static_cast<int>(p.stage_replicas.size()); ++st) {
-      const int v = plan::PipeDreamInFlight(p.stage_replicas, st);
+    for (int st = 0; st < static_cast<int>(p.layout.stage_replicas.size()); ++st) {
+      const int v = plan::PipeDreamInFlight(p.layout.stage_replicas, st);
       versions.push_back(v);
       staleness.push_back(v - 1);
     }
-    j["pipedream"] = {{"stage_replicas", p.stage_replicas},
-                      {"minibatches_per_iteration", plan::PipeDreamRound(p.stage_replicas)},
+    j["pipedream"] = {{"stage_replicas", p.layout.stage_replicas},
+                      {"minibatches_per_iteration", plan::PipeDreamRound(p.layout.stage_replicas)},
                       {"weight_versions", versions},
                       {"weight_staleness", staleness},
-                      {"partition", p.partition_note}};
+                      {"partition", p.layout.partition_note}};
   }
   if (p.async) {
     const Summary& st = p.async->staleness;
@@ -319,22 +319,22 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                      {"first_order_goodput", f.first_order_goodput}};
   }
   nlohmann::ordered_json memory = nlohmann::ordered_json::array();
-  for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
-    const MemoryBreakdown& mb = p.stage_memory[st];
+  for (std::size_t st = 0; st < p.memory.stages.size(); ++st) {
+    const MemoryBreakdown& mb = p.memory.stages[st];
     memory.push_back({{"stage", st},
-                      {"rank", p.stage_rank[st]},
+                      {"rank", p.memory.stage_rank[st]},
                       {"total_bytes", mb.Total()},
                       {"params_bytes", mb.params_bytes},
                       {"grads_bytes", mb.grads_bytes},
                       {"optimizer_bytes", mb.optimizer_bytes},
                       {"activations_bytes", mb.activations_bytes}});
   }
-  j["memory"] = {{"capacity_bytes", p.memory_capacity_bytes},
+  j["memory"] = {{"capacity_bytes", p.memory.capacity_bytes},
                  {"per_device_bytes", PeakDeviceBytes(p)},
                  {"fits", p.does_not_fit.empty()},
                  {"message", p.does_not_fit},
                  {"per_stage", memory}};
-  j["materialized_workers"] = p.materialized_workers;
+  j["materialized_workers"] = p.layout.materialized_workers;
   nlohmann::ordered_json iters = nlohmann::ordered_json::array();
   double prev = 0;
   for (std::size_t i = 0; fits && i < m.iteration_end_s.size(); ++i) {
@@ -393,13 +393,13 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
     << p.plan.samples_per_iteration << ',';
   timed(m.throughput_samples_per_s);
   timed(m.step_time_s);
-  timed(p.scaling_efficiency);
+  timed(p.scaling.efficiency);
   timed(m.breakdown.compute_s);
   timed(m.breakdown.exposed_comm_s);
   timed(m.breakdown.idle_s);
   o << config::StrategyName(s.parallelism.strategy) << ','
-    << config::SyncModeName(s.parallelism.sync) << ',' << p.averaging_period << ','
-    << p.network_bytes_per_sample << ',';
+    << config::SyncModeName(s.parallelism.sync) << ',' << p.comm.averaging_period << ','
+    << p.comm.network_bytes_per_sample << ',';
   timed(p.failures ? p.failures->goodput : 1.0);
   o << PeakDeviceBytes(p) << ',' << (fits ? "true" : "false") << ','
     << CsvField(p.does_not_fit) << ',';
@@ -442,12 +442,12 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
   // Memory over time of each traced worker (a counter track): static bytes
   // of its stage plus the activations its micro-batches keep.
   for (int r = 0; r < ranks; ++r) {
-    if (!p.plan.IsMaterialized(r) || p.plan.IsServer(r) || p.stage_memory.empty()) continue;
-    const auto stage = static_cast<std::size_t>((r / p.tensor_parallel) % p.pipeline_stages);
-    const double static_bytes = p.stage_memory[std::min(stage, p.stage_memory.size() - 1)].StaticBytes();
+    if (!p.plan.IsMaterialized(r) || p.plan.IsServer(r) || p.memory.stages.empty()) continue;
+    const auto stage = static_cast<std::size_t>((r / p.layout.tensor_parallel) % p.layout.pipeline_stages);
+    const double static_bytes = p.memory.stages[std::min(stage, p.memory.stages.size() - 1)].StaticBytes();
     // The plan's graph is already one tensor rank's share: t = 1 here.
-    for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.recompute,
-                                                      p.recompute_per_stage, p.recompute_selective))
+    for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.memory.recompute,
+                                                      p.memory.recompute_per_stage, p.memory.recompute_selective))
       emit({{"name", "memory"}, {"ph", "C"}, {"pid", r},
             {"ts", static_cast<double>(time) / 1000.0}, {"args", {{"GiB", bytes / kGiB}}}});
   }
@@ -518,14 +518,14 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 hw::PrecisionName(s.workload.precision), how.c_str());
   o << line;
   const auto memory_lines = [&] {
-    for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
-      const MemoryBreakdown& mb = p.stage_memory[st];
+    for (std::size_t st = 0; st < p.memory.stages.size(); ++st) {
+      const MemoryBreakdown& mb = p.memory.stages[st];
       std::snprintf(line, sizeof line,
                     "memory%s: %.1f of %.1f GiB (parameters %.1f, gradients %.1f, optimizer "
                     "state %.1f, activations %.1f)\n",
-                    p.stage_memory.size() > 1 ? (" stage " + std::to_string(st)).c_str()
+                    p.memory.stages.size() > 1 ? (" stage " + std::to_string(st)).c_str()
                                               : " per device",
-                    mb.Total() / kGiB, p.memory_capacity_bytes / kGiB, mb.params_bytes / kGiB,
+                    mb.Total() / kGiB, p.memory.capacity_bytes / kGiB, mb.params_bytes / kGiB,
                     mb.grads_bytes / kGiB, mb.optimizer_bytes / kGiB,
                     mb.activations_bytes / kGiB);
       o << line;
@@ -546,10 +546,10 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   static_cast<int>(i) < m.first_measured_iteration ? "  [warm-up]" : "");
     o << line;
   }
-  if (!p.server_loads.empty()) {
+  if (!p.comm.server_loads.empty()) {
     o << "servers (" << VariablePlacement(s).Describe() << "), per step:";
-    for (std::size_t i = 0; i < p.server_loads.size(); ++i) {
-      const ServerLoad& l = p.server_loads[i];
+    for (std::size_t i = 0; i < p.comm.server_loads.size(); ++i) {
+      const ServerLoad& l = p.comm.server_loads[i];
       std::snprintf(line, sizeof line, "%s %zu: %.1f MB, link busy %s", i == 0 ? "" : ";", i,
                     l.bytes_per_step / 1e6, FormatSeconds(l.busy_s).c_str());
       o << line;
@@ -573,28 +573,28 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   m.first_measured_iteration + m.measured_iterations);
     o << line;
   }
-  if (!p.stage_replicas.empty()) {
+  if (!p.layout.stage_replicas.empty()) {
     std::string replicas, versions;
-    for (int st = 0; st < static_cast<int>(p.stage_replicas.size()); ++st) {
+    for (int st = 0; st < static_cast<int>(p.layout.stage_replicas.size()); ++st) {
       if (st > 0) {
         replicas += '-';
         versions += ", ";
       }
-      replicas += std::to_string(p.stage_replicas[static_cast<std::size_t>(st)]);
-      versions += std::to_string(plan::PipeDreamInFlight(p.stage_replicas, st));
+      replicas += std::to_string(p.layout.stage_replicas[static_cast<std::size_t>(st)]);
+      versions += std::to_string(plan::PipeDreamInFlight(p.layout.stage_replicas, st));
     }
-    o << "PipeDream: stages replicated " << replicas << " (" << p.partition_note
+    o << "PipeDream: stages replicated " << replicas << " (" << p.layout.partition_note
       << "), an update per minibatch, no flush (measured over iterations "
       << m.first_measured_iteration + 1 << "-" << m.first_measured_iteration + m.measured_iterations
-      << " of " << plan::PipeDreamRound(p.stage_replicas) << " minibatch(es)); weight versions per stage "
+      << " of " << plan::PipeDreamRound(p.layout.stage_replicas) << " minibatch(es)); weight versions per stage "
       << versions << ", gradients that many minus one updates stale\n";
   }
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
     std::snprintf(line, sizeof line,
                   "local SGD: averaging every %d steps; an averaging round (%d steps = %d x the "
                   "mean step time, averaging included) takes %s\n",
-                  p.averaging_period, p.averaging_period, p.averaging_period,
-                  FormatSeconds(p.averaging_round_s).c_str());
+                  p.comm.averaging_period, p.comm.averaging_period, p.comm.averaging_period,
+                  FormatSeconds(p.comm.averaging_round_s).c_str());
     o << line;
     for (const config::AveragingLevel& l : s.parallelism.averaging_groups) {
       std::snprintf(line, sizeof line, "  and within groups of %d ranks every %d steps\n",
@@ -614,9 +614,9 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     }
   }
   std::snprintf(line, sizeof line, "network: %s per sample\n",
-                FormatBytes(p.network_bytes_per_sample).c_str());
+                FormatBytes(p.comm.network_bytes_per_sample).c_str());
   o << line;
-  if (!p.transport.empty()) o << "transport: " << p.transport << "\n";
+  if (!p.setup.transport.empty()) o << "transport: " << p.setup.transport << "\n";
   if (p.failures) {
     const GoodputResult& f = *p.failures;
     std::snprintf(line, sizeof line,
@@ -633,8 +633,8 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 "throughput: %.1f samples/s (global batch %lld, step %s)\n"
                 "single device: %.1f samples/s; scaling efficiency: %.1f%%\n",
                 m.throughput_samples_per_s, static_cast<long long>(p.plan.samples_per_iteration),
-                FormatSeconds(m.step_time_s).c_str(), p.single_device_throughput_samples_per_s,
-                100.0 * p.scaling_efficiency);
+                FormatSeconds(m.step_time_s).c_str(), p.scaling.single_device_throughput_samples_per_s,
+                100.0 * p.scaling.efficiency);
   o << line;
   if (m.step_times.n > 0) {
     // Fewer than 100 steps put p99 between the two longest: say so.
@@ -709,7 +709,7 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     std::snprintf(line, sizeof line,
                   "host and input (%s): host-bound %.1f%% of the step (%s), input-bound %.1f%% "
                   "of the step (%s)\n",
-                  p.framework.c_str(), 100 * m.breakdown.host_wait_s / step,
+                  p.setup.framework.c_str(), 100 * m.breakdown.host_wait_s / step,
                   FormatSeconds(m.breakdown.host_wait_s).c_str(), 100 * m.breakdown.input_wait_s / step,
                   FormatSeconds(m.breakdown.input_wait_s).c_str());
     o << line;

@@ -164,7 +164,7 @@ TEST(Report, PlanThatFitsReportsItsMemory) {
   EXPECT_EQ(Column("fits", row), "true");
   EXPECT_EQ(Column("infeasible", row), "");
   EXPECT_DOUBLE_EQ(std::stod(Column("memory_per_device_bytes", row)),
-                   p.stage_memory.at(0).Total());
+                   p.memory.stages.at(0).Total());
   EXPECT_GT(std::stod(Column("throughput_samples_per_s", row)), 0);
 }
 
@@ -175,7 +175,7 @@ TEST(Report, AveragingRoundSaysHowItIsComputed) {
   s.parallelism.strategy = config::Strategy::kLocalSgd;
   s.parallelism.averaging_period = 4;
   const Prediction p = Simulate(s);
-  EXPECT_DOUBLE_EQ(p.averaging_round_s, 4 * p.metrics.step_time_s);
+  EXPECT_DOUBLE_EQ(p.comm.averaging_round_s, 4 * p.metrics.step_time_s);
   const std::string log = StepLog(s, p);
   EXPECT_NE(log.find("(4 steps = 4 x the mean step time"), std::string::npos) << log;
 }

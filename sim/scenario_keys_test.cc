@@ -274,11 +274,11 @@ std::vector<double> Figures(const Prediction& p) {
                            m.step_times.p50,
                            m.step_times.p99,
                            m.step_times.max,
-                           p.network_bytes_per_sample,
-                           p.scaling_efficiency,
-                           p.averaging_round_s,
+                           p.comm.network_bytes_per_sample,
+                           p.scaling.efficiency,
+                           p.comm.averaging_round_s,
                            static_cast<double>(p.does_not_fit.size())};
-  for (const MemoryBreakdown& b : p.stage_memory) f.push_back(b.Total());
+  for (const MemoryBreakdown& b : p.memory.stages) f.push_back(b.Total());
   for (const double e : m.iteration_end_s) f.push_back(e);
   if (p.failures) f.push_back(p.failures->goodput);
   if (p.post_local) f.push_back(p.post_local->synchronous_step_s);

@@ -208,7 +208,7 @@ TEST(Search, RecommendedPlansEqualTheFullSimulationOfThePlan) {
       const Prediction run = Simulate(point.scenario);
       ASSERT_TRUE(run.does_not_fit.empty()) << point.name;
       double memory = 0;
-      for (const MemoryBreakdown& m : run.stage_memory) memory = std::max(memory, m.Total());
+      for (const MemoryBreakdown& m : run.memory.stages) memory = std::max(memory, m.Total());
       const double step = run.metrics.step_time_s;
       EXPECT_FALSE(r.extrapolated) << point.name;
       EXPECT_NEAR(r.step_time_s, step, 1e-6 * step) << point.name;

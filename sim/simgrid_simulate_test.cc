@@ -67,7 +67,7 @@ TEST(SimgridScenarios, FixedStragglerIsHostSpeed) {
   s.stragglers.slow_devices = {{{1}, 2.0}};
   const BothEngines r = RunBoth(s, "2x straggler on rank 1 of 4");
   EXPECT_LT(r.step_diff, 0.01);
-  const double t1 = 32 / r.analytic.single_device_throughput_samples_per_s;
+  const double t1 = 32 / r.analytic.scaling.single_device_throughput_samples_per_s;
   EXPECT_GE(r.simgrid.metrics.step_time_s, 2 * t1 * (1 - 1e-9));
 }
 

@@ -432,24 +432,24 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
   in.fp8 = s.workload.precision == hw::Precision::kFp8;
   in.recompute = par.recompute;
   in.recompute_selective = par.recompute_selective;
-  p.memory_capacity_bytes = capacity_bytes;
-  p.recompute = par.recompute;
-  p.recompute_selective = par.recompute_selective;
+  p.memory.capacity_bytes = capacity_bytes;
+  p.memory.recompute = par.recompute;
+  p.memory.recompute_selective = par.recompute_selective;
   if (pipelined) {
     const plan::HybridOptions& o = hybrid;
-    p.pipeline_stages = o.pipeline;
-    p.tensor_parallel = o.tensor;
+    p.layout.pipeline_stages = o.pipeline;
+    p.layout.tensor_parallel = o.tensor;
     in.tensor_parallel = o.tensor;
     in.sequence_parallel = o.sequence_parallel;
     if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
     const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
-    if (pipedream) p.stage_replicas = o.stage_replicas;
+    if (pipedream) p.layout.stage_replicas = o.stage_replicas;
     in.data_parallel = workers / (o.tensor * o.pipeline);
     in.zero_stage = par.zero_stage;
     in.micro_batch_size = o.micro_batch;
     // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
     in.recompute_per_stage = par.recompute && o.schedule == plan::PipelineSchedule::kGpipe;
-    p.recompute_per_stage = in.recompute_per_stage;
+    p.memory.recompute_per_stage = in.recompute_per_stage;
     // Copies of shared weights (tied embeddings): the stages of each
     // shared-weight all-reduce that do not hold the op itself.
     std::vector<std::vector<models::OpId>> copies(static_cast<std::size_t>(o.pipeline));
@@ -482,8 +482,8 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
         rank = 0;
         for (int k = 0; k < st; ++k) rank += o.stage_replicas[static_cast<std::size_t>(k)];
       }
-      p.stage_memory.push_back(DeviceMemory(in));
-      p.stage_rank.push_back(rank);
+      p.memory.stages.push_back(DeviceMemory(in));
+      p.memory.stage_rank.push_back(rank);
     }
   } else {
     in.ops = AllOps(full);
@@ -493,11 +493,11 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     in.zero_stage = servers ? 0 : par.zero_stage;
     in.micro_batch_size = s.workload.batch_per_device;
     in.micro_batches_in_flight = 1;
-    p.stage_memory.push_back(DeviceMemory(in));
-    p.stage_rank.push_back(0);
+    p.memory.stages.push_back(DeviceMemory(in));
+    p.memory.stage_rank.push_back(0);
   }
-  for (std::size_t st = 0; st < p.stage_memory.size() && p.does_not_fit.empty(); ++st)
-    p.does_not_fit = DoesNotFit(p.stage_rank[st], p.stage_memory[st], p.memory_capacity_bytes);
+  for (std::size_t st = 0; st < p.memory.stages.size() && p.does_not_fit.empty(); ++st)
+    p.does_not_fit = DoesNotFit(p.memory.stage_rank[st], p.memory.stages[st], p.memory.capacity_bytes);
 }
 
 // The pipelines' fast path (SimulateOptions::fast): a replica running M
@@ -545,16 +545,16 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
   Prediction a = with(m1);
   // Memory for M; a plan that does not fit needs no second simulation (its
   // timing is not reported).
-  plan::HybridOptions options_m = a.hybrid;
+  plan::HybridOptions options_m = a.layout.hybrid;
   options_m.micro_batches = static_cast<int>(m);
-  a.stage_memory.clear();
-  a.stage_rank.clear();
+  a.memory.stages.clear();
+  a.memory.stage_rank.clear();
   a.does_not_fit.clear();
-  SetStageMemory(s, *sub.graph, a.memory_capacity_bytes, true, false, n, options_m, &a);
-  a.hybrid = options_m;
+  SetStageMemory(s, *sub.graph, a.memory.capacity_bytes, true, false, n, options_m, &a);
+  a.layout.hybrid = options_m;
   // The plan simulated holds M1 micro-batches; the step reported is M's.
   a.plan.samples_per_iteration = global;
-  a.extrapolated_from = {static_cast<int>(m1), static_cast<int>(m2)};
+  a.layout.extrapolated_from = {static_cast<int>(m1), static_cast<int>(m2)};
   if (!a.does_not_fit.empty()) return a;
   const Prediction b = with(m2);
   const double f = static_cast<double>(m - m1) / static_cast<double>(m2 - m1);
@@ -581,21 +581,21 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
   const std::vector<double> steps(static_cast<std::size_t>(std::max(1, r.measured_iterations)),
                                   r.step_time_s);
   r.step_times = Summarize(steps);
-  a.network_bytes_per_sample =
-      lin(a.network_bytes_per_sample * static_cast<double>(per_step * m1),
-          b.network_bytes_per_sample * static_cast<double>(per_step * m2)) /
+  a.comm.network_bytes_per_sample =
+      lin(a.comm.network_bytes_per_sample * static_cast<double>(per_step * m1),
+          b.comm.network_bytes_per_sample * static_cast<double>(per_step * m2)) /
       static_cast<double>(global);
-  a.averaging_round_s = r.step_time_s * a.averaging_period;
+  a.comm.averaging_round_s = r.step_time_s * a.comm.averaging_period;
   // The single-device reference runs the replica's micro-batches too.
-  if (a.single_device_throughput_samples_per_s > 0 && b.single_device_throughput_samples_per_s > 0) {
+  if (a.scaling.single_device_throughput_samples_per_s > 0 && b.scaling.single_device_throughput_samples_per_s > 0) {
     const double one = lin(static_cast<double>(h.micro_batch_size * m1) /
-                               a.single_device_throughput_samples_per_s,
+                               a.scaling.single_device_throughput_samples_per_s,
                            static_cast<double>(h.micro_batch_size * m2) /
-                               b.single_device_throughput_samples_per_s);
-    a.single_device_throughput_samples_per_s = static_cast<double>(h.micro_batch_size * m) / one;
-    a.scaling_efficiency =
-        r.throughput_samples_per_s / (n * a.single_device_throughput_samples_per_s);
-    a.scaling_reference = "one device, whole model, " + std::to_string(m) +
+                               b.scaling.single_device_throughput_samples_per_s);
+    a.scaling.single_device_throughput_samples_per_s = static_cast<double>(h.micro_batch_size * m) / one;
+    a.scaling.efficiency =
+        r.throughput_samples_per_s / (n * a.scaling.single_device_throughput_samples_per_s);
+    a.scaling.reference = "one device, whole model, " + std::to_string(m) +
                           " micro-batch(es) of " + std::to_string(h.micro_batch_size) +
                           " per step";
   }
@@ -663,7 +663,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     if (full.op(c).kind == models::OpKind::kEmbedding)
       p.tokens_per_sample = static_cast<double>(models::NumElements(full.op(0).output_shape));
   p.device = *device;
-  p.averaging_period = config::AveragingPeriod(s);
+  p.comm.averaging_period = config::AveragingPeriod(s);
   CostModelOptions cost_options = MakeCostOptions(s.workload);
   cost_options.measured = WorkloadMeasuredCosts(s.workload, full);
   if (s.workload.cost_model == config::CostModelKind::kKernels && !device->HasMicroarchitecture())
@@ -675,8 +675,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const std::vector<CostModel> cost_models{
       CostModel(*device, s.workload.precision, cost_options),
       CostModel(*server_device, s.workload.precision, cost_options)};
-  p.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
-  if (cost_options.measured != nullptr) p.cost_model = "measured, else " + p.cost_model;
+  p.setup.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
+  if (cost_options.measured != nullptr) p.setup.cost_model = "measured, else " + p.setup.cost_model;
   const int workers = s.cluster.num_devices();
   const bool alike = WorkersAreAlike(s);
   // SimGrid simulates every rank: the flows of all of them share the links.
@@ -699,7 +699,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   if (pipelined) {
     HybridSetup setup = MakeHybridSetup(s, full, cost_models[0], options.partition_micro_batches);
     hybrid = setup.options;
-    p.partition_note = setup.partition_note;
+    p.layout.partition_note = setup.partition_note;
     // Replicas and tensor ranks mirror their stage's representative unless
     // stragglers make them differ.
     setup.options.symmetric = s.stragglers.Empty() && !simgrid;
@@ -712,14 +712,14 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.graph = full;
     p.plan = plan::BuildDataParallelPlan(
         p.graph, {s.cluster.nodes, s.cluster.devices_per_node},
-        DataParallelOptionsFor(s, p.graph, 2, p.averaging_period > 1 ? 2 : 1, 1));
+        DataParallelOptionsFor(s, p.graph, 2, p.comm.averaging_period > 1 ? 2 : 1, 1));
   } else {
     p.graph = full;
     p.plan = MakePlan(s, p.graph, materialize);
   }
-  p.materialized_workers = 0;
+  p.layout.materialized_workers = 0;
   for (plan::RankId r = 0; r < p.plan.num_ranks(); ++r)
-    p.materialized_workers += p.plan.IsMaterialized(r) && !p.plan.IsServer(r);
+    p.layout.materialized_workers += p.plan.IsMaterialized(r) && !p.plan.IsServer(r);
 
   p.network = MakeNetworkSpec(s, catalog);
   AddServerEndpoints(p.plan, &p.network);
@@ -735,12 +735,12 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   p.costs = std::move(run.costs);
   if (const config::NetworkConfig& n = s.cluster.network;
       !n.transport.IsNative() || !n.intra_node_transport.IsNative())
-    p.transport = "between nodes " + config::DescribeTransport(n.transport) + "; within nodes " +
+    p.setup.transport = "between nodes " + config::DescribeTransport(n.transport) + "; within nodes " +
                   config::DescribeTransport(n.intra_node_transport);
   if (host_side) {
-    p.framework = s.workload.framework.name;
+    p.setup.framework = s.workload.framework.name;
     const config::InputPipeline& in = s.workload.input;
-    p.framework += in.Costs() ? ", input " + in.dataset + " on " + std::to_string(in.cores) +
+    p.setup.framework += in.Costs() ? ", input " + in.dataset + " on " + std::to_string(in.cores) +
                                     " core(s) per node"
                               : ", synthetic input";
   }
@@ -748,7 +748,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   Network network(p.network);
   if (fast) {
     // Compose H iterations: H - 1 without averaging and one with it.
-    const int h = p.averaging_period;
+    const int h = p.comm.averaging_period;
     const RunMetrics plain = ComputeMetrics(p.plan, p.engine, {0, 0});
     const RunMetrics avg = ComputeMetrics(p.plan, p.engine, {1, 1});
     p.metrics = avg;
@@ -769,7 +769,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.metrics.per_rank[r] = Weighted(plain.per_rank[r], wp, avg.per_rank[r], wa);
       p.metrics.compute_utilization[r] = p.metrics.per_rank[r].compute_s / p.metrics.step_time_s;
     }
-    p.network_bytes_per_sample = NetworkBytes(p.plan, network, 1, 1) / h /
+    p.comm.network_bytes_per_sample = NetworkBytes(p.plan, network, 1, 1) / h /
                                  static_cast<double>(p.plan.samples_per_iteration);
   } else {
     // PipeDream-2BW never flushes: filling the pipeline takes its first
@@ -790,10 +790,10 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     const int last = first + p.metrics.measured_iterations - 1;
     // Collectives are counted over their whole group, so symmetric plans
     // need no scaling; parameter-server plans materialize every worker.
-    p.network_bytes_per_sample =
+    p.comm.network_bytes_per_sample =
         NetworkBytes(p.plan, network, first, last) /
         (static_cast<double>(p.plan.samples_per_iteration) * p.metrics.measured_iterations);
-    if (servers) p.server_loads = ComputeServerLoads(p.plan, p.engine, first, last);
+    if (servers) p.comm.server_loads = ComputeServerLoads(p.plan, p.engine, first, last);
     if (servers && s.parallelism.sync == config::SyncMode::kAsynchronous) {
       p.async = ComputeAsyncFigures(p.plan, p.engine, std::max(1, first));
       // Asynchronous workers do not wait for each other: throughput is the
@@ -806,7 +806,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
         p.metrics.step_times = Summarize(steps);
     }
   }
-  p.averaging_round_s = p.metrics.step_time_s * p.averaging_period;
+  p.comm.averaging_round_s = p.metrics.step_time_s * p.comm.averaging_period;
 
   // Baseline: the same per-device work on a single device, alone (see
   // Prediction::single_device_throughput_samples_per_s).
@@ -829,12 +829,12 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     h.global_batch = hybrid.micro_batch * hybrid.micro_batches;
     h.micro_batch_size = hybrid.micro_batch;
     one.parallelism.zero_stage = 0;
-    p.scaling_reference = "one device, whole model, " + std::to_string(hybrid.micro_batches) +
+    p.scaling.reference = "one device, whole model, " + std::to_string(hybrid.micro_batches) +
                           " micro-batch(es) of " + std::to_string(hybrid.micro_batch) +
                           " per step";
   } else {
     one.parallelism.strategy = Strategy::kData;
-    p.scaling_reference = "one device, data parallel alone, batch " +
+    p.scaling.reference = "one device, data parallel alone, batch " +
                           std::to_string(s.workload.batch_per_device) + " per step";
   }
   {
@@ -843,14 +843,14 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     const Run one_run = Execute(one_plan, full, cost_models, {0},
                                 one_net, nullptr, IsPipelined(one), one.workload);
     const RunMetrics one_metrics = ComputeMetrics(one_plan, one_run.engine);
-    p.single_device_throughput_samples_per_s = one_metrics.throughput_samples_per_s;
+    p.scaling.single_device_throughput_samples_per_s = one_metrics.throughput_samples_per_s;
   }
-  if (p.single_device_throughput_samples_per_s > 0)
-    p.scaling_efficiency = p.metrics.throughput_samples_per_s /
-                           (workers * p.single_device_throughput_samples_per_s);
+  if (p.scaling.single_device_throughput_samples_per_s > 0)
+    p.scaling.efficiency = p.metrics.throughput_samples_per_s /
+                           (workers * p.scaling.single_device_throughput_samples_per_s);
 
   SetStageMemory(s, full, device->memory_bytes, pipelined, servers, workers, hybrid, &p);
-  if (pipelined) p.hybrid = hybrid;
+  if (pipelined) p.layout.hybrid = hybrid;
 
   if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.post_local_steps > 0) {
     config::Scenario sync = s;

@@ -26,38 +26,46 @@
 
 namespace dtsim::sim {
 
-struct Prediction {
-  models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
-  models::GraphTotals model_totals;  // of the whole model
-  // Tokens per sample of a language model (its input feeds an embedding:
-  // the sequence length); 0 for other models.
-  double tokens_per_sample = 0;
-  plan::Plan plan;
-  EngineResult engine;
-  RunMetrics metrics;
-  TaskCosts costs;
-  // The same per-device work on one device of the cluster's type, alone
-  // (no communication, no stragglers), for scaling efficiency =
-  // throughput / (devices x single_device_throughput). The reference per
-  // strategy (docs/scenario.md, "Scaling efficiency"):
-  //   data, local_sgd, parameter_server: one device training
-  //     batch_per_device samples per step, as data parallelism on 1 device;
-  //   hybrid: one device running one replica's batch (global_batch / d
-  //     samples as micro-batches of micro_batch_size) with t = p = 1;
-  //   model: one device running the whole model at batch_per_device.
-  // So a run on one device is 100% by construction (simulator_test).
+// How the throughput scales: against the same per-device work on one
+// device of the cluster's type, alone (no communication, no stragglers):
+// efficiency = throughput / (devices x single_device_throughput). The
+// reference per strategy (docs/scenario.md, "Scaling efficiency"):
+//   data, local_sgd, parameter_server: one device training
+//     batch_per_device samples per step, as data parallelism on 1 device;
+//   hybrid: one device running one replica's batch (global_batch / d
+//     samples as micro-batches of micro_batch_size) with t = p = 1;
+//   model: one device running the whole model at batch_per_device.
+// So a run on one device is 100% by construction (simulator_test).
+struct Scaling {
   double single_device_throughput_samples_per_s = 0;
-  double scaling_efficiency = 0;
-  std::string scaling_reference;  // the reference in words, for the report
-  std::string cost_model;         // "kernels" or "roofline": how compute was priced
+  double efficiency = 0;   // a fraction (1 = linear scaling)
+  std::string reference;   // the reference in words, for the report
+};
+
+// What the prediction priced with, in words for the report.
+struct Setup {
+  std::string cost_model;  // "kernels" or "roofline": how compute was priced
   // The framework profile and input pipeline in words ("pytorch-eager,
   // input imagenet-224 on 8 cores"), when either adds host-side costs.
   std::string framework;
   // The transports in words when one is not native ("between nodes grpc
   // (...); within nodes native"); "" otherwise.
   std::string transport;
-  hw::DeviceSpec device;
-  NetworkSpec network;
+};
+
+// Memory of one device per pipeline stage (one entry without pipelining)
+// at its peak, and the device's capacity.
+struct Memory {
+  std::vector<MemoryBreakdown> stages;
+  std::vector<plan::RankId> stage_rank;  // a device of each stage
+  double capacity_bytes = 0;
+  bool recompute = false;            // activations kept per layer input only
+  bool recompute_per_stage = false;  // ... per stage input (GPipe), MemoryInputs
+  bool recompute_selective = false;  // attention's core only, MemoryInputs
+};
+
+// What crosses the network and how often the replicas synchronise.
+struct Communication {
   // Bytes all ranks send over links per training sample (mean over the
   // measured window).
   double network_bytes_per_sample = 0;
@@ -65,19 +73,16 @@ struct Prediction {
   // averaging round (H steps). data: 1 and the step time.
   int averaging_period = 1;
   double averaging_round_s = 0;
-  // Workers simulated one by one (the rest are identical, see plan.h).
-  int materialized_workers = 0;
-  // Memory of one device per pipeline stage (one entry without pipelining)
-  // at its peak, the device's capacity, and the first stage that does not
-  // fit ("" when all fit).
-  std::vector<MemoryBreakdown> stage_memory;
-  std::vector<plan::RankId> stage_rank;  // a device of each stage
-  double memory_capacity_bytes = 0;
-  bool recompute = false;     // activations kept per layer input only
-  bool recompute_per_stage = false;  // ... per stage input (GPipe), MemoryInputs
-  bool recompute_selective = false;  // attention's core only, MemoryInputs
-  int pipeline_stages = 1;    // p (1 without pipelining)
-  int tensor_parallel = 1;    // t
+  // Parameter-server plans: each server's elements, bytes and link time per
+  // measured step (sim/server_loads.h); empty otherwise.
+  std::vector<ServerLoad> server_loads;
+};
+
+// How the work was laid out on the devices.
+struct Layout {
+  int materialized_workers = 0;  // workers simulated one by one (the rest are identical, see plan.h)
+  int pipeline_stages = 1;       // p (1 without pipelining)
+  int tensor_parallel = 1;       // t
   // schedule pipedream: devices per stage (each stage's weight versions and
   // staleness follow, plan::PipeDreamInFlight), and how the stages were chosen.
   std::vector<int> stage_replicas;
@@ -89,6 +94,27 @@ struct Prediction {
   // micro-batches simulated, from which the figures were extrapolated (the
   // plan, engine and timeline are those of the first); {0, 0} otherwise.
   std::pair<int, int> extrapolated_from{0, 0};
+};
+
+struct Prediction {
+  models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
+  models::GraphTotals model_totals;  // of the whole model
+  // Tokens per sample of a language model (its input feeds an embedding:
+  // the sequence length); 0 for other models.
+  double tokens_per_sample = 0;
+  plan::Plan plan;
+  EngineResult engine;
+  RunMetrics metrics;  // throughput, step time and its breakdown
+  TaskCosts costs;
+  hw::DeviceSpec device;
+  NetworkSpec network;
+  Scaling scaling;
+  Setup setup;
+  Memory memory;
+  Communication comm;
+  Layout layout;
+  // Why the plan gets no number (the first stage that does not fit in
+  // memory, ...); "" when it runs.
   std::string does_not_fit;
   // local_sgd with parallelism.post_local_steps: the synchronous phase
   // (data parallelism over the same cluster: gradients all-reduced every
@@ -101,9 +127,6 @@ struct Prediction {
   };
   std::optional<PostLocal> post_local;
   std::optional<AsyncFigures> async;
-  // Parameter-server plans: each server's elements, bytes and link time per
-  // measured step (sim/server_loads.h); empty otherwise.
-  std::vector<ServerLoad> server_loads;
   std::optional<GoodputResult> failures;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)
 };

@@ -49,18 +49,18 @@ config::Scenario HybridGpt2(config::Scenario s) {
 // asks otherwise; the kernel model on a device it does not know is refused.
 TEST(Simulator, CostModelFollowsTheScenario) {
   config::Scenario s = Base(1, 1);
-  EXPECT_EQ(Simulate(s).cost_model, "kernels");
+  EXPECT_EQ(Simulate(s).setup.cost_model, "kernels");
   s.workload.kernel_launch_s = 5e-6;  // a roofline key
-  EXPECT_EQ(Simulate(s).cost_model, "roofline");
+  EXPECT_EQ(Simulate(s).setup.cost_model, "roofline");
   s = Base(1, 1);
   s.workload.cost_model = config::CostModelKind::kRoofline;
-  EXPECT_EQ(Simulate(s).cost_model, "roofline");
+  EXPECT_EQ(Simulate(s).setup.cost_model, "roofline");
   hw::DeviceSpec own = *hw::HardwareCatalog::BuiltIn().FindDevice("V100-SXM2-32GB");
   own.name = "my-gpu";
   own.sm_count = 0;  // a scenario's device without its microarchitecture
   s.cluster.custom_devices.push_back(own);
   s.cluster.device = "my-gpu";
-  EXPECT_EQ(Simulate(s).cost_model, "roofline");
+  EXPECT_EQ(Simulate(s).setup.cost_model, "roofline");
   s.workload.cost_model = config::CostModelKind::kKernels;
   EXPECT_THROW(Simulate(s), UserError);
 }
@@ -116,8 +116,8 @@ TEST(Simulator, TransportsFoldIntoTheLinks) {
   plain.cluster.network.transport = config::TransportProfile{};
   const Prediction a = Simulate(plain, {}), b = Simulate(s, {});
   EXPECT_GT(b.metrics.step_time_s, a.metrics.step_time_s);
-  EXPECT_TRUE(a.transport.empty());
-  EXPECT_NE(b.transport.find("between nodes grpc"), std::string::npos) << b.transport;
+  EXPECT_TRUE(a.setup.transport.empty());
+  EXPECT_NE(b.setup.transport.find("between nodes grpc"), std::string::npos) << b.setup.transport;
 }
 
 TEST(Simulator, FreeCommunicationScalesLinearly) {
@@ -128,7 +128,7 @@ TEST(Simulator, FreeCommunicationScalesLinearly) {
     const Prediction p = Simulate(FreeComm(Base(nodes, per_node)));
     const int n = nodes * per_node;
     EXPECT_NEAR(p.metrics.throughput_samples_per_s, n * one, 1e-6 * n * one) << n;
-    EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-6) << n;
+    EXPECT_NEAR(p.scaling.efficiency, 1.0, 1e-6) << n;
   }
 }
 
@@ -142,7 +142,7 @@ TEST(Simulator, OverlapLiesBetweenMaxAndSum) {
     s.cluster.network.link = link;
     const Prediction p = Simulate(s);
     const double t_comp = p.plan.samples_per_iteration / 8.0 /
-                          p.single_device_throughput_samples_per_s;
+                          p.scaling.single_device_throughput_samples_per_s;
     double t_comm = 0;
     for (std::size_t c = 0; c < p.plan.collectives().size(); ++c)
       if (p.plan.collectives()[c].iteration == 0) t_comm += NsToSeconds(p.costs.collective_ns[c]);
@@ -189,9 +189,9 @@ TEST(Simulator, OneDeviceIsFullyEfficientForEveryStrategy) {
   local.parallelism.averaging_period = 4;
   for (const config::Scenario& s : {data, hybrid, model, local}) {
     const Prediction p = Simulate(s);
-    EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-9)
-        << config::StrategyName(s.parallelism.strategy) << ": " << p.scaling_reference;
-    EXPECT_FALSE(p.scaling_reference.empty());
+    EXPECT_NEAR(p.scaling.efficiency, 1.0, 1e-9)
+        << config::StrategyName(s.parallelism.strategy) << ": " << p.scaling.reference;
+    EXPECT_FALSE(p.scaling.reference.empty());
   }
 }
 
@@ -203,8 +203,8 @@ TEST(Simulator, HybridReferenceIsOneReplicasBatch) {
   s.parallelism.hybrid.micro_batch_size = 2;
   s.parallelism.hybrid.global_batch = 32;  // 4 micro-batches per replica
   const Prediction p = Simulate(s);
-  EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-6) << p.scaling_reference;
-  EXPECT_EQ(p.scaling_reference, "one device, whole model, 4 micro-batch(es) of 2 per step");
+  EXPECT_NEAR(p.scaling.efficiency, 1.0, 1e-6) << p.scaling.reference;
+  EXPECT_EQ(p.scaling.reference, "one device, whole model, 4 micro-batch(es) of 2 per step");
 }
 
 // Issue 10, item 7: a latency at the edge of the int64 nanosecond clock used
@@ -286,7 +286,7 @@ TEST(Simulator, RecomputeRerunsTheForwardWithEveryStrategy) {
         << (servers ? "parameter server" : "data");
     EXPECT_GT(extra_s, 0.2 * plain.metrics.breakdown.compute_s);
     EXPECT_LT(extra_s, 0.5 * plain.metrics.breakdown.compute_s);
-    EXPECT_LT(rec.stage_memory.at(0).activations_bytes, plain.stage_memory.at(0).activations_bytes);
+    EXPECT_LT(rec.memory.stages.at(0).activations_bytes, plain.memory.stages.at(0).activations_bytes);
   }
 }
 
@@ -324,7 +324,7 @@ TEST(Simulator, SelectiveRecomputationRerunsAttentionsCoreOnly) {
   const double grew = sel.metrics.breakdown.compute_s - none.metrics.breakdown.compute_s;
   EXPECT_NEAR(grew, core_s, 1e-6 * core_s);
   EXPECT_LT(grew, 0.5 * (full.metrics.breakdown.compute_s - none.metrics.breakdown.compute_s));
-  EXPECT_LT(sel.stage_memory.at(0).activations_bytes, none.stage_memory.at(0).activations_bytes);
+  EXPECT_LT(sel.memory.stages.at(0).activations_bytes, none.memory.stages.at(0).activations_bytes);
   // A model without attention has nothing to recompute selectively: refused.
   config::Scenario cnn = Base(1, 1);
   cnn.parallelism.recompute_selective = true;

@@ -199,13 +199,13 @@ TEST(LocalSgd, ThroughputRisesWithPeriodAndIsBoundedByCompute) {
   double last = 0;
   for (int h : {1, 2, 5, 10, 20, 50}) {
     const Prediction p = Simulate(LocalSgd(h), {.fast = true});
-    const double bound = 8 * p.single_device_throughput_samples_per_s;
+    const double bound = 8 * p.scaling.single_device_throughput_samples_per_s;
     EXPECT_GT(p.metrics.throughput_samples_per_s, last) << "H=" << h;
     EXPECT_LE(p.metrics.throughput_samples_per_s, bound * (1 + 1e-9)) << "H=" << h;
     last = p.metrics.throughput_samples_per_s;
   }
   // Averaging every 50 steps hides almost all communication.
-  EXPECT_GT(last, 0.95 * 8 * Simulate(LocalSgd(50)).single_device_throughput_samples_per_s);
+  EXPECT_GT(last, 0.95 * 8 * Simulate(LocalSgd(50)).scaling.single_device_throughput_samples_per_s);
 }
 
 TEST(LocalSgd, NetworkBytesPerSampleFallAsOneOverH) {
@@ -215,7 +215,7 @@ TEST(LocalSgd, NetworkBytesPerSampleFallAsOneOverH) {
     const Prediction p = Simulate(LocalSgd(h));
     const double m = p.graph.Totals().params * 4.0;
     const double expected = 2.0 * 7 * m / (h * 8.0 * 32);
-    EXPECT_NEAR(p.network_bytes_per_sample, expected, 1e-9 * expected) << "H=" << h;
+    EXPECT_NEAR(p.comm.network_bytes_per_sample, expected, 1e-9 * expected) << "H=" << h;
   }
 }
 
@@ -234,7 +234,7 @@ TEST(LocalSgd, HierarchicalAveragingFollowsItsLevels) {
   const Prediction p = Simulate(s);
   const double m = p.graph.Totals().params * 4.0;
   const double expected = (2.0 * 7 + 2.0 * (8 - 4)) * m / (4 * 8 * 32.0);
-  EXPECT_NEAR(p.network_bytes_per_sample, expected, 1e-9 * expected);
+  EXPECT_NEAR(p.comm.network_bytes_per_sample, expected, 1e-9 * expected);
   // First bucket's collectives, counted with the groups each stands for.
   int global = 0, grouped = 0;
   for (const plan::Collective& c : p.plan.collectives()) {
@@ -248,8 +248,8 @@ TEST(LocalSgd, HierarchicalAveragingFollowsItsLevels) {
   Scenario one = s;
   one.outputs.trace_max_ranks = 1;
   const Prediction q = Simulate(one);
-  EXPECT_EQ(q.materialized_workers, 1);
-  EXPECT_NEAR(q.network_bytes_per_sample, expected, 1e-9 * expected);
+  EXPECT_EQ(q.layout.materialized_workers, 1);
+  EXPECT_NEAR(q.comm.network_bytes_per_sample, expected, 1e-9 * expected);
   EXPECT_NEAR(q.metrics.step_time_s, p.metrics.step_time_s, 1e-9);
   Scenario every2 = LocalSgd(2);
   every2.workload.iterations = 9;
@@ -284,17 +284,17 @@ TEST(LocalSgd, CompressionAndOuterOptimizer) {
   Scenario s = LocalSgd(4);
   s.parallelism.averaging_compression = config::AveragingCompression::kInt8;
   const Prediction int8 = Simulate(s);
-  EXPECT_NEAR(int8.network_bytes_per_sample, plain.network_bytes_per_sample * (1 + 4.0 / 256) / 4,
-              1e-9 * plain.network_bytes_per_sample);
+  EXPECT_NEAR(int8.comm.network_bytes_per_sample, plain.comm.network_bytes_per_sample * (1 + 4.0 / 256) / 4,
+              1e-9 * plain.comm.network_bytes_per_sample);
   EXPECT_GT(int8.metrics.breakdown.compute_s, plain.metrics.breakdown.compute_s);
   s.parallelism.averaging_compression = config::AveragingCompression::kNone;
   s.parallelism.outer_optimizer.enabled = true;
   const Prediction outer = Simulate(s);
   const double params = static_cast<double>(plain.graph.Totals().params);
-  EXPECT_DOUBLE_EQ(outer.stage_memory.at(0).optimizer_bytes - plain.stage_memory.at(0).optimizer_bytes,
+  EXPECT_DOUBLE_EQ(outer.memory.stages.at(0).optimizer_bytes - plain.memory.stages.at(0).optimizer_bytes,
                    8 * params);
   EXPECT_GT(outer.metrics.step_time_s, plain.metrics.step_time_s);
-  EXPECT_DOUBLE_EQ(outer.network_bytes_per_sample, plain.network_bytes_per_sample);
+  EXPECT_DOUBLE_EQ(outer.comm.network_bytes_per_sample, plain.comm.network_bytes_per_sample);
 }
 
 // Issue 13, item 1: data parallelism summed on the hosts. On 4 nodes of 2
@@ -308,8 +308,8 @@ TEST(DataParallel, AggregationOnTheHost) {
   s.parallelism.aggregate_on_host = true;
   const Prediction host = Simulate(s);
   const double m = device.graph.Totals().params * 4.0;
-  EXPECT_NEAR(host.network_bytes_per_sample, 2.0 * 3 * m / (8 * 32), 1e-9 * m);
-  EXPECT_NEAR(device.network_bytes_per_sample, 2.0 * 7 * m / (8 * 32), 1e-9 * m);
+  EXPECT_NEAR(host.comm.network_bytes_per_sample, 2.0 * 3 * m / (8 * 32), 1e-9 * m);
+  EXPECT_NEAR(device.comm.network_bytes_per_sample, 2.0 * 7 * m / (8 * 32), 1e-9 * m);
   EXPECT_GT(host.metrics.step_time_s, device.metrics.step_time_s);
   ASSERT_FALSE(host.plan.collectives().empty());
   for (const plan::Collective& c : host.plan.collectives()) EXPECT_TRUE(c.via_host);
@@ -337,8 +337,8 @@ TEST(LocalSgd, StreamingFragmentsSpreadAndHideTheAverage) {
   const Prediction streamed = Simulate(s);
   s.parallelism.streaming_overlap = 1;
   const Prediction hidden = Simulate(s);
-  EXPECT_NEAR(streamed.network_bytes_per_sample, plain.network_bytes_per_sample,
-              1e-9 * plain.network_bytes_per_sample);
+  EXPECT_NEAR(streamed.comm.network_bytes_per_sample, plain.comm.network_bytes_per_sample,
+              1e-9 * plain.comm.network_bytes_per_sample);
   EXPECT_LT(streamed.metrics.step_times.max, plain.metrics.step_times.max);
   EXPECT_LE(streamed.metrics.step_time_s, plain.metrics.step_time_s * (1 + 1e-9));
   EXPECT_NEAR(hidden.metrics.step_times.max, hidden.metrics.step_times.p50,
@@ -366,8 +366,8 @@ TEST(FastPath, MatchesTheFullSimulation) {
     EXPECT_NEAR(fast.metrics.step_time_s, full.metrics.step_time_s, 1e-9)
         << config::StrategyName(s.parallelism.strategy) << " H=" << s.parallelism.averaging_period;
     EXPECT_NEAR(fast.metrics.breakdown.exposed_comm_s, full.metrics.breakdown.exposed_comm_s, 1e-9);
-    EXPECT_NEAR(fast.network_bytes_per_sample, full.network_bytes_per_sample,
-                1e-9 * full.network_bytes_per_sample);
+    EXPECT_NEAR(fast.comm.network_bytes_per_sample, full.comm.network_bytes_per_sample,
+                1e-9 * full.comm.network_bytes_per_sample);
     // The distribution of step times too (issue 13, item 5): the fast path
     // stands for the same measured steps.
     EXPECT_EQ(fast.metrics.step_times.n, full.metrics.step_times.n);
@@ -462,17 +462,17 @@ TEST(PipeDream, PlannedStagesUseEveryDeviceAndStashAVersionPerMinibatchInFlight)
   s.parallelism.hybrid.plan_replicas = true;
   s.parallelism.hybrid.micro_batch_size = 32;
   const Prediction p = Simulate(s);
-  ASSERT_GE(p.stage_replicas.size(), 2u);  // the dense layers' weights make data parallelism slow
+  ASSERT_GE(p.layout.stage_replicas.size(), 2u);  // the dense layers' weights make data parallelism slow
   int devices = 0;
-  for (int r : p.stage_replicas) devices += r;
+  for (int r : p.layout.stage_replicas) devices += r;
   EXPECT_EQ(devices, 4);
-  ASSERT_EQ(p.stage_memory.size(), p.stage_replicas.size());
-  for (std::size_t st = 0; st < p.stage_memory.size(); ++st) {
+  ASSERT_EQ(p.memory.stages.size(), p.layout.stage_replicas.size());
+  for (std::size_t st = 0; st < p.memory.stages.size(); ++st) {
     double params = 0;
-    for (std::int32_t op : p.plan.ops_on_rank[static_cast<std::size_t>(p.stage_rank[st])])
+    for (std::int32_t op : p.plan.ops_on_rank[static_cast<std::size_t>(p.memory.stage_rank[st])])
       params += p.graph.op(static_cast<models::OpId>(op)).ParamBytes();
-    EXPECT_DOUBLE_EQ(p.stage_memory[st].params_bytes,
-                     plan::PipeDreamInFlight(p.stage_replicas, static_cast<int>(st)) * params)
+    EXPECT_DOUBLE_EQ(p.memory.stages[st].params_bytes,
+                     plan::PipeDreamInFlight(p.layout.stage_replicas, static_cast<int>(st)) * params)
         << st;
   }
   EXPECT_GT(p.metrics.throughput_samples_per_s, 0);

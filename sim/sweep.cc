@@ -270,7 +270,7 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   for (std::size_t a = 0; a < axes.size(); ++a) r.csv_row += AxisCell(point, axes, a) + ',';
   r.csv_row += SweepCsvRow(point, p);
   r.devices = point.scenario.cluster.num_devices();
-  for (const MemoryBreakdown& m : p.stage_memory)
+  for (const MemoryBreakdown& m : p.memory.stages)
     r.memory_per_device_bytes = std::max(r.memory_per_device_bytes, m.Total());
   if (!p.does_not_fit.empty()) {
     r.feasible = false;
@@ -279,12 +279,12 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   }
   r.throughput_samples_per_s = p.metrics.throughput_samples_per_s;
   r.step_time_s = p.metrics.step_time_s;
-  r.scaling_efficiency = p.scaling_efficiency;
+  r.scaling_efficiency = p.scaling.efficiency;
   r.compute_s = p.metrics.breakdown.compute_s;
   r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
   r.idle_s = p.metrics.breakdown.idle_s;
   r.mfu = ComputeModelFigures(point.scenario, p).mfu;
-  r.extrapolated = p.extrapolated_from.first > 0;
+  r.extrapolated = p.layout.extrapolated_from.first > 0;
   return r;
 }
 

@@ -120,7 +120,7 @@ sim::Prediction SimulateShipped(const std::string& file) {
 
 double MaxStageMemory(const sim::Prediction& p) {
   double m = 0;
-  for (const sim::MemoryBreakdown& b : p.stage_memory) m = std::max(m, b.Total());
+  for (const sim::MemoryBreakdown& b : p.memory.stages) m = std::max(m, b.Total());
   return m;
 }
 
@@ -169,7 +169,7 @@ TEST(ReadmeFigures, ShippedScenarioTable) {
     ExpectFigure(file, cells[3], R"(^([\d,.]+) samples/s)", m.throughput_samples_per_s,
                  "throughput");
     ExpectFigure(file, cells[3], R"(step ([\d.]+) (ms|s|us)\))", m.step_time_s, "step time");
-    ExpectFigure(file, cells[4], R"(^([\d.]+)(%))", p.scaling_efficiency, "scaling efficiency");
+    ExpectFigure(file, cells[4], R"(^([\d.]+)(%))", p.scaling.efficiency, "scaling efficiency");
     if (cells[5] == "0") {
       EXPECT_EQ(m.breakdown.exposed_comm_s, 0) << file;
     } else {
@@ -187,7 +187,7 @@ TEST(ReadmeFigures, HybridScenarioTable) {
               {{R"(^([\d,.]+) samples/s)", Throughput},
                {R"(step ([\d.]+) (s);)", StepTime},
                {R"(; ([\d.]+) (GiB) per GPU on stage 0)",
-                [](const sim::Prediction& p) { return p.stage_memory.at(0).Total(); }}}},
+                [](const sim::Prediction& p) { return p.memory.stages.at(0).Total(); }}}},
              {"failures-gpt3-1024xA100.yaml",
               {{R"(^([\d,.]+) samples/s)", Throughput},
                {R"(; ([\d.]+) (GiB) per GPU)", MaxStageMemory}}},
@@ -314,7 +314,7 @@ TEST(ReadmeFigures, LanguageModelExamples) {
   const sim::Prediction flash =
       sim::Simulate(config::LoadScenario("scenarios/llama2-7b-8xH100.yaml"));
   ExpectFigure("eager attention", doc, R"(come back: ([\d.]+) (GiB) per GPU)",
-               eager.stage_memory.at(0).Total(), "eager memory per GPU");
+               eager.memory.stages.at(0).Total(), "eager memory per GPU");
   ExpectFigure("eager attention", doc, R"(per GPU and\s+([\d.]+)(x) the step time)",
                eager.metrics.step_time_s / flash.metrics.step_time_s, "eager step time ratio");
   // FP8 against the same plan in bf16.

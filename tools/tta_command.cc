@@ -111,7 +111,7 @@ Point SimulatePoint(const sim::SweepPoint& sp, const LocalRunOptions* local) {
       static_cast<double>(async ? batch : pred.plan.samples_per_iteration) / p.throughput;
   if (strategy == config::Strategy::kLocalSgd) {
     p.family.mode = exec::SyncMode::kLocalSgd;
-    p.family.averaging_period = pred.averaging_period;
+    p.family.averaging_period = pred.comm.averaging_period;
   } else if (async) {
     p.family.mode = exec::SyncMode::kAsynchronous;
     // The simulated run's mean staleness, to the nearest update.

@@ -157,6 +157,175 @@ bool UsesKernelModel(const Prediction& p) {
 }
 }  // namespace
 
+namespace {
+
+// "breakdown": where the step time goes (null when the plan does not fit).
+void AddBreakdown(const config::Scenario& s, const Prediction& p, nlohmann::ordered_json& j) {
+  const RunMetrics& m = p.metrics;
+  const bool fits = p.does_not_fit.empty();
+  const nlohmann::ordered_json none = nullptr;
+  if (fits) {
+    j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
+                      {"exposed_comm_s", m.breakdown.exposed_comm_s},
+                      {"idle_s", m.breakdown.idle_s},
+                      {"comm_total_s", m.breakdown.comm_s}};
+    if (Fp8(s)) {
+      const ComputeSplit c = SplitCompute(p);
+      j["breakdown"]["compute_parts"] = {
+          {"fp8_gemm_s", c.fp8_gemm_s}, {"fp8_cast_s", c.fp8_cast_s}, {"bf16_s", c.bf16_s}};
+    }
+    if (HasHostSide(p)) {
+      j["breakdown"]["host_wait_s"] = m.breakdown.host_wait_s;
+      j["breakdown"]["input_wait_s"] = m.breakdown.input_wait_s;
+    }
+  } else {
+    j["breakdown"] = none;
+  }
+}
+
+// "communication", and the synchronisation of local SGD and parameter servers.
+void AddCommunication(const config::Scenario& s, const Prediction& p, nlohmann::ordered_json& j) {
+  const CollectiveCounts counts = CountCollectives(p);
+  j["communication"] = {{"buckets_per_iteration", counts.gradient_buckets},
+                        {"tensor_parallel_allreduces_per_iteration", counts.activations},
+                        {"shared_weight_allreduces_per_iteration", counts.shared_weights},
+                        {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
+                        {"network_bytes_per_sample", p.comm.network_bytes_per_sample}};
+  if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
+    j["local_sgd"] = {{"averaging_period", p.comm.averaging_period},
+                      {"averaging", config::AveragingTransportName(s.parallelism.averaging)},
+                      {"averaging_round_s", p.comm.averaging_round_s}};
+    nlohmann::ordered_json levels = nlohmann::ordered_json::array();
+    for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
+      levels.push_back({{"group_size", l.group_size}, {"period", l.period}});
+    if (!levels.empty()) j["local_sgd"]["averaging_groups"] = levels;
+    if (p.post_local) {
+      const Prediction::PostLocal& pl = *p.post_local;
+      j["local_sgd"]["post_local"] = {
+          {"synchronous_steps", pl.synchronous_steps},
+          {"synchronous_step_s", pl.synchronous_step_s},
+          {"synchronous_throughput_samples_per_s", pl.synchronous_throughput_samples_per_s},
+          {"synchronous_phase_s", pl.synchronous_phase_s}};
+    }
+  }
+  if (!p.plan.ranks.empty() && p.plan.IsServer(p.plan.num_ranks() - 1)) {
+    const auto& ps = s.parallelism.parameter_server;
+    j["parameter_server"] = {
+        {"servers", ps.servers},
+        {"placement", config::ServerPlacementName(ps.placement)},
+        {"device", ps.device},
+        {"replicas_to_aggregate",
+         ps.replicas_to_aggregate == 0 ? s.cluster.num_devices() : ps.replicas_to_aggregate},
+        {"payload", config::PsPayloadName(ps.payload)},
+        {"variable_placement", VariablePlacement(s).Describe()}};
+    nlohmann::ordered_json servers = nlohmann::ordered_json::array();
+    for (const ServerLoad& l : p.comm.server_loads)
+      servers.push_back({{"rank", l.rank},
+                         {"params", l.params},
+                         {"bytes_per_step", l.bytes_per_step},
+                         {"busy_s", l.busy_s}});
+    j["parameter_server"]["per_server"] = servers;
+  }
+}
+
+// Per-strategy detail: PipeDream's weight versions, asynchronous staleness, failures.
+void AddStrategyDetail(const config::Scenario& s, const Prediction& p, nlohmann::ordered_json& j) {
+  const RunMetrics& m = p.metrics;
+  const bool fits = p.does_not_fit.empty();
+  const nlohmann::ordered_json none = nullptr;
+  if (s.parallelism.strategy == config::Strategy::kHybrid &&
+      s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream2BW) {
+    // Narayanan et al. 2021 (PipeDream-2BW), §3.1: W(t+1) = W(t) - lr
+    // grad f(W(t-1)).
+    j["pipedream_2bw"] = {{"weight_versions", 2}, {"weight_staleness", 1}};
+  }
+  if (!p.layout.stage_replicas.empty()) {
+    // Narayanan et al. 2019 (PipeDream), §3.3: a version per minibatch in
+    // flight; the gradient applied at a stage was computed on weights that
+    // many updates minus one old.
+    nlohmann::json versions = nlohmann::json::array(), staleness = nlohmann::json::array();
+    for (int st = 0; st < static_cast<int>(p.layout.stage_replicas.size()); ++st) {
+      const int v = plan::PipeDreamInFlight(p.layout.stage_replicas, st);
+      versions.push_back(v);
+      staleness.push_back(v - 1);
+    }
+    j["pipedream"] = {{"stage_replicas", p.layout.stage_replicas},
+                      {"minibatches_per_iteration", plan::PipeDreamRound(p.layout.stage_replicas)},
+                      {"weight_versions", versions},
+                      {"weight_staleness", staleness},
+                      {"partition", p.layout.partition_note}};
+  }
+  if (p.async) {
+    const Summary& st = p.async->staleness;
+    j["async"] = {{"global_steps_per_s", p.async->global_steps_per_s},
+                  {"worker_steps_per_s", p.async->worker_steps_per_s},
+                  {"worker_steps", p.async->worker_steps},
+                  {"staleness", {{"updates", st.n}, {"mean", st.mean}, {"p50", st.p50},
+                                 {"p99", st.p99}, {"max", st.max}}}};
+  }
+  if (p.failures) {
+    const GoodputResult& f = *p.failures;
+    j["failures"] = {{"goodput", f.goodput},
+                     {"effective_throughput_samples_per_s",
+                      fits ? nlohmann::ordered_json(f.goodput * m.throughput_samples_per_s) : none},
+                     {"time_lost_s", f.time_lost_s},
+                     {"checkpoint_time_s", f.checkpoint_time_s},
+                     {"failures", f.failures},
+                     {"checkpoints", f.checkpoints},
+                     {"young_daly_interval_s", f.young_daly_interval_s},
+                     {"first_order_goodput", f.first_order_goodput}};
+  }
+}
+
+// "memory": the peak per device and per pipeline stage, and whether it fits.
+void AddMemory(const Prediction& p, nlohmann::ordered_json& j) {
+  nlohmann::ordered_json memory = nlohmann::ordered_json::array();
+  for (std::size_t st = 0; st < p.memory.stages.size(); ++st) {
+    const MemoryBreakdown& mb = p.memory.stages[st];
+    memory.push_back({{"stage", st},
+                      {"rank", p.memory.stage_rank[st]},
+                      {"total_bytes", mb.Total()},
+                      {"params_bytes", mb.params_bytes},
+                      {"grads_bytes", mb.grads_bytes},
+                      {"optimizer_bytes", mb.optimizer_bytes},
+                      {"activations_bytes", mb.activations_bytes}});
+  }
+  j["memory"] = {{"capacity_bytes", p.memory.capacity_bytes},
+                 {"per_device_bytes", PeakDeviceBytes(p)},
+                 {"fits", p.does_not_fit.empty()},
+                 {"message", p.does_not_fit},
+                 {"per_stage", memory}};
+}
+
+// "iteration_times" and "per_device" (empty when the plan does not fit).
+void AddTimes(const Prediction& p, nlohmann::ordered_json& j) {
+  const RunMetrics& m = p.metrics;
+  const bool fits = p.does_not_fit.empty();
+  nlohmann::ordered_json iters = nlohmann::ordered_json::array();
+  double prev = 0;
+  for (std::size_t i = 0; fits && i < m.iteration_end_s.size(); ++i) {
+    iters.push_back({{"iteration", i}, {"end_s", m.iteration_end_s[i]},
+                     {"duration_s", m.iteration_end_s[i] - prev}});
+    prev = m.iteration_end_s[i];
+  }
+  j["iteration_times"] = iters;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (std::size_t r = 0; fits && r < m.per_rank.size(); ++r) {
+    const Breakdown& b = m.per_rank[r];
+    const auto id = static_cast<std::size_t>(m.ranks[r]);
+    ranks.push_back({{"rank", m.ranks[r]},
+                     {"node", p.plan.ranks[id].node},
+                     {"local", p.plan.ranks[id].local},
+                     {"compute_utilization", m.compute_utilization[r]},
+                     {"compute_s", b.compute_s},
+                     {"exposed_comm_s", b.exposed_comm_s},
+                     {"idle_s", b.idle_s}});
+  }
+  j["per_device"] = ranks;
+}
+
+}  // namespace
+
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
   const RunMetrics& m = p.metrics;
   nlohmann::ordered_json j;
@@ -214,148 +383,16 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
     j["cost_sources"] = CostSourcesJson(s, p);
   if (HasHostSide(p)) j["framework"] = p.setup.framework;
   if (!p.setup.transport.empty()) j["transport"] = p.setup.transport;
-  if (fits) {
-    j["breakdown"] = {{"compute_s", m.breakdown.compute_s},
-                      {"exposed_comm_s", m.breakdown.exposed_comm_s},
-                      {"idle_s", m.breakdown.idle_s},
-                      {"comm_total_s", m.breakdown.comm_s}};
-    if (Fp8(s)) {
-      const ComputeSplit c = SplitCompute(p);
-      j["breakdown"]["compute_parts"] = {
-          {"fp8_gemm_s", c.fp8_gemm_s}, {"fp8_cast_s", c.fp8_cast_s}, {"bf16_s", c.bf16_s}};
-    }
-    if (HasHostSide(p)) {
-      j["breakdown"]["host_wait_s"] = m.breakdown.host_wait_s;
-      j["breakdown"]["input_wait_s"] = m.breakdown.input_wait_s;
-    }
-  } else {
-    j["breakdown"] = none;
-  }
+  AddBreakdown(s, p, j);
   const models::GraphTotals& totals = p.model_totals;
   j["model_totals"] = {{"params", totals.params},
                        {"fwd_flops_per_sample", totals.fwd_flops},
                        {"bwd_flops_per_sample", totals.bwd_flops}};
-  const CollectiveCounts counts = CountCollectives(p);
-  j["communication"] = {{"buckets_per_iteration", counts.gradient_buckets},
-                        {"tensor_parallel_allreduces_per_iteration", counts.activations},
-                        {"shared_weight_allreduces_per_iteration", counts.shared_weights},
-                        {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
-                        {"network_bytes_per_sample", p.comm.network_bytes_per_sample}};
-  if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
-    j["local_sgd"] = {{"averaging_period", p.comm.averaging_period},
-                      {"averaging", config::AveragingTransportName(s.parallelism.averaging)},
-                      {"averaging_round_s", p.comm.averaging_round_s}};
-    nlohmann::ordered_json levels = nlohmann::ordered_json::array();
-    for (const config::AveragingLevel& l : s.parallelism.averaging_groups)
-      levels.push_back({{"group_size", l.group_size}, {"period", l.period}});
-    if (!levels.empty()) j["local_sgd"]["averaging_groups"] = levels;
-    if (p.post_local) {
-      const Prediction::PostLocal& pl = *p.post_local;
-      j["local_sgd"]["post_local"] = {
-          {"synchronous_steps", pl.synchronous_steps},
-          {"synchronous_step_s", pl.synchronous_step_s},
-          {"synchronous_throughput_samples_per_s", pl.synchronous_throughput_samples_per_s},
-          {"synchronous_phase_s", pl.synchronous_phase_s}};
-    }
-  }
-  if (!p.plan.ranks.empty() && p.plan.IsServer(p.plan.num_ranks() - 1)) {
-    const auto& ps = s.parallelism.parameter_server;
-    j["parameter_server"] = {
-        {"servers", ps.servers},
-        {"placement", config::ServerPlacementName(ps.placement)},
-        {"device", ps.device},
-        {"replicas_to_aggregate",
-         ps.replicas_to_aggregate == 0 ? s.cluster.num_devices() : ps.replicas_to_aggregate},
-        {"payload", config::PsPayloadName(ps.payload)},
-        {"variable_placement", VariablePlacement(s).Describe()}};
-    nlohmann::ordered_json servers = nlohmann::ordered_json::array();
-    for (const ServerLoad& l : p.comm.server_loads)
-      servers.push_back({{"rank", l.rank},
-                         {"params", l.params},
-                         {"bytes_per_step", l.bytes_per_step},
-                         {"busy_s", l.busy_s}});
-    j["parameter_server"]["per_server"] = servers;
-  }
-  if (s.parallelism.strategy == config::Strategy::kHybrid &&
-      s.parallelism.hybrid.schedule == config::PipelineSchedule::kPipeDream2BW) {
-    // Narayanan et al. 2021 (PipeDream-2BW), §3.1: W(t+1) = W(t) - lr
-    // grad f(W(t-1)).
-    j["pipedream_2bw"] = {{"weight_versions", 2}, {"weight_staleness", 1}};
-  }
-  if (!p.layout.stage_replicas.empty()) {
-    // Narayanan et al. 2019 (PipeDream), §3.3: a version per minibatch in
-    // flight; the gradient applied at a stage was computed on weights that
-    // many updates minus one old.
-    nlohmann::json versions = nlohmann::json::array(), staleness = nlohmann::json::array();
-    for (int st = 0; st < static_cast<int>(p.layout.stage_replicas.size()); ++st) {
-      const int v = plan::PipeDreamInFlight(p.layout.stage_replicas, st);
-      versions.push_back(v);
-      staleness.push_back(v - 1);
-    }
-    j["pipedream"] = {{"stage_replicas", p.layout.stage_replicas},
-                      {"minibatches_per_iteration", plan::PipeDreamRound(p.layout.stage_replicas)},
-                      {"weight_versions", versions},
-                      {"weight_staleness", staleness},
-                      {"partition", p.layout.partition_note}};
-  }
-  if (p.async) {
-    const Summary& st = p.async->staleness;
-    j["async"] = {{"global_steps_per_s", p.async->global_steps_per_s},
-                  {"worker_steps_per_s", p.async->worker_steps_per_s},
-                  {"worker_steps", p.async->worker_steps},
-                  {"staleness", {{"updates", st.n}, {"mean", st.mean}, {"p50", st.p50},
-                                 {"p99", st.p99}, {"max", st.max}}}};
-  }
-  if (p.failures) {
-    const GoodputResult& f = *p.failures;
-    j["failures"] = {{"goodput", f.goodput},
-                     {"effective_throughput_samples_per_s",
-                      fits ? nlohmann::ordered_json(f.goodput * m.throughput_samples_per_s) : none},
-                     {"time_lost_s", f.time_lost_s},
-                     {"checkpoint_time_s", f.checkpoint_time_s},
-                     {"failures", f.failures},
-                     {"checkpoints", f.checkpoints},
-                     {"young_daly_interval_s", f.young_daly_interval_s},
-                     {"first_order_goodput", f.first_order_goodput}};
-  }
-  nlohmann::ordered_json memory = nlohmann::ordered_json::array();
-  for (std::size_t st = 0; st < p.memory.stages.size(); ++st) {
-    const MemoryBreakdown& mb = p.memory.stages[st];
-    memory.push_back({{"stage", st},
-                      {"rank", p.memory.stage_rank[st]},
-                      {"total_bytes", mb.Total()},
-                      {"params_bytes", mb.params_bytes},
-                      {"grads_bytes", mb.grads_bytes},
-                      {"optimizer_bytes", mb.optimizer_bytes},
-                      {"activations_bytes", mb.activations_bytes}});
-  }
-  j["memory"] = {{"capacity_bytes", p.memory.capacity_bytes},
-                 {"per_device_bytes", PeakDeviceBytes(p)},
-                 {"fits", p.does_not_fit.empty()},
-                 {"message", p.does_not_fit},
-                 {"per_stage", memory}};
+  AddCommunication(s, p, j);
+  AddStrategyDetail(s, p, j);
+  AddMemory(p, j);
   j["materialized_workers"] = p.layout.materialized_workers;
-  nlohmann::ordered_json iters = nlohmann::ordered_json::array();
-  double prev = 0;
-  for (std::size_t i = 0; fits && i < m.iteration_end_s.size(); ++i) {
-    iters.push_back({{"iteration", i}, {"end_s", m.iteration_end_s[i]},
-                     {"duration_s", m.iteration_end_s[i] - prev}});
-    prev = m.iteration_end_s[i];
-  }
-  j["iteration_times"] = iters;
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (std::size_t r = 0; fits && r < m.per_rank.size(); ++r) {
-    const Breakdown& b = m.per_rank[r];
-    const auto id = static_cast<std::size_t>(m.ranks[r]);
-    ranks.push_back({{"rank", m.ranks[r]},
-                     {"node", p.plan.ranks[id].node},
-                     {"local", p.plan.ranks[id].local},
-                     {"compute_utilization", m.compute_utilization[r]},
-                     {"compute_s", b.compute_s},
-                     {"exposed_comm_s", b.exposed_comm_s},
-                     {"idle_s", b.idle_s}});
-  }
-  j["per_device"] = ranks;
+  AddTimes(p, j);
   j["simulation"] = {{"tasks", p.plan.num_tasks()},
                      {"collectives", p.plan.collectives().size()},
                      {"events", p.engine.events},

@@ -33,10 +33,9 @@ function(dtsim_test name)
   dtsim_warnings(${name})
   dtsim_sanitizer_options(${name})
   include(GoogleTest)
-  dtsim_program_labels(${name} labels)
-  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                       DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}")
-  dtsim_label_listed_tests(${name})
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} TEST_LIST ${name}_TESTS
+                       DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
+  dtsim_gtest_labels(${name})
 endfunction()
 
 # dtsim_benchmark(NAME SOURCES ... DEPS ...): a Google Benchmark program.

@@ -30,20 +30,25 @@ function(dtsim_test_labels program test out_var)
   set(${out_var} ${labels} PARENT_SCOPE)
 endfunction()
 
-# dtsim_label_listed_tests(PROGRAM): gives the tests of GoogleTest program
-# PROGRAM listed as slow or mpi their labels, through a file ctest reads
-# after the tests gtest_discover_tests found (written here, in the program's
-# build folder); call it after gtest_discover_tests.
-function(dtsim_label_listed_tests program)
+# dtsim_gtest_labels(PROGRAM): labels the tests gtest_discover_tests found in
+# GoogleTest program PROGRAM (call it after gtest_discover_tests(PROGRAM
+# TEST_LIST PROGRAM_TESTS ...)), through a file ctest reads after the
+# discovered tests (written here, in the program's build folder). The labels
+# cannot go through gtest_discover_tests' PROPERTIES: CMake 3.25's discovery
+# script splits a list value into separate arguments.
+function(dtsim_gtest_labels program)
+  dtsim_program_labels(${program} labels)
+  string(CONCAT content
+         "# Written by cmake/DtsimTestLabels.cmake: the labels of ${program}'s tests.\n"
+         "if(${program}_TESTS)\n"
+         "  set_tests_properties(\${${program}_TESTS} PROPERTIES LABELS \"${labels}\")\n"
+         "endif()\n")
   set(listed ${DTSIM_SLOW_TESTS_${program}} ${DTSIM_MPI_TESTS_${program}})
-  if(NOT listed)
-    return()
-  endif()
   list(REMOVE_DUPLICATES listed)
-  set(content "# Written by cmake/DtsimTestLabels.cmake: ${program}'s slow and mpi tests.\n")
   foreach(test IN LISTS listed)
-    dtsim_test_labels(${program} ${test} labels)
-    string(APPEND content "set_tests_properties([==[${test}]==] PROPERTIES LABELS \"${labels}\")\n")
+    dtsim_test_labels(${program} ${test} test_labels)
+    string(APPEND content
+           "set_tests_properties([==[${test}]==] PROPERTIES LABELS \"${test_labels}\")\n")
   endforeach()
   set(file ${CMAKE_CURRENT_BINARY_DIR}/${program}_labels.cmake)
   file(CONFIGURE OUTPUT ${file} CONTENT "${content}" @ONLY)

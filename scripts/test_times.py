@@ -46,11 +46,17 @@ def times_from_junit(path):
 
 def labels_of(build):
     """{test name: [labels]} as ctest sees them (empty if ctest fails)."""
+    # Even `ctest --show-only` rewrites LastTest.log: keep the run's record.
+    log = build / "Testing" / "Temporary" / "LastTest.log"
+    saved = log.read_bytes() if log.exists() else None
     try:
         out = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"],
                              capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return {}
+    finally:
+        if saved is not None:
+            log.write_bytes(saved)
     labels = {}
     for t in json.loads(out).get("tests", []):
         for p in t.get("properties", []):

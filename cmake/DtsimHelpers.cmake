@@ -19,7 +19,8 @@ endfunction()
 # dtsim_test(NAME SOURCES ... DEPS ...): a GoogleTest program registered with
 # ctest. Tests run from the source tree so they can read scenarios/. Each test
 # is labelled with its program's name, so `ctest -L '^config_test$'` runs one
-# program's tests (scripts/test.sh --only).
+# program's tests (scripts/test.sh --only), and with its kinds (unit, e2e,
+# mpi, gpu, slow: cmake/DtsimTestLabels.cmake).
 function(dtsim_test name)
   if(NOT DTSIM_BUILD_TESTS)
     return()
@@ -32,8 +33,9 @@ function(dtsim_test name)
   dtsim_warnings(${name})
   dtsim_sanitizer_options(${name})
   include(GoogleTest)
-  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} TEST_LIST ${name}_TESTS
                        DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
+  dtsim_gtest_labels(${name})
 endfunction()
 
 # dtsim_benchmark(NAME SOURCES ... DEPS ...): a Google Benchmark program.
@@ -53,7 +55,7 @@ endfunction()
 # whose processes are MPI ranks (main() from dtsim_mpi_gtest_main), run once
 # per world size: 1 as an MPI singleton, more through mpirun (oversubscribed
 # when there are more ranks than cores). CI runs as root, which OpenMPI
-# refuses unless told otherwise.
+# refuses unless told otherwise. Labelled mpi besides its kinds.
 function(dtsim_mpi_test name)
   if(NOT DTSIM_BUILD_TESTS)
     return()
@@ -71,10 +73,11 @@ function(dtsim_mpi_test name)
                COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
                        ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
     endif()
+    dtsim_test_labels(${name} ${name}_np${np} labels)
     set_tests_properties(${name}_np${np} PROPERTIES
                          ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
                          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                         LABELS ${name}
+                         LABELS "${labels};mpi"
                          TIMEOUT 300)
   endforeach()
 endfunction()

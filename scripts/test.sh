@@ -2,7 +2,11 @@
 # Installs what is missing, builds dtsim with its tests and runs them. Extra
 # CMake options can be passed in DTSIM_CMAKE_ARGS.
 #
-#   scripts/test.sh                  the whole suite, in build/
+#   scripts/test.sh                  the whole suite, in build/ (what CI runs)
+#   scripts/test.sh --fast           every test but the slow and MPI ones, and
+#                                    the GPU ones where no GPU is visible
+#                                    (labels: cmake/DtsimTestLabels.cmake,
+#                                    docs/testing.md)
 #   scripts/test.sh --sanitize       the whole suite under AddressSanitizer and
 #                                    UndefinedBehaviorSanitizer (GCC), in
 #                                    build-sanitize/ (docs/fuzzing.md)
@@ -16,13 +20,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: $0 [--sanitize] [--only TEST_PROGRAM[,TEST_PROGRAM...]]" >&2
+  echo "usage: $0 [--fast] [--sanitize] [--only TEST_PROGRAM[,TEST_PROGRAM...]]" >&2
   exit 2
 }
 sanitize=0
+fast=0
 only=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --fast) fast=1 ;;
     --sanitize) sanitize=1 ;;
     --only) [ $# -ge 2 ] || usage; only=$2; shift ;;
     --only=*) only=${1#--only=} ;;
@@ -54,6 +60,14 @@ else
   build=build
   cmake_args=(-DCMAKE_BUILD_TYPE=Release)
 fi
+if [ "$fast" = 1 ]; then
+  skip='slow|mpi'
+  nvidia-smi -L >/dev/null 2>&1 || skip="$skip|gpu"
+  exclude_labels=(-LE "^($skip)\$")
+  echo "test.sh --fast: not run: tests labelled ${skip//|/, }"
+else
+  exclude_labels=()
+fi
 # shellcheck disable=SC2086  # DTSIM_CMAKE_ARGS holds several words
 cmake -S . -B "$build" "${cmake_args[@]}" ${DTSIM_CMAKE_ARGS:-}
 
@@ -63,8 +77,8 @@ if [ -n "$only" ]; then
   # Each test carries its program's name as label (cmake/DtsimHelpers.cmake).
   labels="^($(IFS='|'; echo "${programs[*]}"))\$"
   ctest --test-dir "$build" --output-on-failure -j"$jobs" -L "$labels" --no-tests=error \
-    "${exclude[@]}"
+    "${exclude[@]}" "${exclude_labels[@]}"
 else
   cmake --build "$build" -j"$jobs"
-  ctest --test-dir "$build" --output-on-failure -j"$jobs" "${exclude[@]}"
+  ctest --test-dir "$build" --output-on-failure -j"$jobs" "${exclude[@]}" "${exclude_labels[@]}"
 fi

@@ -4,6 +4,9 @@
 // Convolution is im2col + one cuBLAS GEMM per group and chunk of samples;
 // its backward uses col2im as a gather, so no method uses atomics and every
 // result is deterministic (bit-identical from run to run on one GPU).
+// EmbeddingBackward sorts (id, position) pairs stably by id on the GPU and
+// sums each table row's positions in increasing order, the order of a
+// sequential loop over positions.
 //
 // All work goes to one CUDA stream owned by the backend, in call order;
 // Download and Synchronize wait for it. A backend may be used from one host
@@ -71,83 +74,9 @@ class CudaBackend final : public Backend {
   double MarkSeconds(int a, int b) const override;
   void ClearMarks() override { marks_used_ = 0; }
 
-  void Gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-            float alpha, const float* a, const float* b, float beta, float* c) override;
-  void GemmBatched(std::int64_t batch, bool trans_a, bool trans_b, std::int64_t m,
-                   std::int64_t n, std::int64_t k, float alpha, const float* a,
-                   std::int64_t stride_a, const float* b, std::int64_t stride_b, float beta,
-                   float* c, std::int64_t stride_c) override;
-  void AddBias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) override;
-  void BiasGrad(const float* dy, std::int64_t rows, std::int64_t cols, float* dbias) override;
-  void Axpy(std::int64_t count, float alpha, const float* x, float* y) override;
-  void Scale(std::int64_t count, float alpha, float* x) override;
-  void Add(std::int64_t count, const float* a, const float* b, float* y) override;
-  void Copy2D(std::int64_t rows, std::int64_t cols, const float* src, std::int64_t src_stride,
-              float* dst, std::int64_t dst_stride, bool accumulate) override;
-  void SplitHeads(std::int64_t n, std::int64_t s, std::int64_t heads, std::int64_t d,
-                  const float* x, float* y, bool accumulate) override;
-  void MergeHeads(std::int64_t n, std::int64_t s, std::int64_t heads, std::int64_t d,
-                  const float* x, float* y, bool accumulate) override;
-
-  void Conv2dForward(const Conv2dArgs& a, const float* x, const float* w, const float* bias,
-                     float* y) override;
-  void Conv2dBackward(const Conv2dArgs& a, const float* x, const float* w, const float* dy,
-                      float* dx, float* dw, float* dbias) override;
-  void MaxPoolForward(const Pool2dArgs& a, const float* x, float* y) override;
-  void MaxPoolBackward(const Pool2dArgs& a, const float* x, const float* dy,
-                       float* dx) override;
-  void AvgPoolForward(const Pool2dArgs& a, const float* x, float* y) override;
-  void AvgPoolBackward(const Pool2dArgs& a, const float* dy, float* dx) override;
-
-  void ReluForward(std::int64_t count, const float* x, float* y) override;
-  void ReluBackward(std::int64_t count, const float* y, const float* dy, float* dx) override;
-  void GeluForward(std::int64_t count, const float* x, float* y) override;
-  void GeluBackward(std::int64_t count, const float* x, const float* dy, float* dx) override;
-  void TanhForward(std::int64_t count, const float* x, float* y) override;
-  void TanhBackward(std::int64_t count, const float* y, const float* dy, float* dx) override;
-  void DropoutForward(std::int64_t count, float rate, std::uint64_t seed, std::uint64_t offset,
-                      const float* x, float* mask, float* y) override;
-  void DropoutBackward(std::int64_t count, const float* mask, const float* dy,
-                       float* dx) override;
-
-  void SoftmaxForward(std::int64_t rows, std::int64_t cols, bool causal, const float* x,
-                      float* y) override;
-  void SoftmaxBackward(std::int64_t rows, std::int64_t cols, const float* y, const float* dy,
-                       float* dx) override;
-  void LayerNormForward(std::int64_t rows, std::int64_t cols, float eps, const float* x,
-                        const float* gamma, const float* beta, float* y, float* mean,
-                        float* rstd) override;
-  void LayerNormBackward(std::int64_t rows, std::int64_t cols, const float* x,
-                         const float* gamma, const float* mean, const float* rstd,
-                         const float* dy, float* dx, float* dgamma, float* dbeta) override;
-  void BatchNormForward(std::int64_t n, std::int64_t c, std::int64_t spatial, float eps,
-                        const float* x, const float* gamma, const float* beta, float* y,
-                        float* mean, float* rstd) override;
-  void BatchNormBackward(std::int64_t n, std::int64_t c, std::int64_t spatial, const float* x,
-                         const float* gamma, const float* mean, const float* rstd,
-                         const float* dy, float* dx, float* dgamma, float* dbeta) override;
-  void LrnForward(const LrnArgs& a, const float* x, float* y) override;
-  void LrnBackward(const LrnArgs& a, const float* x, const float* y, const float* dy,
-                   float* dx) override;
-
-  void SoftmaxCrossEntropyForward(std::int64_t rows, std::int64_t classes, const float* logits,
-                                  const float* labels, float* probs, float* loss) override;
-  void SoftmaxCrossEntropyBackward(std::int64_t rows, std::int64_t classes, const float* probs,
-                                   const float* labels, float scale, float* dlogits) override;
-  void EmbeddingForward(std::int64_t count, std::int64_t hidden, const float* ids,
-                        const float* table, float* y) override;
-  // Deterministic: (id, position) pairs are sorted stably by id on the GPU
-  // and each table row sums its positions in increasing order, the same
-  // order as a sequential loop over positions.
-  void EmbeddingBackward(std::int64_t count, std::int64_t hidden, const float* ids,
-                         const float* dy, float* dtable) override;
-
-  void SgdStep(std::int64_t count, float lr, float weight_decay, const float* g,
-               float* p) override;
-  void MomentumStep(std::int64_t count, float lr, float momentum, const float* g, float* v,
-                    float* p) override;
-  void AdamStep(std::int64_t count, float lr, float beta1, float beta2, float eps,
-                std::int64_t t, const float* g, float* m, float* v, float* p) override;
+  // The kernel ops of exec/backend_ops.inc, with the contracts written there.
+#define DTSIM_BACKEND_OP(name, params) void name params override;
+#include "exec/backend_ops.inc"
 
  private:
   // Makes device_ current on the calling thread.

@@ -1,4 +1,4 @@
-// Optimizer steps, in place on parameter buffers (formulas in backend.h).
+// Optimizer steps, in place on parameter buffers (formulas in backend_ops.inc).
 #include <cmath>
 
 #include "common/error.h"

@@ -1,4 +1,4 @@
-// Points simulated per second by a sweep (sim/sweep.h): ResNet-50 local SGD
+// Points simulated per second by a sweep (study/sweep.h): ResNet-50 local SGD
 // (data parallel, averaging every H steps) on 8 to 1,024 V100 GPUs (34 node
 // counts of 8 GPUs, 1 to 128 nodes) x 6 averaging periods = 204 points, run
 // by RunSweep on `jobs` threads (0 = all cores). Files are not written.
@@ -6,7 +6,7 @@
 //
 // BM_Search: `dtsim search` of GPT-3 175B on 1,024 A100s (128 nodes of 8,
 // HDR InfiniBand fat tree), global batch 1,536, every default plan
-// (sim/search.h): plans enumerated, dropped by the memory bound, simulated
+// (study/search.h): plans enumerated, dropped by the memory bound, simulated
 // per second. The target: the whole search in under a minute on 2
 // cores.
 #include <benchmark/benchmark.h>
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "config/scenario.h"
-#include "sim/search.h"
-#include "sim/sweep.h"
+#include "study/search.h"
+#include "study/sweep.h"
 
 namespace dtsim::sim {
 namespace {

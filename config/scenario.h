@@ -447,7 +447,7 @@ struct UnusedKey {
 };
 
 // Same from a document already parsed (e.g. by ParseYamlDocument, then edited
-// as sim/sweep.cc does for each point of a sweep). Errors name the positions
+// as study/sweep.cc does for each point of a sweep). Errors name the positions
 // the nodes carry (their YAML::Mark), in `filename`. A key the strategy does
 // not use is a UserError at the key; with `unused` (a sweep's point), such
 // keys are appended there instead and the scenario loads.

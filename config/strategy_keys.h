@@ -6,7 +6,7 @@
 // `data`. The loader reports such a key as an error at the key, naming the
 // strategy (config::ParseScenarioNode); a sweep, whose points may have
 // different strategies, ignores it for the points that do not use it
-// (sim/sweep.h, docs/scenario.md "Sweeps").
+// (study/sweep.h, docs/scenario.md "Sweeps").
 #pragma once
 
 #include <string>

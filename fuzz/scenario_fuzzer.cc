@@ -1,5 +1,5 @@
 // Fuzz target: the scenario loader, sweep expansion included. The input is
-// the text of a scenario file; it goes through sim::ParseSweep as `dtsim
+// the text of a scenario file; it goes through study::ParseSweep as `dtsim
 // sweep` reads it (a file without lists is a sweep of one point, loaded as
 // `dtsim run` loads it), one point at a time. For a file that loads, the
 // model of the first few points is built as `run` would build it, which
@@ -16,7 +16,7 @@
 #include "config/scenario.h"
 #include "fuzz/fuzz_check.h"
 #include "models/graph.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
 namespace {
 
@@ -28,8 +28,8 @@ constexpr std::size_t kMaxModelsBuilt = 4;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   dtsim::fuzz::ExpectAnswerOrRefusal([&] {
-    const dtsim::sim::Sweep sweep =
-        dtsim::sim::ParseSweep(text, "scenarios/local/fuzz-input.yaml", /*jobs=*/1);
+    const dtsim::study::Sweep sweep =
+        dtsim::study::ParseSweep(text, "scenarios/local/fuzz-input.yaml", /*jobs=*/1);
     const std::size_t n = std::min(sweep.points.size(), kMaxModelsBuilt);
     for (std::size_t i = 0; i < n; ++i) {
       const dtsim::models::ModelGraph g =

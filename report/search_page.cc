@@ -10,8 +10,8 @@
 namespace dtsim::report {
 namespace {
 
-const std::string& Value(const sim::Search& search, std::size_t point, std::size_t axis) {
-  const sim::SweepPoint& p = search.sweep.points[point];
+const std::string& Value(const study::Search& search, std::size_t point, std::size_t axis) {
+  const study::SweepPoint& p = search.sweep.points[point];
   return search.sweep.axes[axis].values[p.choice[axis]];
 }
 
@@ -21,9 +21,9 @@ std::string Format(const char* format, double v) {
   return buf;
 }
 
-void Row(std::ostringstream& o, const sim::Search& search,
-         const std::vector<sim::PointResult>& results, std::size_t i, std::size_t rank) {
-  const sim::PointResult& r = results[i];
+void Row(std::ostringstream& o, const study::Search& search,
+         const std::vector<study::PointResult>& results, std::size_t i, std::size_t rank) {
+  const study::PointResult& r = results[i];
   o << "<tr><td>" << rank << "</td><td>" << r.devices << "</td><td>"
     << EscapeXml(PlanLabel(search, i)) << "</td><td>"
     << Format("%.1f", r.throughput_samples_per_s) << "</td><td>" << Format("%.4f", r.step_time_s)
@@ -37,14 +37,14 @@ const char kHead[] =
 
 }  // namespace
 
-std::string PlanLabel(const sim::Search& search, std::size_t point) {
+std::string PlanLabel(const study::Search& search, std::size_t point) {
   return "d=" + Value(search, point, 1) + " t=" + Value(search, point, 2) +
          " p=" + Value(search, point, 3) + " m=" + Value(search, point, 4) + " " +
          Value(search, point, 5) + " zero=" + Value(search, point, 6) +
          " recompute=" + Value(search, point, 7);
 }
 
-std::string PlotSearch(const sim::Search& search, const std::vector<sim::PointResult>& results) {
+std::string PlotSearch(const study::Search& search, const std::vector<study::PointResult>& results) {
   ScatterChart chart;
   chart.title = search.sweep.name + ": plans found (global batch " +
                 std::to_string(search.global_batch) + ")";
@@ -52,19 +52,19 @@ std::string PlotSearch(const sim::Search& search, const std::vector<sim::PointRe
   chart.x.scale = Scale::kLog2;
   chart.y.label = "throughput (samples/s)";
   Series all{"feasible plans", {}}, front{"Pareto front", {}};
-  for (const std::size_t i : sim::RankSearch(results))
+  for (const std::size_t i : study::RankSearch(results))
     all.points.push_back({static_cast<double>(results[i].devices),
                           results[i].throughput_samples_per_s});
-  for (const std::size_t i : sim::ParetoFront(results))
+  for (const std::size_t i : study::ParetoFront(results))
     front.points.push_back({static_cast<double>(results[i].devices),
                             results[i].throughput_samples_per_s});
   chart.series = {all, front};
   return RenderScatterChart(chart);
 }
 
-std::string SearchPageHtml(const sim::Search& search, const std::vector<sim::PointResult>& results,
+std::string SearchPageHtml(const study::Search& search, const std::vector<study::PointResult>& results,
                            const std::string& chart, std::size_t top, const std::string& no_fit) {
-  const std::vector<std::size_t> ranked = sim::RankSearch(results);
+  const std::vector<std::size_t> ranked = study::RankSearch(results);
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
     << EscapeXml(search.sweep.name) << ": dtsim search</title>\n"
@@ -87,7 +87,7 @@ std::string SearchPageHtml(const sim::Search& search, const std::vector<sim::Poi
   }
   o << chart << "\n<h2>Pareto front: the fastest plan per device count</h2>\n<table>\n" << kHead;
   std::size_t k = 0;
-  for (const std::size_t i : sim::ParetoFront(results)) {
+  for (const std::size_t i : study::ParetoFront(results)) {
     const auto at = std::find(ranked.begin(), ranked.end(), i);
     Row(o, search, results, i, static_cast<std::size_t>(at - ranked.begin()) + 1);
     ++k;

@@ -10,7 +10,7 @@ namespace {
 // A search of two plans by hand: the chart is well-formed SVG, the page
 // lists the plans fastest first with their labels, and the front.
 TEST(SearchPage, ChartAndTablesOfAHandMadeSearch) {
-  sim::Search search;
+  study::Search search;
   search.global_batch = 64;
   search.counts.candidates = 3;
   search.counts.pruned_by_memory = 1;
@@ -24,14 +24,14 @@ TEST(SearchPage, ChartAndTablesOfAHandMadeSearch) {
       {"4", "4", "1", "1", "16", "none", "0", "none"},
       {"8", "2", "2", "2", "8", "1f1b", "1", "selective"}};
   for (const auto& values : plans) {
-    sim::SweepPoint point;
+    study::SweepPoint point;
     for (std::size_t a = 0; a < values.size(); ++a) {
       search.sweep.axes[a].values.push_back(values[a]);
       point.choice.push_back(search.sweep.axes[a].values.size() - 1);
     }
     search.sweep.points.push_back(point);
   }
-  std::vector<sim::PointResult> results(2);
+  std::vector<study::PointResult> results(2);
   results[0].devices = 4;
   results[0].throughput_samples_per_s = 100;
   results[1].devices = 8;

@@ -12,7 +12,7 @@
 namespace dtsim::report {
 namespace {
 
-bool IsDeviceAxis(const sim::SweepAxis& axis) {
+bool IsDeviceAxis(const study::SweepAxis& axis) {
   return axis.path == "cluster.nodes" || axis.path == "cluster.devices_per_node";
 }
 
@@ -31,7 +31,7 @@ std::string LastKey(const std::string& path) {
 std::string EscapeHtml(const std::string& text) { return EscapeXml(text); }
 
 // The values of `point` on `axes`: "a=1, b=x".
-std::string Combination(const sim::Sweep& sweep, const sim::SweepPoint& point,
+std::string Combination(const study::Sweep& sweep, const study::SweepPoint& point,
                         const std::vector<std::size_t>& axes) {
   std::string s;
   for (std::size_t a : axes) {
@@ -42,7 +42,7 @@ std::string Combination(const sim::Sweep& sweep, const sim::SweepPoint& point,
 }
 
 // The value of the chosen x for point i.
-double XValue(const sim::Sweep& sweep, const std::vector<sim::PointResult>& results,
+double XValue(const study::Sweep& sweep, const std::vector<study::PointResult>& results,
               const SweepPlotAxes& axes, std::size_t i) {
   if (axes.x_is_devices) return results[i].devices;
   const std::size_t k = sweep.points[i].choice[axes.x_axis];
@@ -54,8 +54,8 @@ double XValue(const sim::Sweep& sweep, const std::vector<sim::PointResult>& resu
 // facet axis (one in all without it), one series per combination of the
 // other series axes (in order of first appearance).
 template <typename Value>
-std::vector<LineChart> SweepLineCharts(const sim::Sweep& sweep,
-                                       const std::vector<sim::PointResult>& results,
+std::vector<LineChart> SweepLineCharts(const study::Sweep& sweep,
+                                       const std::vector<study::PointResult>& results,
                                        const SweepPlotAxes& axes, Value value) {
   LineChart base;
   base.x.label = axes.x_label;
@@ -74,7 +74,7 @@ std::vector<LineChart> SweepLineCharts(const sim::Sweep& sweep,
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
     // An infeasible point has no figures to draw (sweep.csv says why).
     if (!results[i].feasible) continue;
-    const sim::SweepPoint& point = sweep.points[i];
+    const study::SweepPoint& point = sweep.points[i];
     const std::size_t panel = axes.facet_axis ? point.choice[*axes.facet_axis] : 0;
     std::vector<std::size_t> key;
     for (std::size_t a : line_axes) key.push_back(point.choice[a]);
@@ -112,9 +112,9 @@ std::string RenderSweepCharts(std::vector<LineChart> charts, const std::string& 
 }
 
 // The number of distinct combinations of `axes` among the points.
-std::size_t Combinations(const sim::Sweep& sweep, const std::vector<std::size_t>& axes) {
+std::size_t Combinations(const study::Sweep& sweep, const std::vector<std::size_t>& axes) {
   std::set<std::vector<std::size_t>> seen;
-  for (const sim::SweepPoint& point : sweep.points) {
+  for (const study::SweepPoint& point : sweep.points) {
     std::vector<std::size_t> key;
     for (std::size_t a : axes) key.push_back(point.choice[a]);
     seen.insert(std::move(key));
@@ -133,12 +133,12 @@ TimeUnit UnitFor(double max_s) {
   return {"s", 1};
 }
 
-StackedBarChart BreakdownChart(const sim::Sweep& sweep,
-                               const std::vector<sim::PointResult>& results) {
+StackedBarChart BreakdownChart(const study::Sweep& sweep,
+                               const std::vector<study::PointResult>& results) {
   StackedBarChart chart;
   chart.title = sweep.name + ": time per step";
   double max_total = 0;
-  for (const sim::PointResult& r : results) {
+  for (const study::PointResult& r : results) {
     max_total = std::max(max_total, r.compute_s + r.exposed_comm_s + r.idle_s);
   }
   const TimeUnit unit = UnitFor(max_total);
@@ -158,7 +158,7 @@ StackedBarChart BreakdownChart(const sim::Sweep& sweep,
       label += (a ? ", " : "") + sweep.axes[a].values[sweep.points[i].choice[a]];
     }
     if (label.empty()) label = sweep.points[i].name;
-    const sim::PointResult& r = results[i];
+    const study::PointResult& r = results[i];
     if (!r.feasible) label += " (infeasible)";
     chart.bars.push_back({label,
                           {r.compute_s * unit.per_second, r.exposed_comm_s * unit.per_second,
@@ -169,7 +169,7 @@ StackedBarChart BreakdownChart(const sim::Sweep& sweep,
 
 }  // namespace
 
-std::string ShortAxisName(const sim::Sweep& sweep, std::size_t axis) {
+std::string ShortAxisName(const study::Sweep& sweep, std::size_t axis) {
   const std::string key = LastKey(sweep.axes[axis].path);
   for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
     if (a != axis && LastKey(sweep.axes[a].path) == key) return sweep.axes[axis].path;
@@ -177,7 +177,7 @@ std::string ShortAxisName(const sim::Sweep& sweep, std::size_t axis) {
   return key;
 }
 
-SweepPlotAxes ChooseSweepPlotAxes(const sim::Sweep& sweep) {
+SweepPlotAxes ChooseSweepPlotAxes(const study::Sweep& sweep) {
   SweepPlotAxes p;
   std::vector<bool> on_x(sweep.axes.size(), false);
   bool device_axis = false;
@@ -207,7 +207,7 @@ SweepPlotAxes ChooseSweepPlotAxes(const sim::Sweep& sweep) {
     p.x_scale = Scale::kLinear;
     p.x_integer = false;
   } else {
-    const sim::SweepAxis& axis = sweep.axes[p.x_axis];
+    const study::SweepAxis& axis = sweep.axes[p.x_axis];
     p.x_label = axis.path;
     double lo = 0, hi = 0;
     p.x_integer = true;
@@ -251,24 +251,24 @@ SweepPlotAxes ChooseSweepPlotAxes(const sim::Sweep& sweep) {
   return p;
 }
 
-SweepPlots PlotSweep(const sim::Sweep& sweep, const std::vector<sim::PointResult>& results) {
+SweepPlots PlotSweep(const study::Sweep& sweep, const std::vector<study::PointResult>& results) {
   const SweepPlotAxes axes = ChooseSweepPlotAxes(sweep);
   SweepPlots plots;
 
   plots.throughput = RenderSweepCharts(
       SweepLineCharts(sweep, results, axes,
-                      [](const sim::PointResult& r) { return r.throughput_samples_per_s; }),
+                      [](const study::PointResult& r) { return r.throughput_samples_per_s; }),
       sweep.name + ": throughput", "throughput (samples/s)", std::nullopt, std::nullopt);
 
   double max_efficiency = 0;
-  for (const sim::PointResult& r : results) {
+  for (const study::PointResult& r : results) {
     max_efficiency = std::max(max_efficiency, r.scaling_efficiency * 100);
   }
   // 0 to 100%, whatever the data, unless a point is above 100%.
   const bool percent = max_efficiency <= 100;
   plots.scaling_efficiency = RenderSweepCharts(
       SweepLineCharts(sweep, results, axes,
-                      [](const sim::PointResult& r) { return r.scaling_efficiency * 100; }),
+                      [](const study::PointResult& r) { return r.scaling_efficiency * 100; }),
       sweep.name + ": scaling efficiency", "scaling efficiency (%)",
       percent ? std::optional<double>(0) : std::nullopt,
       percent ? std::optional<double>(100) : std::nullopt);
@@ -378,7 +378,7 @@ std::string TableCell(const std::string& column, const std::string& field) {
 
 }  // namespace
 
-std::string SweepPageHtml(const sim::Sweep& sweep, const SweepPlots& plots,
+std::string SweepPageHtml(const study::Sweep& sweep, const SweepPlots& plots,
                           const std::string& csv, const std::string& lead) {
   std::ostringstream o;
   const std::string title = "dtsim sweep: " + sweep.name;

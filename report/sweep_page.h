@@ -1,4 +1,4 @@
-// The plots and the HTML page of a sweep (`dtsim sweep`, sim/sweep.h).
+// The plots and the HTML page of a sweep (`dtsim sweep`, study/sweep.h).
 //
 // Line charts put the number of devices on a log2 x axis when the sweep
 // varies cluster.nodes or cluster.devices_per_node, and draw one line per
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "report/svg_plot.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
 namespace dtsim::report {
 
@@ -41,11 +41,11 @@ struct SweepPlotAxes {
 constexpr std::size_t kMaxLinesPerPanel = 10;  // the palette's size (Colour)
 constexpr std::size_t kBarsPerRow = 40;        // breakdown chart rows
 
-SweepPlotAxes ChooseSweepPlotAxes(const sim::Sweep& sweep);
+SweepPlotAxes ChooseSweepPlotAxes(const study::Sweep& sweep);
 
 // An axis's short name: its last key ("averaging_period"), or the full path
 // when another axis of the sweep has the same last key.
-std::string ShortAxisName(const sim::Sweep& sweep, std::size_t axis);
+std::string ShortAxisName(const study::Sweep& sweep, std::size_t axis);
 
 struct SweepPlots {
   std::string throughput;          // throughput.svg: samples/s against x
@@ -54,7 +54,7 @@ struct SweepPlots {
 };
 
 // REQUIRES: one result per point of `sweep`.
-SweepPlots PlotSweep(const sim::Sweep& sweep, const std::vector<sim::PointResult>& results);
+SweepPlots PlotSweep(const study::Sweep& sweep, const std::vector<study::PointResult>& results);
 
 // index.html: the three plots inline and `csv` (sweep.csv) as a table. One
 // self-contained file without external resources. The table shows each
@@ -64,7 +64,7 @@ SweepPlots PlotSweep(const sim::Sweep& sweep, const std::vector<sim::PointResult
 // the URL fragment "#sort=COLUMN" or "#sort=COLUMN:desc" (COLUMN as in
 // sweep.csv's header). `lead`, when given, is HTML placed before the
 // plots (`dtsim tta` puts its time-to-accuracy section there).
-std::string SweepPageHtml(const sim::Sweep& sweep, const SweepPlots& plots,
+std::string SweepPageHtml(const study::Sweep& sweep, const SweepPlots& plots,
                           const std::string& csv, const std::string& lead = "");
 
 // The unit of a column of sweep.csv (sim::CsvHeader), as the page's table

@@ -22,8 +22,8 @@ int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-sim::SweepAxis Axis(std::string path, std::vector<std::string> values, bool numeric) {
-  sim::SweepAxis a;
+study::SweepAxis Axis(std::string path, std::vector<std::string> values, bool numeric) {
+  study::SweepAxis a;
   a.path = std::move(path);
   a.values = std::move(values);
   a.numeric = numeric;
@@ -33,17 +33,17 @@ sim::SweepAxis Axis(std::string path, std::vector<std::string> values, bool nume
 // A sweep of `axes` with every combination as a point (first axis slowest)
 // and made-up results: throughput = devices x 100 x (choice of the last axis + 1).
 struct FakeSweep {
-  sim::Sweep sweep;
-  std::vector<sim::PointResult> results;
+  study::Sweep sweep;
+  std::vector<study::PointResult> results;
 };
 
-FakeSweep MakeSweep(std::vector<sim::SweepAxis> axes) {
+FakeSweep MakeSweep(std::vector<study::SweepAxis> axes) {
   FakeSweep f;
   f.sweep.name = "fake";
   f.sweep.axes = std::move(axes);
   std::vector<std::size_t> choice(f.sweep.axes.size(), 0);
   while (true) {
-    sim::SweepPoint p;
+    study::SweepPoint p;
     p.choice = choice;
     p.name = "fake/" + std::to_string(f.sweep.points.size());
     for (std::size_t a = 0; a < choice.size(); ++a) {
@@ -51,7 +51,7 @@ FakeSweep MakeSweep(std::vector<sim::SweepAxis> axes) {
         p.scenario.cluster.nodes = std::stoi(f.sweep.axes[a].values[choice[a]]);
       }
     }
-    sim::PointResult r;
+    study::PointResult r;
     r.devices = p.scenario.cluster.num_devices();
     r.throughput_samples_per_s =
         r.devices * 100.0 * (choice.empty() ? 1 : static_cast<double>(choice.back() + 1));

@@ -9,7 +9,6 @@
 #include "plan/plan_export.h"
 #include "sim/kernel_evidence.h"
 #include "sim/statistics.h"
-#include "sim/sweep.h"
 
 namespace dtsim::sim {
 namespace {
@@ -773,6 +772,18 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     }
   }
   return o.str();
+}
+
+std::string CsvField(const std::string& text) {
+  const bool quote = text.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!text.empty() && (text.front() == ' ' || text.back() == ' '));
+  if (!quote) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace dtsim::sim

@@ -49,6 +49,9 @@ nlohmann::ordered_json CostSourcesJson(const config::Scenario& scenario, const P
 // One CSV header line and the matching row (no trailing newline).
 std::string CsvHeader();
 std::string CsvRow(const config::Scenario& scenario, const Prediction& p);
+// `text` as one CSV field (RFC 4180): quoted when it holds a comma, a
+// quote, a line break or edge spaces.
+std::string CsvField(const std::string& text);
 
 // Chrome trace event format (JSON object with traceEvents); opens in
 // ui.perfetto.dev and chrome://tracing. One process per rank, one thread per

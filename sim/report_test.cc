@@ -241,5 +241,11 @@ TEST(Report, GradientBucketsExcludeTensorParallelAllReduces) {
   EXPECT_EQ(comm.at("buckets_per_iteration").get<int>(), 1);
 }
 
+TEST(CsvField, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(CsvField("25GbE"), "25GbE");
+  EXPECT_EQ(CsvField("a/b=1,c=2"), "\"a/b=1,c=2\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -374,7 +374,7 @@ TEST_F(Cli, HelpExplainsAndBadArgumentsExit2) {
   }
 }
 
-// Sweeps (`dtsim sweep`, sim/sweep.h).
+// Sweeps (`dtsim sweep`, study/sweep.h).
 
 // A 2 x 2 sweep of a small CNN that simulates in milliseconds.
 const char* kSmallSweep =

@@ -22,7 +22,7 @@
 #include "sim/memory.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
 namespace dtsim {
 namespace {
@@ -223,8 +223,8 @@ TEST(ReadmeFigures, ServersAndTailsTable) {
 // (the columns agree, to the rounding of the printed updates).
 TEST(ReadmeFigures, TimeToAccuracyTables) {
   const std::string doc = Doc(kTta);
-  const sim::Sweep sweep = sim::LoadSweep("scenarios/sweep-tta-cifar10-local-sgd.yaml");
-  const std::vector<sim::PointResult> results = sim::RunSweep(sweep);
+  const study::Sweep sweep = study::LoadSweep("scenarios/sweep-tta-cifar10-local-sgd.yaml");
+  const std::vector<study::PointResult> results = study::RunSweep(sweep);
   std::size_t link_axis = sweep.axes.size(), period_axis = sweep.axes.size();
   for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
     if (sweep.axes[a].path == "cluster.network.link") link_axis = a;
@@ -234,7 +234,7 @@ TEST(ReadmeFigures, TimeToAccuracyTables) {
   ASSERT_LT(period_axis, sweep.axes.size());
   int rows = 0;
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
-    const sim::SweepPoint& point = sweep.points[i];
+    const study::SweepPoint& point = sweep.points[i];
     const std::string link = sweep.axes[link_axis].values[point.choice[link_axis]];
     const std::string h = sweep.axes[period_axis].values[point.choice[period_axis]];
     const std::string prefix = "| " + link + " | " + h + " | ";

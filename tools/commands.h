@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "exec/comm/mpi_world.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
 namespace dtsim::exec {
 class Communicator;
@@ -40,7 +40,7 @@ struct SweepOptions {
   // experiment, one session folder per point).
   bool tensorboard = false;
 };
-// Simulates every point of a sweep scenario (sim/sweep.h) and writes
+// Simulates every point of a sweep scenario (study/sweep.h) and writes
 // sweep.csv, throughput.svg, scaling_efficiency.svg, breakdown.svg and
 // index.html into the output folder, all or nothing. Progress goes to `err`,
 // the list of files written to `out`.
@@ -49,12 +49,12 @@ struct SweepOptions {
 void SweepCommand(const SweepOptions& options, exec::MpiWorld* mpi, std::ostream& out,
                   std::ostream& err);
 
-// Runs the sweep's points on `jobs` threads (sim::RunSweep) with a progress
+// Runs the sweep's points on `jobs` threads (study::RunSweep) with a progress
 // bar of `unit` on `err` (none when `quiet`); `*seconds` receives the time
 // taken. With `mpi` (a process an MPI launcher started, of 2 or more ranks):
 // each rank runs every size-th point, and rank 0 gathers them all; the
 // other ranks get an empty vector and must write nothing.
-std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
+std::vector<study::PointResult> RunSweepWithProgress(const study::Sweep& sweep, int jobs, bool quiet,
                                                    bool err_is_terminal, const char* unit,
                                                    exec::MpiWorld* mpi, std::ostream& err,
                                                    double* seconds);
@@ -62,7 +62,7 @@ std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int 
 struct SearchOptions {
   std::string scenario_path;
   std::string out_dir;  // default: <the scenario's outputs.dir>/search
-  // The search space (sim::SearchSpace); empty lists keep its defaults. A
+  // The search space (study::SearchSpace); empty lists keep its defaults. A
   // value given twice is searched once.
   std::vector<int> devices;
   std::vector<int> micro_batch_sizes;
@@ -74,7 +74,7 @@ struct SearchOptions {
   bool err_is_terminal = false;  // stderr is a terminal: show the progress bar at once
 };
 // Searches the plans of a scenario's model on its cluster at its global
-// batch (sim/search.h) and writes search.csv, pareto.csv, throughput.svg and
+// batch (study/search.h) and writes search.csv, pareto.csv, throughput.svg and
 // index.html, all or nothing. Prints the Pareto front and the `top` fastest
 // plans to `out`; progress to `err`. Throws InfeasiblePlan (after writing
 // the files) when no plan fits.

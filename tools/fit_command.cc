@@ -10,8 +10,8 @@
 
 #include "common/error.h"
 #include "common/units.h"
+#include "sim/report.h"
 #include "sim/simulator.h"
-#include "sim/sweep.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
 #include "validation/fit.h"

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "config/scenario.h"
 #include "report/search_page.h"
-#include "sim/search.h"
+#include "study/search.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
 
@@ -22,13 +22,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void PrintPlans(const sim::Search& search, const std::vector<sim::PointResult>& results,
+void PrintPlans(const study::Search& search, const std::vector<study::PointResult>& results,
                 const std::vector<std::size_t>& rows, const std::vector<std::size_t>& ranked,
                 std::ostream& out) {
   out << "| rank | devices | plan | samples/s | step (s) | memory/device (GiB) | MFU |\n"
          "|---:|---:|---|---:|---:|---:|---:|\n";
   for (const std::size_t i : rows) {
-    const sim::PointResult& r = results[i];
+    const study::PointResult& r = results[i];
     const auto rank = std::find(ranked.begin(), ranked.end(), i) - ranked.begin() + 1;
     char line[320];
     std::snprintf(line, sizeof line, "| %td | %d | %s | %.1f | %.4f | %.2f | %.1f%% |\n", rank,
@@ -57,36 +57,36 @@ void SearchCommand(const SearchOptions& o, exec::MpiWorld* mpi, std::ostream& ou
   // The scenario's own split is replaced: it need not divide the cluster.
   const config::Scenario base = config::LoadScenario(o.scenario_path, false);
   const models::ModelGraph graph = config::BuildWorkloadModel(base);
-  sim::SearchSpace space;
+  study::SearchSpace space;
   space.devices = Distinct(o.devices);
   if (!o.micro_batch_sizes.empty()) space.micro_batch_sizes = Distinct(o.micro_batch_sizes);
   if (!o.zero_stages.empty()) space.zero_stages = Distinct(o.zero_stages);
   if (!o.tensor_parallel.empty()) space.tensor_parallel = Distinct(o.tensor_parallel);
-  const sim::Search search = sim::BuildSearch(base, graph, space);
+  const study::Search search = study::BuildSearch(base, graph, space);
 
   double seconds = 0;
-  std::vector<sim::PointResult> results = RunSweepWithProgress(
+  std::vector<study::PointResult> results = RunSweepWithProgress(
       search.sweep, jobs, o.quiet, o.err_is_terminal, "plans", mpi, err, &seconds);
   if (mpi != nullptr && mpi->communicator().rank() != 0) return;  // rank 0 writes
   // The rows recommended (those printed, the first 10 at least, and the
   // Pareto front) come from full simulations, never from the fast path.
-  sim::SweepRunOptions recheck;
+  study::SweepRunOptions recheck;
   recheck.jobs = jobs;
-  const std::size_t resimulated = sim::RecheckSearch(
+  const std::size_t resimulated = study::RecheckSearch(
       search, &results, static_cast<std::size_t>(std::max(10, o.top)), recheck);
 
-  const std::vector<std::size_t> ranked = sim::RankSearch(results);
-  const std::vector<std::size_t> front = sim::ParetoFront(results);
-  std::string pareto = sim::SweepCsvHeader(search.sweep) + "\n";
+  const std::vector<std::size_t> ranked = study::RankSearch(results);
+  const std::vector<std::size_t> front = study::ParetoFront(results);
+  std::string pareto = study::SweepCsvHeader(search.sweep) + "\n";
   for (const std::size_t i : front) pareto += results[i].csv_row + "\n";
   const std::string chart = report::PlotSearch(search, results);
   const fs::path dir = o.out_dir.empty() ? fs::path(search.sweep.out_dir) : fs::path(o.out_dir);
   OutputSet files(dir);
-  WriteOutput(files, "search.csv", sim::SweepCsv(search.sweep, results));
+  WriteOutput(files, "search.csv", study::SweepCsv(search.sweep, results));
   WriteOutput(files, "pareto.csv", pareto);
   WriteOutput(files, "throughput.svg", chart);
   const std::string no_fit =
-      ranked.empty() ? sim::WhatWouldFit(base, graph, space, search, results) : "";
+      ranked.empty() ? study::WhatWouldFit(base, graph, space, search, results) : "";
   WriteOutput(files, "index.html", report::SearchPageHtml(search, results, chart, 100, no_fit));
   const auto written = files.Commit();
   // Nothing to recommend: valid input, infeasible plans (exit status 3),

@@ -12,7 +12,7 @@
 
 #include "report/sweep_page.h"
 #include "report/tensorboard.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
 #include "tools/progress_bar.h"
@@ -25,31 +25,31 @@ namespace fs = std::filesystem;
 }  // namespace
 }  // namespace dtsim::tools
 
-namespace dtsim::sim {
+namespace dtsim::study {
 // A point's result as JSON, for the ranks of a sweep to send to rank 0.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PointResult, csv_row, feasible, infeasible,
                                    memory_per_device_bytes, devices, throughput_samples_per_s,
                                    step_time_s, scaling_efficiency, compute_s, exposed_comm_s,
                                    idle_s, mfu, extrapolated)
-}  // namespace dtsim::sim
+}  // namespace dtsim::study
 
 namespace dtsim::tools {
 
-std::vector<sim::PointResult> RunSweepWithProgress(const sim::Sweep& sweep, int jobs, bool quiet,
+std::vector<study::PointResult> RunSweepWithProgress(const study::Sweep& sweep, int jobs, bool quiet,
                                                    bool err_is_terminal, const char* unit,
                                                    exec::MpiWorld* mpi, std::ostream& err,
                                                    double* seconds) {
   const int rank = mpi != nullptr ? mpi->communicator().rank() : 0;
   const int ranks = mpi != nullptr ? mpi->communicator().size() : 1;
   ProgressBar bar(err, err_is_terminal, unit);
-  sim::SweepRunOptions run;
+  study::SweepRunOptions run;
   run.jobs = jobs;
   run.shard = rank;
   run.shards = ranks;
   if (!quiet && rank == 0) run.progress = [&bar](int done, int total) { bar.Update(done, total); };
-  std::vector<sim::PointResult> results;
+  std::vector<study::PointResult> results;
   try {
-    results = sim::RunSweep(sweep, run);
+    results = study::RunSweep(sweep, run);
   } catch (...) {
     bar.Finish();
     throw;
@@ -106,20 +106,20 @@ void RemoveStaleSessions(const fs::path& dir, std::size_t points) {
 // experiment in `dir`, each point a session in `dir`/pNNNN with its axis
 // values and its figures as scalars at step 0. Wall times are 0: the same
 // sweep gives the same bytes.
-std::vector<fs::path> WriteHParams(const sim::Sweep& sweep,
-                                   const std::vector<sim::PointResult>& results,
+std::vector<fs::path> WriteHParams(const study::Sweep& sweep,
+                                   const std::vector<study::PointResult>& results,
                                    const fs::path& dir) {
   std::vector<report::EventFile::HParam> hparams;
-  for (const sim::SweepAxis& axis : sweep.axes) {
+  for (const study::SweepAxis& axis : sweep.axes) {
     hparams.push_back({axis.path, axis.values, axis.numeric});
   }
-  const std::vector<std::pair<std::string, double (*)(const sim::PointResult&)>> metrics = {
-      {"throughput_samples_per_s", [](const sim::PointResult& r) { return r.throughput_samples_per_s; }},
-      {"step_time_s", [](const sim::PointResult& r) { return r.step_time_s; }},
-      {"scaling_efficiency", [](const sim::PointResult& r) { return r.scaling_efficiency; }},
-      {"mfu", [](const sim::PointResult& r) { return r.mfu; }},
+  const std::vector<std::pair<std::string, double (*)(const study::PointResult&)>> metrics = {
+      {"throughput_samples_per_s", [](const study::PointResult& r) { return r.throughput_samples_per_s; }},
+      {"step_time_s", [](const study::PointResult& r) { return r.step_time_s; }},
+      {"scaling_efficiency", [](const study::PointResult& r) { return r.scaling_efficiency; }},
+      {"mfu", [](const study::PointResult& r) { return r.mfu; }},
       {"memory_per_device_gib",
-       [](const sim::PointResult& r) { return r.memory_per_device_bytes / (1024.0 * 1024 * 1024); }},
+       [](const study::PointResult& r) { return r.memory_per_device_bytes / (1024.0 * 1024 * 1024); }},
   };
   std::vector<std::string> tags;
   for (const auto& m : metrics) tags.push_back(m.first);
@@ -132,7 +132,7 @@ std::vector<fs::path> WriteHParams(const sim::Sweep& sweep,
     for (const fs::path& p : set.Commit()) written.push_back(p);
   }
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
-    const sim::SweepPoint& point = sweep.points[i];
+    const study::SweepPoint& point = sweep.points[i];
     std::vector<std::size_t> choice = point.choice;
     for (std::size_t a = 0; a < choice.size() && a < point.unused_axes.size(); ++a) {
       if (point.unused_axes[a]) choice[a] = sweep.axes[a].values.size();  // left out
@@ -161,14 +161,14 @@ void SweepCommand(const SweepOptions& o, exec::MpiWorld* mpi, std::ostream& out,
                   std::ostream& err) {
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, jobs);
+  const study::Sweep sweep = study::LoadSweep(o.scenario_path, jobs);
 
   double seconds = 0;
-  const std::vector<sim::PointResult> results =
+  const std::vector<study::PointResult> results =
       RunSweepWithProgress(sweep, jobs, o.quiet, o.err_is_terminal, "points", mpi, err, &seconds);
   if (mpi != nullptr && mpi->communicator().rank() != 0) return;  // rank 0 writes
 
-  const std::string csv = sim::SweepCsv(sweep, results);
+  const std::string csv = study::SweepCsv(sweep, results);
   const report::SweepPlots plots = report::PlotSweep(sweep, results);
   const fs::path dir = o.out_dir.empty() ? fs::path(sweep.out_dir) : fs::path(o.out_dir);
   OutputSet files(dir);
@@ -192,12 +192,12 @@ void SweepCommand(const SweepOptions& o, exec::MpiWorld* mpi, std::ostream& out,
   err << line;
   // Infeasible points are rows of sweep.csv with their reason; say how many.
   const auto infeasible = std::count_if(results.begin(), results.end(),
-                                        [](const sim::PointResult& r) { return !r.feasible; });
+                                        [](const study::PointResult& r) { return !r.feasible; });
   if (infeasible > 0) {
     err << infeasible << " of " << results.size()
         << " points are infeasible (fits = false in sweep.csv, with the reason), e.g. "
         << std::find_if(results.begin(), results.end(),
-                        [](const sim::PointResult& r) { return !r.feasible; })
+                        [](const study::PointResult& r) { return !r.feasible; })
                ->infeasible
         << "\n";
   }

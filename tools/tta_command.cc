@@ -27,8 +27,9 @@
 #include "report/svg_plot.h"
 #include "report/sweep_page.h"
 #include "report/tensorboard.h"
+#include "sim/report.h"
 #include "sim/simulator.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 #include "sim/time_to_accuracy.h"
 #include "tools/commands.h"
 #include "tools/exec_command.h"
@@ -72,7 +73,7 @@ struct Point {
 };
 
 // `local`: as PredictAsLocalRun makes it (null: the scenario's cluster).
-Point SimulatePoint(const sim::SweepPoint& sp, const LocalRunOptions* local) {
+Point SimulatePoint(const study::SweepPoint& sp, const LocalRunOptions* local) {
   Point p;
   if (!sp.infeasible.empty()) {
     p.infeasible = sp.infeasible;
@@ -364,13 +365,13 @@ void CheckProxyCost(const models::ModelGraph& graph, const std::string& proxy, s
 }  // namespace
 
 void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
-  const sim::Sweep sweep = sim::LoadSweep(o.scenario_path, o.jobs);
+  const study::Sweep sweep = study::LoadSweep(o.scenario_path, o.jobs);
   std::vector<Point> points;
   if (!o.local && !o.network.empty())
     throw UserError("--network prices an emulated link of this machine: it needs --local",
                     "add --local");
   const LocalRunOptions local{.threads = 1, .network = o.network, .latency = o.latency};
-  for (const sim::SweepPoint& sp : sweep.points)
+  for (const study::SweepPoint& sp : sweep.points)
     points.push_back(SimulatePoint(sp, o.local ? &local : nullptr));
 
   // The proxy: the named model, else the scenario's; trained on the data
@@ -531,7 +532,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
 
   // Per point: updates (measured or fitted) x simulated seconds per update.
   std::string csv;
-  for (const sim::SweepAxis& a : sweep.axes) csv += sim::CsvField(a.path) + ',';
+  for (const study::SweepAxis& a : sweep.axes) csv += sim::CsvField(a.path) + ',';
   csv += "point,setting,workers,throughput_samples_per_s,seconds_per_update,lr,target,"
          "updates_to_target,updates_low,updates_high,estimate,time_to_target_s,time_low_s,"
          "time_high_s,note\n";
@@ -712,7 +713,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   }
   std::string best_text;
   for (const auto& [key, row] : best) {
-    const sim::SweepPoint& sp = sweep.points[row->point];
+    const study::SweepPoint& sp = sweep.points[row->point];
     const double spu = points[row->point].seconds_per_update;
     best_text += "best: " + sp.name + ": " + Seconds(row->time) + " (" +
                  Seconds(row->steps.low * spu) + " to " + Seconds(row->steps.high * spu) + "), " +
@@ -756,10 +757,10 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   lead += "</table>\n";
-  sim::SweepRunOptions sweep_options;
+  study::SweepRunOptions sweep_options;
   sweep_options.jobs = o.jobs;
-  const std::vector<sim::PointResult> results = sim::RunSweep(sweep, sweep_options);
-  const std::string sweep_csv = sim::SweepCsv(sweep, results);
+  const std::vector<study::PointResult> results = study::RunSweep(sweep, sweep_options);
+  const std::string sweep_csv = study::SweepCsv(sweep, results);
   const report::SweepPlots plots = report::PlotSweep(sweep, results);
 
   const fs::path dir = o.out_dir.empty() ? fs::path(sweep.out_dir) / "tta" : fs::path(o.out_dir);

@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "sim/sweep.h"
+#include "sim/report.h"
 #include "validation/scatter.h"
 
 namespace dtsim::validation {

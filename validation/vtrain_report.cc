@@ -12,7 +12,7 @@
 
 #include "common/units.h"
 #include "report/svg_plot.h"
-#include "sim/sweep.h"
+#include "sim/report.h"
 #include "validation/scatter.h"
 
 namespace dtsim::validation {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "config/scenario.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 
 // `unused[i]`: the keys point i of `sweep` does not use (as
 // ParseScenarioNode reported them; empty for a point that did not load).
@@ -29,4 +29,4 @@ namespace dtsim::sim {
 void ApplyUnusedKeys(const std::vector<std::vector<config::UnusedKey>>& unused, bool all_loaded,
                      Sweep* sweep);
 
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

@@ -1,4 +1,4 @@
-#include "sim/search.h"
+#include "study/search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "plan/layers.h"
 #include "sim/memory.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 namespace {
 
 using config::PipelineSchedule;
@@ -49,7 +49,7 @@ std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
 // holds at least 1/p of them. `in`: the scenario's inputs over every op
 // (MemoryInputs of the whole model); the candidate's fields are set in it
 // (no copy of its op list per candidate).
-double StaticLowerBound(MemoryInputs& in, const Candidate& c) {
+double StaticLowerBound(sim::MemoryInputs& in, const Candidate& c) {
   in.tensor_parallel = c.tensor;
   in.data_parallel = c.data;
   in.zero_stage = c.zero_stage;
@@ -141,7 +141,7 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(base);
   const hw::DeviceSpec* device = catalog.FindDevice(base.cluster.device);
   if (device == nullptr) throw UserError("unknown device '" + base.cluster.device + "'");
-  MemoryInputs whole;  // the model's state, for StaticLowerBound
+  sim::MemoryInputs whole;  // the model's state, for StaticLowerBound
   whole.graph = &graph;
   for (models::OpId v = 0; v < static_cast<models::OpId>(graph.num_ops()); ++v)
     whole.ops.push_back(v);
@@ -383,4 +383,4 @@ std::vector<std::size_t> ParetoFront(const std::vector<PointResult>& results) {
   return front;
 }
 
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

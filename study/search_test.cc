@@ -1,4 +1,4 @@
-#include "sim/search.h"
+#include "study/search.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "sim/memory.h"
 #include "sim/simulator.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 namespace {
 
 // ResNet-50 on one node of 8 A100s (NVSwitch), 32 samples per device.
@@ -54,7 +54,7 @@ TEST(Search, DataParallelismWinsForAModelThatFitsOnAFastLink) {
   EXPECT_EQ(value(best, 4), "32");  // micro-batch: the whole per-device batch
   EXPECT_EQ(best.scenario.parallelism.strategy, config::Strategy::kData);
   // The same plan as the scenario itself, simulated on its own.
-  const Prediction direct = Simulate(s);
+  const sim::Prediction direct = sim::Simulate(s);
   EXPECT_NEAR(results[ranked[0]].throughput_samples_per_s,
               direct.metrics.throughput_samples_per_s,
               1e-9 * direct.metrics.throughput_samples_per_s);
@@ -205,10 +205,10 @@ TEST(Search, RecommendedPlansEqualTheFullSimulationOfThePlan) {
     for (const std::size_t i : rows) {
       const SweepPoint& point = search.sweep.points[i];
       const PointResult& r = results[i];
-      const Prediction run = Simulate(point.scenario);
+      const sim::Prediction run = sim::Simulate(point.scenario);
       ASSERT_TRUE(run.does_not_fit.empty()) << point.name;
       double memory = 0;
-      for (const MemoryBreakdown& m : run.memory.stages) memory = std::max(memory, m.Total());
+      for (const sim::MemoryBreakdown& m : run.memory.stages) memory = std::max(memory, m.Total());
       const double step = run.metrics.step_time_s;
       EXPECT_FALSE(r.extrapolated) << point.name;
       EXPECT_NEAR(r.step_time_s, step, 1e-6 * step) << point.name;
@@ -250,4 +250,4 @@ TEST(Search, RefusesWhatItDoesNotVary) {
 }
 
 }  // namespace
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

@@ -10,7 +10,7 @@
 // drops the candidates that cannot fit by a lower bound on their memory
 // (the device's share of the parameters, gradients and optimizer state:
 // the largest stage holds at least the mean), and simulates the rest as
-// sweep points (sim/sweep.h): the same loader-free scenarios, the fast path
+// sweep points (study/sweep.h): the same loader-free scenarios, the fast path
 // for plain data parallelism, infeasible rows with their reason. Ranked by
 // throughput; the Pareto front is the best throughput per device count that
 // beats every smaller count's.
@@ -27,9 +27,9 @@
 
 #include "config/scenario.h"
 #include "models/graph.h"
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 
 struct SearchSpace {
   // Device counts; empty = the cluster's, halved while it stays whole
@@ -111,4 +111,4 @@ std::vector<std::size_t> RankSearch(const std::vector<PointResult>& results);
 // with fewer devices. In increasing device count.
 std::vector<std::size_t> ParetoFront(const std::vector<PointResult>& results);
 
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

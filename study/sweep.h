@@ -32,7 +32,7 @@
 
 #include "config/scenario.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 
 // One step from a node to a child: a mapping key or a sequence index.
 using YamlStep = std::variant<std::string, std::size_t>;
@@ -59,7 +59,7 @@ struct SweepPoint {
   // default-constructed and the point is reported as an infeasible row.
   std::string infeasible;
   // Per axis: the point's strategy does not use it (its sweep.csv cell is
-  // empty; sim/sweep_unused.h). Empty = every axis is used.
+  // empty; study/sweep_unused.h). Empty = every axis is used.
   std::vector<bool> unused_axes;
 };
 
@@ -81,7 +81,7 @@ std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root, const std::string& 
 // loads but asks for an infeasible plan (InfeasiblePlan) does not stop the
 // sweep: it is kept with SweepPoint::infeasible set. A point that repeats
 // another because its strategy does not use an axis is left out, and a key
-// no point uses is a UserError at the key (sim/sweep_unused.h).
+// no point uses is a UserError at the key (study/sweep_unused.h).
 Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int jobs = 0);
 // Same from a file; a missing file is reported as config::LoadScenario does.
 Sweep LoadSweep(const std::string& path, int jobs = 0);
@@ -148,8 +148,4 @@ std::string SweepCsvHeader(const Sweep& sweep);
 // Header and one row per point, each line ending in '\n'.
 std::string SweepCsv(const Sweep& sweep, const std::vector<PointResult>& results);
 
-// `text` as one CSV field (RFC 4180): quoted when it holds a comma, a
-// quote, a line break or edge spaces.
-std::string CsvField(const std::string& text);
-
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

@@ -1,4 +1,4 @@
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,9 +20,9 @@
 #include "common/yaml_reader.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
-#include "sim/sweep_unused.h"
+#include "study/sweep_unused.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 namespace {
 
 // A sweep larger than this is most likely a mistake (and would not fit in
@@ -230,7 +230,7 @@ std::string GraphKey(const config::Scenario& s) {
 const std::vector<std::string>& ExtraColumns() {
   static const std::vector<std::string> extra = [] {
     std::vector<std::string> present;
-    std::istringstream header(CsvHeader());
+    std::istringstream header(sim::CsvHeader());
     for (std::string column; std::getline(header, column, ',');) present.push_back(column);
     std::vector<std::string> columns;
     for (const char* c : {"averaging_period", "strategy", "sync"}) {
@@ -242,11 +242,11 @@ const std::vector<std::string>& ExtraColumns() {
 }
 
 // The columns of sweep.csv after the axis values.
-std::string SweepCsvRow(const SweepPoint& point, const Prediction& p) {
+std::string SweepCsvRow(const SweepPoint& point, const sim::Prediction& p) {
   // CsvRow writes the scenario name as it is; the point name has commas.
   config::Scenario named = point.scenario;
-  named.name = CsvField(point.name);
-  std::string row = CsvRow(named, p);
+  named.name = sim::CsvField(point.name);
+  std::string row = sim::CsvRow(named, p);
   const config::ParallelismConfig& par = point.scenario.parallelism;
   for (const std::string& c : ExtraColumns()) {
     row += ',';
@@ -258,19 +258,19 @@ std::string SweepCsvRow(const SweepPoint& point, const Prediction& p) {
 }
 
 // The point's value of axis `a` in sweep.csv: empty when its strategy does
-// not use the axis (sim/sweep_unused.h).
+// not use the axis (study/sweep_unused.h).
 std::string AxisCell(const SweepPoint& point, const std::vector<SweepAxis>& axes, std::size_t a) {
   if (a < point.unused_axes.size() && point.unused_axes[a]) return "";
-  return CsvField(axes[a].values[point.choice[a]]);
+  return sim::CsvField(axes[a].values[point.choice[a]]);
 }
 
 PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axes,
-                      const Prediction& p) {
+                      const sim::Prediction& p) {
   PointResult r;
   for (std::size_t a = 0; a < axes.size(); ++a) r.csv_row += AxisCell(point, axes, a) + ',';
   r.csv_row += SweepCsvRow(point, p);
   r.devices = point.scenario.cluster.num_devices();
-  for (const MemoryBreakdown& m : p.memory.stages)
+  for (const sim::MemoryBreakdown& m : p.memory.stages)
     r.memory_per_device_bytes = std::max(r.memory_per_device_bytes, m.Total());
   if (!p.does_not_fit.empty()) {
     r.feasible = false;
@@ -283,7 +283,7 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   r.compute_s = p.metrics.breakdown.compute_s;
   r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
   r.idle_s = p.metrics.breakdown.idle_s;
-  r.mfu = ComputeModelFigures(point.scenario, p).mfu;
+  r.mfu = sim::ComputeModelFigures(point.scenario, p).mfu;
   r.extrapolated = p.layout.extrapolated_from.first > 0;
   return r;
 }
@@ -298,7 +298,7 @@ PointResult InfeasibleResult(const SweepPoint& point, const std::vector<SweepAxi
   r.infeasible = reason;
   for (std::size_t a = 0; a < axes.size(); ++a) r.csv_row += AxisCell(point, axes, a) + ',';
   std::vector<std::string> columns;
-  std::istringstream header(CsvHeader());
+  std::istringstream header(sim::CsvHeader());
   for (std::string column; std::getline(header, column, ',');) columns.push_back(column);
   for (const std::string& c : ExtraColumns()) columns.push_back(c);
   const bool loaded = point.infeasible.empty();
@@ -306,11 +306,11 @@ PointResult InfeasibleResult(const SweepPoint& point, const std::vector<SweepAxi
   for (std::size_t i = 0; i < columns.size(); ++i) {
     const std::string& c = columns[i];
     std::string v;
-    if (c == "scenario") v = CsvField(point.name);
+    if (c == "scenario") v = sim::CsvField(point.name);
     if (c == "fits") v = "false";
-    if (c == "infeasible") v = CsvField(reason);
+    if (c == "infeasible") v = sim::CsvField(reason);
     if (loaded) {
-      if (c == "device") v = CsvField(s.cluster.device);
+      if (c == "device") v = sim::CsvField(s.cluster.device);
       if (c == "nodes") v = std::to_string(s.cluster.nodes);
       if (c == "devices_per_node") v = std::to_string(s.cluster.devices_per_node);
       if (c == "devices") v = std::to_string(s.cluster.num_devices());
@@ -345,18 +345,6 @@ std::string InfeasibleMessage(const InfeasiblePlan& e) {
 
 
 }  // namespace
-
-std::string CsvField(const std::string& text) {
-  const bool quote = text.find_first_of(",\"\r\n") != std::string::npos ||
-                     (!text.empty() && (text.front() == ' ' || text.back() == ' '));
-  if (!quote) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::vector<SweepAxis> FindSweepAxes(const YAML::Node& root, const std::string& filename) {
   std::vector<SweepAxis> axes;
@@ -393,7 +381,7 @@ Sweep ParseSweep(const std::string& yaml_text, const std::string& filename, int 
     // Reported as point 0's row below.
   }
   sweep.points.resize(total);
-  // The keys each point's strategy does not use (sim/sweep_unused.h).
+  // The keys each point's strategy does not use (study/sweep_unused.h).
   std::vector<std::vector<config::UnusedKey>> unused(total);
   const auto failure = ParallelFor(total, jobs, {}, 0, [&](std::size_t i) {
     SweepPoint& point = sweep.points[i];
@@ -493,8 +481,8 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
           return;
         }
         try {
-          const Prediction p =
-              Simulate(point.scenario, SimulateOptions{.graph = graph_of[i], .fast = options.fast});
+          const sim::Prediction p =
+              sim::Simulate(point.scenario, sim::SimulateOptions{.graph = graph_of[i], .fast = options.fast});
           results[i] = Summarize(point, sweep.axes, p);
         } catch (const InfeasiblePlan& e) {
           results[i] = InfeasibleResult(point, sweep.axes, InfeasibleMessage(e));
@@ -509,8 +497,8 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
 
 std::string SweepCsvHeader(const Sweep& sweep) {
   std::string header;
-  for (const SweepAxis& axis : sweep.axes) header += CsvField(axis.path) + ',';
-  header += CsvHeader();
+  for (const SweepAxis& axis : sweep.axes) header += sim::CsvField(axis.path) + ',';
+  header += sim::CsvHeader();
   for (const std::string& c : ExtraColumns()) header += "," + c;
   return header;
 }
@@ -521,4 +509,4 @@ std::string SweepCsv(const Sweep& sweep, const std::vector<PointResult>& results
   return csv;
 }
 
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

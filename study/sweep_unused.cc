@@ -1,11 +1,11 @@
-#include "sim/sweep_unused.h"
+#include "study/sweep_unused.h"
 
 #include <string>
 #include <utility>
 
 #include "common/error.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 namespace {
 
 // Whether the axis at `axis_path` lies at or under the key `key_path`
@@ -73,4 +73,4 @@ void ApplyUnusedKeys(const std::vector<std::vector<config::UnusedKey>>& unused, 
   sweep->points = std::move(kept);
 }
 
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

@@ -1,4 +1,4 @@
-#include "sim/sweep.h"
+#include "study/sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "common/yaml_reader.h"
 #include "report/sweep_page.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 namespace {
 
 std::vector<std::string> AxisPaths(const std::string& yaml) {
@@ -180,12 +180,6 @@ TEST(ParseSweep, AxisInsideAListOfMappings) {
   ASSERT_EQ(s.points[1].scenario.cluster.custom_links.size(), 1u);
   EXPECT_DOUBLE_EQ(s.points[0].scenario.cluster.custom_links[0].bw_bytes_per_s, 10e9);
   EXPECT_DOUBLE_EQ(s.points[1].scenario.cluster.custom_links[0].bw_bytes_per_s, 20e9);
-}
-
-TEST(CsvField, QuotesOnlyWhenNeeded) {
-  EXPECT_EQ(CsvField("25GbE"), "25GbE");
-  EXPECT_EQ(CsvField("a/b=1,c=2"), "\"a/b=1,c=2\"");
-  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
 }
 
 // A small sweep that simulates quickly: 2 x 2 points of a small CNN.
@@ -416,4 +410,4 @@ TEST(ParseSweep, AMistakeEveryPointSharesIsReportedBeforeExpanding) {
 }
 
 }  // namespace
-}  // namespace dtsim::sim
+}  // namespace dtsim::study

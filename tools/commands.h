@@ -140,7 +140,7 @@ struct TtaOptions {
   std::string latency;  // --latency of exec; needs network
 };
 // Time to a target loss for every point of a sweep: statistical efficiency
-// measured on a proxy (exec/runtime/replica_trainer.h) times the simulated
+// measured on a proxy (exec/train/replica_trainer.h) times the simulated
 // seconds per update (sim/time_to_accuracy.h). Writes tta.csv, curves.csv,
 // tta.svg, index.html and a TensorBoard event file of the curves.
 void TtaCommand(const TtaOptions& options, std::ostream& out, std::ostream& err);

@@ -1,4 +1,4 @@
-#include "exec/runtime/replica_trainer.h"
+#include "exec/train/replica_trainer.h"
 
 #include <cmath>
 #include <deque>

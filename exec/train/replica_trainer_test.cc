@@ -1,4 +1,4 @@
-#include "exec/runtime/replica_trainer.h"
+#include "exec/train/replica_trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include "common/error.h"
 #include "exec/data/synthetic_dataset.h"
 #include "exec/kernels/cpu_isa.h"
-#include "exec/runtime/model_problem.h"
-#include "exec/runtime/quadratic_problem.h"
+#include "exec/train/model_problem.h"
+#include "exec/train/quadratic_problem.h"
 #include "models/zoo.h"
 
 namespace dtsim::exec {

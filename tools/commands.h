@@ -8,6 +8,7 @@
 
 #include "exec/comm/mpi_world.h"
 #include "study/sweep.h"
+#include "study/tta_options.h"
 
 namespace dtsim::exec {
 class Communicator;
@@ -82,67 +83,27 @@ struct SearchOptions {
 void SearchCommand(const SearchOptions& options, exec::MpiWorld* mpi, std::ostream& out,
                    std::ostream& err);
 
-// Bounds of `dtsim tta`'s options (refused with exit status 2 beyond):
-// proxies converge in 10^2 to 10^4 updates; every worker is an in-process
-// replica of the proxy; seeds give a Student band that stops narrowing
-// long before 100.
-constexpr std::int64_t kMaxTtaSteps = 10'000'000;
-constexpr int kMaxTtaWorkers = 4096;
-constexpr int kMaxTtaSeeds = 100;
-constexpr std::int64_t kMaxTtaBatch = 65536;
-constexpr std::int64_t kMaxTtaEvalSamples = 1'000'000;  // per evaluation
-// The memory the proxy runs held at once may take (replicas' parameters,
-// gradients and momentum, and their saved activations), and the proxy
-// training work a command may ask for (about a day on one core).
-constexpr double kMaxTtaMemoryBytes = 8.0 * (1ull << 30);
-constexpr double kMaxTtaFlops = 1e16;
-
 struct TtaOptions {
   std::string scenario_path;  // a scenario or sweep of data / local SGD / PS points
   std::string out_dir;        // default <the scenario's outputs.dir>/tta
-  std::string proxy;          // zoo model or model file trained for real; "" = the scenario's
   // The proxy's data (tools::MakeDataset with each seed): a dtsim binary
   // dataset file, or an IDX folder whose training split it trains on and
   // whose test split (MakeEvalDataset) it evaluates on; "" = a synthetic
   // set. Without a test split the held-out samples are the set's last.
   std::string dataset;
-  std::int64_t batch = 0;     // samples per worker per update; 0 = the scenario's batch_per_device
-  std::vector<int> workers;   // worker counts measured; empty = each point's own
-  std::int64_t steps = 300;   // updates per run at most
-  int eval_every = 10;        // updates between evaluations
-  std::int64_t eval_samples = 256;
-  int seeds = 3;
-  // The target, at most one of (0 = not given; none given = target 0.6):
-  double target = 0;           // held-out loss as a fraction of the initial one, in (0, 1]
-  double target_loss = 0;      // held-out loss, > 0
-  double target_accuracy = 0;  // held-out top-1 accuracy, in (0, 1]; a classification model
-  double lr = 0.05;           // for one worker's batch; scaled by lr_scaling
-  std::string lr_scaling = "linear";  // linear, sqrt or none (of samples per update / batch)
-  // Rates tried per setting (every seed at each); the one with the fewest
-  // mean updates to the target is kept (a rate some seed never brings to
-  // it loses; ties: the smaller). Non-empty: lr and lr_scaling are unused.
-  std::vector<double> lr_grid;
-  // The update rule, as `dtsim exec` applies it (exec/runtime/optimizer.h):
-  std::string optimizer;            // sgd, momentum or adam; "" = the scenario's parallelism.optimizer
-  double momentum = 0.9;            // momentum's coefficient (exec's default)
-  std::int64_t lr_warmup_steps = 0;  // linear warm-up steps; 0 = none
-  double lr_decay_rate = 0;          // exponential decay per lr_decay_steps; 0 = none
-  std::int64_t lr_decay_steps = 0;
-  bool lr_smooth = false;            // decay continuously instead of in steps
-  int jobs = 0;               // runs at once; 0 = one per core
-  bool quiet = false;
   // Seconds per update as `dtsim exec` runs each point on this machine
-  // (tools/exec_command.h PredictAsLocalRun: its ranks share the cores, and
+  // (tools/local_run.h PredictAsLocalRun: its ranks share the cores, and
   // with `network` talk over the emulated link), instead of on the
   // scenario's cluster.
   bool local = false;
   std::string network;  // --network of exec ("100Mbps"); needs local
   std::string latency;  // --latency of exec; needs network
+  study::TtaOptions study;  // the proxy, its runs, target and update rule; quiet: no summary
 };
-// Time to a target loss for every point of a sweep: statistical efficiency
-// measured on a proxy (exec/train/replica_trainer.h) times the simulated
-// seconds per update (sim/time_to_accuracy.h). Writes tta.csv, curves.csv,
-// tta.svg, index.html and a TensorBoard event file of the curves.
+// Time to a target loss for every point of a sweep (study/tta.h): statistical
+// efficiency measured on a proxy times the simulated seconds per update.
+// Writes tta.csv, curves.csv, tta.svg, index.html and a TensorBoard event
+// file of the curves.
 void TtaCommand(const TtaOptions& options, std::ostream& out, std::ostream& err);
 
 struct ChakraOptions {

@@ -12,8 +12,8 @@
 
 #include "bench/resnet50_scenario.h"
 #include "config/scenario.h"
-#include "sim/plan_costs.h"
-#include "sim/simgrid_engine.h"
+#include "sim/cost/plan_costs.h"
+#include "sim/engine/simgrid_engine.h"
 #include "sim/simulator.h"
 
 namespace dtsim::sim {

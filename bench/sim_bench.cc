@@ -7,7 +7,7 @@
 #include "bench/resnet50_scenario.h"
 #include "config/scenario.h"
 #include "sim/metrics.h"
-#include "sim/plan_costs.h"
+#include "sim/cost/plan_costs.h"
 #include "sim/simulator.h"
 
 namespace dtsim::sim {

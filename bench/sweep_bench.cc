@@ -17,7 +17,7 @@
 #include "study/search.h"
 #include "study/sweep.h"
 
-namespace dtsim::sim {
+namespace dtsim::study {
 namespace {
 
 const char* kSweep =
@@ -97,6 +97,6 @@ void BM_Search(benchmark::State& state) {
 BENCHMARK(BM_Search)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
-}  // namespace dtsim::sim
+}  // namespace dtsim::study
 
 BENCHMARK_MAIN();

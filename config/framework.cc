@@ -30,7 +30,7 @@ using models::OpKind;
 //           with Megatron's fusions, 40 us on a plain GPT layer, 28 us on
 //           ResNet basic blocks (python3-torch 1.13, one thread, process CPU
 //           time, a 2-core AMD EPYC VM). Per op as dtsim's host model
-//           counts them (sim/host_costs.h: reshapes are free, fused ops ride
+//           counts them (sim/cost/host_costs.h: reshapes are free, fused ops ride
 //           with their producer).
 // [pytorch] PyTorch, benchmarks/overrides_benchmark/README.md: the overhead
 //           of a torch function call on a plain tensor is "on the order of

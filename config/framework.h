@@ -8,8 +8,8 @@
 // per step, and where it blocks until the device catches up. It also names
 // the element-wise ops it fuses into the kernel before them (one kernel
 // launched, the intermediate tensor neither written nor read back) and, for
-// Horovod, its tensor-fusion buffer and cycle time. sim/host_costs.h turns a
-// profile into per-task host time; sim/engine.h runs the host ahead of the
+// Horovod, its tensor-fusion buffer and cycle time. sim/cost/host_costs.h turns a
+// profile into per-task host time; sim/engine/engine.h runs the host ahead of the
 // device.
 //
 // The built-in profiles (BuiltInFrameworks) cite where each constant comes

@@ -3,7 +3,7 @@
 // at. `dtsim profile` writes one from the exec backend; the torch.profiler
 // trace importer (config/torch_trace.h) makes one from a PyTorch trace; a
 // scenario's `workload.cost_model: measured` with `cost_table: FILE` prices
-// its ops from it (sim/measured_costs.h). Format: docs/measured_costs.md.
+// its ops from it (sim/cost/measured_costs.h). Format: docs/measured_costs.md.
 //
 // The file is JSON:
 //   {"format": "dtsim-op-costs", "version": 1,

@@ -131,7 +131,7 @@ models::DType StorageDType(hw::Precision p) {
     case hw::Precision::kFp16: return models::DType::kFp16;
     case hw::Precision::kBf16:
     // fp8 keeps tensors in bf16 between ops: only a linear layer's GEMM
-    // inputs are cast to FP8 (sim/op_kernels.h).
+    // inputs are cast to FP8 (sim/cost/op_kernels.h).
     case hw::Precision::kFp8: return models::DType::kBf16;
     case hw::Precision::kFp32:
     case hw::Precision::kTf32: return models::DType::kFp32;

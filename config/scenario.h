@@ -47,7 +47,7 @@ struct NetworkConfig {
   // model puts it at 8.4 us for ring all-reduce with the Simple protocol
   // (src/graph/tuning.cc, baseLat, Ring/Simple).
   double collective_latency_s = 8.4e-6;
-  // How collectives are priced (sim/nccl_protocols.h): "ideal" (the default:
+  // How collectives are priced (sim/cost/nccl_protocols.h): "ideal" (the default:
   // collective_latency_s, the links' latency per step and their full
   // bandwidth) or "nccl" (NCCL's three protocols, LL, LL128 and Simple, each
   // with its own latencies and share of the bandwidth; the fastest wins).
@@ -89,11 +89,11 @@ struct ModelRef {
                                       // against the scenario file's folder
 };
 
-// How compute tasks are priced (sim/cost_model.h).
+// How compute tasks are priced (sim/cost/cost_model.h).
 enum class CostModelKind {
-  kKernels,   // each op's kernels from their structure (sim/gpu_kernel_model.h)
+  kKernels,   // each op's kernels from their structure (sim/cost/gpu_kernel_model.h)
   kRoofline,  // flops / (peak x efficiency per op kind), bytes / bandwidth
-  kMeasured,  // an op-cost table's times (sim/measured_costs.h); the kernel
+  kMeasured,  // an op-cost table's times (sim/cost/measured_costs.h); the kernel
               // or roofline model, chosen as when unset, for the rest
 };
 
@@ -104,7 +104,7 @@ struct WorkloadConfig {
   int iterations = 5;                 // simulated iterations (>= 1); the report averages
                                       // the iterations after the first (warm-up)
   // Fraction of peak flop/s reached per op kind (0 < e <= 1). Unlisted kinds
-  // take sim's defaults (sim/cost_model.h).
+  // take sim's defaults (sim/cost/cost_model.h).
   std::map<models::OpKind, double> compute_efficiency;
   // Dense layers' efficiency by the rows of their GEMM (a device profile's
   // dense_efficiency_by_rows); empty = compute_efficiency's dense value.
@@ -116,7 +116,7 @@ struct WorkloadConfig {
   std::optional<double> memory_efficiency;  // fraction of peak memory bandwidth
   std::optional<double> kernel_launch_s;    // fixed overhead per kernel
   std::optional<double> optimizer_bytes_per_param;  // optimizer memory traffic per
-                                                    // parameter; default 20 (sim/cost_model.h)
+                                                    // parameter; default 20 (sim/cost/cost_model.h)
   // workload.cost_model; unset: kernels where the device's microarchitecture
   // is known and no roofline key (compute_efficiency, memory_efficiency,
   // kernel_launch, a device profile) is set, else roofline.

@@ -4,7 +4,7 @@
 //
 // What is checked here is what the section alone can tell. Whether the ranks
 // named exist in the cluster is checked where the cluster is known
-// (sim::StragglerModel, sim/stragglers.h).
+// (sim::StragglerModel, sim/engine/stragglers.h).
 #include <algorithm>
 #include <array>
 #include <string>

@@ -1,7 +1,7 @@
 // Counter-based uniform numbers that host and device code compute the same
 // way, so the CPU and CUDA backends draw identical dropout masks and
 // synthetic data: a draw is a pure function of (seed, index). SplitMix64
-// (Steele, Lea, Flood, OOPSLA 2014), as sim/random.h, but callable from CUDA
+// (Steele, Lea, Flood, OOPSLA 2014), as sim/engine/random.h, but callable from CUDA
 // kernels (this header compiles under nvcc and plain C++).
 #pragma once
 

@@ -37,7 +37,7 @@ enum class Precision {
   kBf16,  // mixed precision, bf16 tensor cores
   // bf16 mixed precision whose linear (dense) layers' GEMMs run on FP8
   // tensor cores, as NVIDIA Transformer Engine's fp8_autocast does
-  // (Hopper, Ada, Blackwell); everything else stays bf16/fp32 (sim/op_kernels.h).
+  // (Hopper, Ada, Blackwell); everything else stays bf16/fp32 (sim/cost/op_kernels.h).
   kFp8,
 };
 const char* PrecisionName(Precision p);  // "fp32", "tf32", "fp16", "bf16", "fp8"
@@ -49,7 +49,7 @@ bool IsMixedPrecision(Precision p);
 Precision ParsePrecision(std::string_view name);
 Precision ParsePrecision(std::string_view name, const SourceLocation& where);
 
-// GPU generation, for the kernel-level cost model (sim/gemm_model.h): which
+// GPU generation, for the kernel-level cost model (sim/cost/gpu_kernel_model.h): which
 // math units exist and which kernels the libraries pick. kUnknown (user
 // devices, CPUs) keeps the roofline.
 enum class GpuArch { kUnknown, kKepler, kMaxwell, kPascal, kVolta, kTuring, kAmpere, kHopper };
@@ -75,7 +75,7 @@ struct DeviceSpec {
   // Microarchitecture, for the kernel-level cost model: the generation, the
   // streaming multiprocessors (each runs the peak rate / sm_count) and the L2
   // cache. 0 / kUnknown = not given: the simulator prices this device with
-  // the roofline (sim/cost_model.h).
+  // the roofline (sim/cost/cost_model.h).
   GpuArch arch = GpuArch::kUnknown;
   int sm_count = 0;
   double l2_bytes = 0;

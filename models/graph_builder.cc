@@ -597,7 +597,7 @@ Tensor GraphBuilder::Concat(const std::string& name, const std::vector<Tensor>& 
 // key pairs, causal or not: model FLOPs count the whole score matrix, as
 // Megatron-LM (Narayanan et al. 2021) and PaLM (Chowdhery et al. 2022,
 // appendix B) count them and as the unfused ops do, so MFU does not depend
-// on the kernel (the fused kernel's time, sim/op_kernels.h, skips masked
+// on the kernel (the fused kernel's time, sim/cost/op_kernels.h, skips masked
 // blocks):
 //   fwd = 2 P (D + Dv) (Q K^T and P V) + 5 P (the online softmax)
 //   bwd_input = 2 fwd's products: 4 P (D + Dv) (dQ, dK, dV, dP; the

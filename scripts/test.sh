@@ -43,7 +43,7 @@ exclude=()
 if [ "$sanitize" = 1 ]; then
   build=build-sanitize
   # Not run under the sanitizers, each for a reason outside dtsim:
-  #  - SimgridEngine.RunsFromSeveralThreadsAtOnce forks (sim/simgrid_engine.cc
+  #  - SimgridEngine.RunsFromSeveralThreadsAtOnce forks (sim/engine/simgrid_engine.cc
   #    runs each SimGrid simulation in a child) from several threads at once.
   #    GCC 12's libasan takes no lock of its allocator around fork(), so a
   #    child forked while another thread allocates inherits a held allocator

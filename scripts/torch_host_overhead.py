@@ -134,7 +134,7 @@ def main():
     # dtsim's transformer layer (dtsim model gpt2) has 22 ops: ln, qkv,
     # 3 x (slice, heads reshape), scores, softmax, dropout, context,
     # merge_heads, proj, dropout, residual; ln, fc1, gelu, fc2, dropout,
-    # residual. Its host model (sim/host_costs.h) charges per_op to the ops
+    # residual. Its host model (sim/cost/host_costs.h) charges per_op to the ops
     # that launch kernels: not the 7 reshapes (plan::IsFreeOp), and not the
     # 2 residual adds where the profile fuses them (megatron-lm): 13 ops, 15
     # without fusion. A step with recompute: full runs each 3 times (forward,

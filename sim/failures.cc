@@ -7,12 +7,12 @@
 
 #include "common/error.h"
 #include "common/units.h"
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace dtsim::sim {
 namespace {
 
-// CounterHash's stream for failure arrivals (sim/stragglers.cc uses 1-3).
+// CounterHash's stream for failure arrivals (sim/engine/stragglers.cc uses 1-3).
 // Arrival k's gap is drawn from (seed, k, 0, kFailureStream): the failure
 // times depend only on the seed and the system MTBF, not on the checkpoint
 // settings, so a scan over intervals with one seed compares them on the same

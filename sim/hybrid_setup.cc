@@ -13,7 +13,7 @@
 #include "plan/partition.h"
 #include "plan/pipedream.h"
 #include "plan/tensor_parallel.h"
-#include "sim/collectives.h"
+#include "sim/cost/collectives.h"
 #include "sim/memory.h"
 #include "sim/plan_size.h"
 #include "sim/simulator.h"

@@ -7,7 +7,7 @@
 #include "config/scenario.h"
 #include "models/graph.h"
 #include "plan/hybrid.h"
-#include "sim/cost_model.h"
+#include "sim/cost/cost_model.h"
 
 namespace dtsim::sim {
 

@@ -43,7 +43,7 @@
 #include "models/graph.h"
 #include "plan/compute_tasks.h"
 #include "plan/plan.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 namespace dtsim::sim {
 
@@ -95,7 +95,7 @@ struct MemoryInputs {
   // parameter counted with the parameters (Transformer Engine keeps both on
   // Hopper, whose FP8 GEMMs take only the TN layout), and keeps its saved
   // input as the FP8 transpose made for its weight gradient, 1 byte per
-  // value instead of the dtype's (sim/op_kernels.h).
+  // value instead of the dtype's (sim/cost/op_kernels.h).
   bool fp8 = false;
   // More fp32 state per parameter, counted with the optimizer's: local
   // SGD's outer optimizer keeps the previous parameters and a momentum (8).

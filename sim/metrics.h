@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "plan/plan.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {

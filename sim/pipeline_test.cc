@@ -6,10 +6,10 @@
 #include "plan/hybrid.h"
 #include "plan/layers.h"
 #include "plan/partition.h"
-#include "sim/cost_model.h"
-#include "sim/engine.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/engine.h"
 #include "sim/metrics.h"
-#include "sim/plan_costs.h"
+#include "sim/cost/plan_costs.h"
 #include "sim/simulator.h"
 
 namespace dtsim::sim {

@@ -7,7 +7,7 @@
 #include "common/units.h"
 #include "plan/pipedream.h"
 #include "plan/plan_export.h"
-#include "sim/kernel_evidence.h"
+#include "sim/cost/kernel_evidence.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {
@@ -105,7 +105,7 @@ ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Predict
 
 namespace {
 
-// The op-cost table's part of the priced compute (sim/measured_costs.h).
+// The op-cost table's part of the priced compute (sim/cost/measured_costs.h).
 struct CostShares {
   double seconds[kNumCostSources] = {0, 0, 0};
   double total = 0;

@@ -41,7 +41,7 @@ ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Predict
 nlohmann::ordered_json ReportJson(const config::Scenario& scenario, const Prediction& p);
 
 // Where the priced compute came from when the scenario names an op-cost
-// table (sim/measured_costs.h): {cost_table, measured_s, measured_share,
+// table (sim/cost/measured_costs.h): {cost_table, measured_s, measured_share,
 // interpolated_s, interpolated_share, modelled_s, modelled_share,
 // modelled_ops}; null without a table.
 nlohmann::ordered_json CostSourcesJson(const config::Scenario& scenario, const Prediction& p);

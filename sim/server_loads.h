@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "plan/plan.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 namespace dtsim::sim {
 

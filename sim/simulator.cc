@@ -13,14 +13,14 @@
 #include "plan/pipedream.h"
 #include "plan/layers.h"
 #include "plan/parameter_server.h"
-#include "sim/collectives.h"
-#include "sim/cost_model.h"
-#include "sim/flash_attention_table.h"
-#include "sim/host_costs.h"
-#include "sim/plan_costs.h"
+#include "sim/cost/collectives.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/flash_attention_table.h"
+#include "sim/cost/host_costs.h"
+#include "sim/cost/plan_costs.h"
 #include "sim/plan_size.h"
-#include "sim/simgrid_engine.h"
-#include "sim/stragglers.h"
+#include "sim/engine/simgrid_engine.h"
+#include "sim/engine/stragglers.h"
 
 namespace dtsim::sim {
 namespace {
@@ -295,7 +295,7 @@ Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb)
 
 // A model with fused attention (transformer attention: flash) runs the
 // FlashAttention kernels, which take fp16 or bf16 inputs only and run from
-// Turing on (FlashAttention 1.x; sim/flash_attention_table.h): refused on
+// Turing on (FlashAttention 1.x; sim/cost/flash_attention_table.h): refused on
 // older GPUs and in fp32/tf32, where no such kernel exists.
 void CheckFusedAttention(const config::Scenario& s, const models::ModelGraph& graph,
                          const hw::DeviceSpec& device) {
@@ -347,7 +347,7 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
     n.host_link_latency_s = host->latency_s;
   }
   // The host CPU sums at the catalog host's memory bandwidth x the
-  // roofline's default memory efficiency (sim/cost_model.h, 0.7).
+  // roofline's default memory efficiency (sim/cost/cost_model.h, 0.7).
   if (const hw::DeviceSpec* cpu = catalog.FindDevice("cpu-host"))
     n.host_memory_bytes_per_s = cpu->memory_bw_bytes_per_s * CostModelOptions{}.memory_efficiency;
   n.nic_bw_bytes_per_s = between.bw_bytes_per_s;

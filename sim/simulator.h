@@ -16,12 +16,12 @@
 #include "plan/plan.h"
 #include "sim/async_figures.h"
 #include "sim/server_loads.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/hybrid_setup.h"
 #include "sim/failures.h"
 #include "sim/memory.h"
 #include "sim/metrics.h"
-#include "sim/network.h"
+#include "sim/network/network.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "plan/layers.h"
-#include "sim/collectives.h"
+#include "sim/cost/collectives.h"
 #include "sim/report.h"
 
 namespace dtsim::sim {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/random.h"
+#include "sim/engine/random.h"
 
 namespace dtsim::sim {
 namespace {

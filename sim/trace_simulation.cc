@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "sim/cost_model.h"
-#include "sim/plan_costs.h"
-#include "sim/simgrid_engine.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/plan_costs.h"
+#include "sim/engine/simgrid_engine.h"
 #include "sim/simulator.h"
 
 namespace dtsim::sim {

@@ -8,9 +8,9 @@
 
 #include "config/scenario.h"
 #include "plan/plan.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/metrics.h"
-#include "sim/network.h"
+#include "sim/network/network.h"
 
 namespace dtsim::sim {
 

@@ -1828,7 +1828,7 @@ TEST_F(Cli, ExecMovesThePredictedBytesPerServer) {
 // A generation without kernel data says so: `devices` marks K80 (Kepler)
 // unvalidated and V100 (DeepBench's V100 sheet) checked on kernel times, and
 // a run on K80 carries the same in report.json and its step log
-// (sim/kernel_evidence.h).
+// (sim/cost/kernel_evidence.h).
 TEST_F(Cli, KernelModelEvidencePerGeneration) {
   Result r = Dtsim("devices");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -21,7 +21,7 @@
 #include "hw/catalog.h"
 #include "plan/chakra_files.h"
 #include "plan/chakra_import.h"
-#include "sim/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "sim/trace_simulation.h"
 #include "tools/commands.h"
 #include "tools/output_set.h"
@@ -39,7 +39,7 @@ plan::ChakraImportOptions ImportOptions(const ChakraOptions& o, const config::Sc
   options.devices_per_node = s.cluster.devices_per_node;
   // Nodes with FLOPs but no duration: a GEMM's roofline, the device's peak
   // at the scenario's precision x the dense-GEMM efficiency
-  // (sim/cost_model.h DefaultComputeEfficiency).
+  // (sim/cost/cost_model.h DefaultComputeEfficiency).
   sim::CostModelOptions roofline;
   roofline.kernel_model = false;
   options.compute_flops_per_s =

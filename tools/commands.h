@@ -177,7 +177,7 @@ void ModelsCommand(std::ostream& out);
 // `name` is a zoo name or, if it ends in .yaml/.yml/.onnx, a model file;
 // the model's warnings (a folded ONNX export) go to `err`.
 void ModelCommand(const std::string& name, std::ostream& out, std::ostream& err);
-// `dtsim model NAME --kernels`: every op's GPU kernels (sim/op_kernels.h)
+// `dtsim model NAME --kernels`: every op's GPU kernels (sim/cost/op_kernels.h)
 // forward and backward with the kernel model's time on `device` at
 // `precision` and `batch` samples, and the totals per pass.
 struct ModelKernelsOptions {

@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "report/sweep_page.h"
-#include "sim/nccl_protocols.h"
+#include "sim/cost/nccl_protocols.h"
 
 namespace dtsim::validation {
 namespace {

@@ -1,6 +1,6 @@
 // Baidu DeepBench's measured all-reduce times (../shared/validation/deepbench/
 // allreduce.csv, README.md there) and their prediction by a ring all-reduce
-// over a PCIe switch tree (sim/pcie_ring.h).
+// over a PCIe switch tree (sim/network/pcie_ring.h).
 //
 // allreduce.csv: gpu, floats, ranks, nodes (empty = 1), mean_ms,
 // gbytes_per_s, algorithm, std_ms; columns found by header name.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/pcie_ring.h"
+#include "sim/network/pcie_ring.h"
 
 namespace dtsim::validation {
 
@@ -85,7 +85,7 @@ sim::PcieNodeSpec AllreduceNode(const std::string& gpu, const AllreduceConstants
                                 bool force_peer_to_peer = false);
 
 struct AllreducePricing {
-  bool nccl_protocols = false;     // NCCL rows priced by sim/nccl_protocols.h
+  bool nccl_protocols = false;     // NCCL rows priced by sim/cost/nccl_protocols.h
   bool force_peer_to_peer = false; // see AllreduceNode
 };
 

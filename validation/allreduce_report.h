@@ -2,7 +2,7 @@
 // validation/allreduce.h, with the constants fitted (validation/fit.h:
 // MAPE over log-scaled constants) on every row and, for the held-out
 // figures, on the other GPUs' rows only (leave one GPU out), under three
-// pricings: the ideal ring, NCCL's protocols (sim/nccl_protocols.h), and
+// pricings: the ideal ring, NCCL's protocols (sim/cost/nccl_protocols.h), and
 // every sheet peer to peer (what the topology alone implies).
 #pragma once
 

@@ -376,7 +376,7 @@ DeepbenchPrediction PredictDeepbench(const sim::GpuKernelModel& model,
                                 : m.kind == DeepbenchKernel::kRnnBackwardData
                                     ? plan::TaskKind::kBackwardInput
                                     : plan::TaskKind::kBackwardWeight;
-    // The kernels the simulator prices for a recurrent op (sim/rnn_kernels.h).
+    // The kernels the simulator prices for a recurrent op (sim/cost/rnn_kernels.h).
     for (const sim::KernelCall& k : sim::RnnKernels(m.rnn, kind)) {
       p.predicted_s += sim::KernelSeconds(model, k);
       // The tile of the per-step GEMM (wgrad: of its one GEMM).
@@ -408,7 +408,7 @@ DeepbenchPrediction PredictDeepbench(const sim::GpuKernelModel& model,
 }
 
 double RooflineDeepbench(const hw::DeviceSpec& device, const DeepbenchMeasurement& m) {
-  // sim/cost_model.h's defaults before the kernel model.
+  // sim/cost/cost_model.h's defaults before the kernel model.
   constexpr double kDense = 0.75, kConv = 0.55, kMemory = 0.7, kLaunch = 5e-6;
   double flops = 0, bytes = 0, efficiency = 0;
   hw::Precision precision;

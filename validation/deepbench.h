@@ -1,7 +1,7 @@
 // Baidu DeepBench's measured GEMM, convolution and recurrent-layer times
 // (../shared/validation/deepbench/, README.md there) and their prediction
-// by the kernel-level GPU model (sim/gpu_kernel_model.h, and for recurrent
-// layers the kernels of sim/rnn_kernels.h, which the simulator prices too).
+// by the kernel-level GPU model (sim/cost/gpu_kernel_model.h, and for recurrent
+// layers the kernels of sim/cost/rnn_kernels.h, which the simulator prices too).
 //
 // gemm.csv: gpu, precision, source_app, m, n, k, a_transpose, b_transpose,
 //   time_ms, tflops. conv.csv: gpu, precision, source_app, w, h, c, n, k, s,
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "hw/catalog.h"
-#include "sim/gpu_kernel_model.h"
-#include "sim/rnn_kernels.h"
+#include "sim/cost/gpu_kernel_model.h"
+#include "sim/cost/rnn_kernels.h"
 
 namespace dtsim::validation {
 
@@ -110,7 +110,7 @@ struct DeepbenchPrediction {
 DeepbenchPrediction PredictDeepbench(const sim::GpuKernelModel& model,
                                      const DeepbenchMeasurement& m);
 
-// The roofline baseline (sim/cost_model.h's defaults: peak x 0.75 for GEMMs,
+// The roofline baseline (sim/cost/cost_model.h's defaults: peak x 0.75 for GEMMs,
 // 0.55 for convolutions, 0.5 for recurrent layers, 70% of memory bandwidth,
 // 5 us per kernel), for the same measurement.
 double RooflineDeepbench(const hw::DeviceSpec& device, const DeepbenchMeasurement& m);

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "hw/catalog.h"
-#include "sim/gpu_kernel_model.h"
+#include "sim/cost/gpu_kernel_model.h"
 #include "validation/deepbench.h"
 
 namespace dtsim::validation {

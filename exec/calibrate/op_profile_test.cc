@@ -8,7 +8,7 @@
 
 #include "exec/kernels/cpu_isa.h"
 #include "models/zoo.h"
-#include "sim/measured_costs.h"
+#include "sim/cost/measured_costs.h"
 
 namespace dtsim::exec {
 namespace {

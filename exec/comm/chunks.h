@@ -1,5 +1,5 @@
 // Splitting a buffer into nearly equal contiguous parts, as the ring and tree
-// all-reduce do (and as sim/collectives.cc assumes: bytes / parts each).
+// all-reduce do (and as sim/cost/collectives.cc assumes: bytes / parts each).
 #pragma once
 
 #include <cstddef>

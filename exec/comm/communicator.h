@@ -3,7 +3,7 @@
 //
 // Implementations provide point-to-point messages, a barrier and a native
 // all-reduce; this base class adds what every implementation shares: the
-// ring and double-binary-tree all-reduce (the schedules sim/collectives.h
+// ring and double-binary-tree all-reduce (the schedules sim/cost/collectives.h
 // simulates, run over the implementation's own Isend/Recv), a binomial
 // broadcast, argument checks, and the statistics runs report (bytes sent,
 // seconds inside communication calls).

@@ -132,7 +132,7 @@ struct TtaOptions {
   int jobs = 0;               // runs at once; 0 = one per core
   bool quiet = false;
   // Seconds per update as `dtsim exec` runs each point on this machine
-  // (tools/exec_command.h PredictAsLocalRun: its ranks share the cores, and
+  // (tools/local_run.h PredictAsLocalRun: its ranks share the cores, and
   // with `network` talk over the emulated link), instead of on the
   // scenario's cluster.
   bool local = false;

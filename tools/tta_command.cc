@@ -33,7 +33,8 @@
 #include "tools/commands.h"
 #include "tools/exec_command.h"
 #include "tools/local_run.h"
-#include "tools/exec_scenario.h"
+#include "exec/data/model_datasets.h"
+#include "exec/scenario_run.h"
 #include "tools/output_set.h"
 
 namespace dtsim::tools {
@@ -221,11 +222,11 @@ Target TargetOf(const TtaOptions& o, const models::ModelGraph& g) {
 }
 
 // The update rule `dtsim exec` would apply to scenario `s` with the same
-// options (tools/exec_command.cc's MakeExecOptions): the scenario's
+// options (exec/scenario_run.h MakeExecOptions): the scenario's
 // parallelism.optimizer unless --optimizer, momentum, warm-up and
 // exponential decay. Its initial rate is each setting's (ReplicaSetting::lr).
 exec::OptimizerOptions ProxyOptimizer(const TtaOptions& o, const config::Scenario& s) {
-  exec::OptimizerOptions r = OptimizerFor(s, 0);
+  exec::OptimizerOptions r = exec::OptimizerFor(s, 0);
   if (o.optimizer == "sgd") r.algorithm = exec::OptimizerAlgorithm::kSgd;
   else if (o.optimizer == "momentum") r.algorithm = exec::OptimizerAlgorithm::kMomentum;
   else if (o.optimizer == "adam") r.algorithm = exec::OptimizerAlgorithm::kAdam;
@@ -398,7 +399,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   // the training set's last samples.
   const bool test_split = !o.dataset.empty() && fs::is_directory(o.dataset);
   const std::unique_ptr<exec::Dataset> eval_data =
-      test_split ? MakeEvalDataset(graph, o.dataset) : nullptr;
+      test_split ? exec::MakeEvalDataset(graph, o.dataset) : nullptr;
 
   // The settings to measure: every family at the measured worker counts.
   std::map<Family, std::vector<int>> measured;
@@ -462,7 +463,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
         // The seed as `dtsim exec` uses a scenario's: the data's order and
         // the parameters' initialisation.
         const std::unique_ptr<exec::Dataset> data =
-            MakeDataset(graph, o.dataset, static_cast<std::uint64_t>(r.seed));
+            exec::MakeDataset(graph, o.dataset, static_cast<std::uint64_t>(r.seed));
         const std::unique_ptr<exec::Backend> cpu = exec::MakeCpuBackend(exec::BestCpuIsa());
         exec::ModelProblemOptions po;
         po.batch = batch;

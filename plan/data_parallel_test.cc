@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/test_op.h"
+
 namespace dtsim::plan {
 namespace {
 
@@ -10,22 +12,13 @@ using models::Op;
 using models::OpKind;
 
 // input -> dense(1000 params) -> relu -> dense(3000 params) -> loss
-Op MakeOp(const char* name, OpKind kind, std::int64_t params) {
-  Op op;
-  op.name = name;
-  op.kind = kind;
-  op.params = params;
-  op.fwd_flops = 2.0 * params;
-  return op;
-}
-
 ModelGraph Tiny() {
   ModelGraph g("tiny");
-  auto a = g.AddOp(MakeOp("in", OpKind::kInput, 0), {});
-  auto b = g.AddOp(MakeOp("d1", OpKind::kDense, 1000), {a});
-  auto c = g.AddOp(MakeOp("relu", OpKind::kRelu, 0), {b});
-  auto d = g.AddOp(MakeOp("d2", OpKind::kDense, 3000), {c});
-  g.AddOp(MakeOp("loss", OpKind::kSoftmaxCrossEntropy, 0), {d});
+  auto a = g.AddOp(TestOp("in", OpKind::kInput, 0), {});
+  auto b = g.AddOp(TestOp("d1", OpKind::kDense, 1000), {a});
+  auto c = g.AddOp(TestOp("relu", OpKind::kRelu, 0), {b});
+  auto d = g.AddOp(TestOp("d2", OpKind::kDense, 3000), {c});
+  g.AddOp(TestOp("loss", OpKind::kSoftmaxCrossEntropy, 0), {d});
   return g;
 }
 

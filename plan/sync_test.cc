@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/test_op.h"
+
 #include "plan/data_parallel.h"
 #include "plan/parameter_server.h"
 
@@ -14,25 +16,16 @@ using models::ModelGraph;
 using models::Op;
 using models::OpKind;
 
-Op MakeOp(const char* name, OpKind kind, std::int64_t params) {
-  Op op;
-  op.name = name;
-  op.kind = kind;
-  op.params = params;
-  op.fwd_flops = 2.0 * params;
-  return op;
-}
-
 // op 0 input, 1 dense (1000 params), 2 relu, 3 dense (3000), 4 dense (500),
 // 5 loss. fp32 gradients: op 1 = 4000 B, op 3 = 12000 B, op 4 = 2000 B.
 ModelGraph Small() {
   ModelGraph g("small");
-  auto in = g.AddOp(MakeOp("in", OpKind::kInput, 0), {});
-  auto d1 = g.AddOp(MakeOp("d1", OpKind::kDense, 1000), {in});
-  auto relu = g.AddOp(MakeOp("relu", OpKind::kRelu, 0), {d1});
-  auto d2 = g.AddOp(MakeOp("d2", OpKind::kDense, 3000), {relu});
-  auto d3 = g.AddOp(MakeOp("d3", OpKind::kDense, 500), {d2});
-  g.AddOp(MakeOp("loss", OpKind::kSoftmaxCrossEntropy, 0), {d3});
+  auto in = g.AddOp(TestOp("in", OpKind::kInput, 0), {});
+  auto d1 = g.AddOp(TestOp("d1", OpKind::kDense, 1000), {in});
+  auto relu = g.AddOp(TestOp("relu", OpKind::kRelu, 0), {d1});
+  auto d2 = g.AddOp(TestOp("d2", OpKind::kDense, 3000), {relu});
+  auto d3 = g.AddOp(TestOp("d3", OpKind::kDense, 500), {d2});
+  g.AddOp(TestOp("loss", OpKind::kSoftmaxCrossEntropy, 0), {d3});
   return g;
 }
 

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include "common/error.h"
+#include "exec/data/model_datasets.h"
+#include "exec/scenario_run.h"
 #include "models/zoo.h"
 #include "sim/report.h"
 #include "study/tta_text.h"
@@ -46,10 +49,10 @@ std::string LrRuleText(const std::vector<double>& grid, const TtaOptions& o) {
 
 }  // namespace
 
-TtaStudy MeasureTta(const Sweep& sweep, const TtaOptions& o, const ExecConventions& exec,
+TtaStudy MeasureTta(const Sweep& sweep, const TtaOptions& o, const LocalRun& local_run,
                     std::ostream& err) {
   TtaStudy st;
-  for (const SweepPoint& sp : sweep.points) st.points.push_back(SimulateTtaPoint(sp, exec));
+  for (const SweepPoint& sp : sweep.points) st.points.push_back(SimulateTtaPoint(sp, local_run));
   const config::Scenario& first = sweep.points.front().scenario;
   const models::ModelGraph graph = ProxyModel(o.proxy, first);
   st.model = graph.name();
@@ -59,10 +62,14 @@ TtaStudy MeasureTta(const Sweep& sweep, const TtaOptions& o, const ExecConventio
   proxy.target = TargetOf(o, graph);
   // Every replica trains with the rule `dtsim exec` applies to the
   // scenario; the settings differ only in their initial rate.
-  proxy.rule = ProxyOptimizer(o, exec.optimizer_for(first));
+  proxy.rule = ProxyOptimizer(o, exec::OptimizerFor(first, 0));
   proxy.grid = RateGrid(o.lr_grid);
-  st.test_split = static_cast<bool>(exec.test_data);
-  const std::unique_ptr<exec::Dataset> test_data = st.test_split ? exec.test_data(graph) : nullptr;
+  // An IDX folder holds a test split: every run is evaluated on its first
+  // eval_samples (as `dtsim exec --eval-every` evaluates); other data on
+  // the training set's last samples.
+  st.test_split = !o.dataset.empty() && std::filesystem::is_directory(o.dataset);
+  const std::unique_ptr<exec::Dataset> test_data =
+      st.test_split ? exec::MakeEvalDataset(graph, o.dataset) : nullptr;
 
   // The settings to measure: every family at the measured worker counts.
   const std::map<Family, std::vector<int>> measured = MeasuredSettings(st.points, o.workers);
@@ -77,7 +84,7 @@ TtaStudy MeasureTta(const Sweep& sweep, const TtaOptions& o, const ExecConventio
         << graph.name() << ", batch " << proxy.batch << " per worker, up to " << o.steps
         << " updates, " << RuleText(proxy.rule) << "\n";
   }
-  TrainProxyRuns(graph, proxy, o, exec, test_data.get(), &st.runs);
+  TrainProxyRuns(graph, proxy, o, test_data.get(), &st.runs);
   st.estimates = EstimateUpdates(measured, st.runs, proxy.target);
   st.table = TabulateTta(sweep, st.points, st.estimates, st.runs, proxy, o);
   return st;

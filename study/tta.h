@@ -34,12 +34,13 @@ struct TtaStudy {
   TtaTable table;  // tta.csv and the points with an estimate
 };
 
-// Simulates every point of `sweep`, trains the proxy runs (o.proxy, else
-// the first point's model) as `exec` would and estimates each point's time
-// to the target. Says the plan and cost of the runs on `err` unless
+// Simulates every point of `sweep` (on this machine as `local_run` makes
+// it, when given), trains the proxy runs (o.proxy, else the first point's
+// model) as `dtsim exec` would and estimates each point's time to the
+// target. Says the plan and cost of the runs on `err` unless
 // o.quiet. Throws UserError for a bad option or a strategy the proxy cannot
 // train, InfeasiblePlan when no point can run.
-TtaStudy MeasureTta(const Sweep& sweep, const TtaOptions& o, const ExecConventions& exec,
+TtaStudy MeasureTta(const Sweep& sweep, const TtaOptions& o, const LocalRun& local_run,
                     std::ostream& err);
 
 // curves.csv: every run's evaluations (accuracy empty where the problem has

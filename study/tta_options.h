@@ -1,17 +1,13 @@
-// What a time-to-accuracy study is asked (`dtsim tta`'s options), and what
-// it needs from the way `dtsim exec` runs a scenario.
+// What a time-to-accuracy study is asked (`dtsim tta`'s options), and how
+// it prices a point as `dtsim exec` would run it on this machine.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/scenario.h"
-#include "exec/data/dataset.h"
-#include "exec/runtime/optimizer.h"
-#include "models/graph.h"
 
 namespace dtsim::study {
 
@@ -32,6 +28,12 @@ constexpr double kMaxTtaFlops = 1e16;
 
 struct TtaOptions {
   std::string proxy;          // zoo model or model file trained for real; "" = the scenario's
+  // The proxy's data (exec::MakeDataset with each seed): a dtsim binary
+  // dataset file, or an IDX folder whose training split it trains on and
+  // whose test split (exec::MakeEvalDataset) it evaluates on; "" = a
+  // synthetic set. Without a test split the held-out samples are the set's
+  // last.
+  std::string dataset;
   std::int64_t batch = 0;     // samples per worker per update; 0 = the scenario's batch_per_device
   std::vector<int> workers;   // worker counts measured; empty = each point's own
   std::int64_t steps = 300;   // updates per run at most
@@ -59,22 +61,9 @@ struct TtaOptions {
   bool quiet = false;         // no estimate or progress lines on the error stream
 };
 
-// How `dtsim exec` runs a scenario, which the command line knows
-// (tools/exec_data.h, tools/local_run.h): the study trains and prices its
-// proxy runs as exec would.
-struct ExecConventions {
-  // Makes `s` predict `dtsim exec` running it with `processes` ranks on
-  // this machine; empty = the scenario's own cluster prices the updates.
-  std::function<void(int processes, config::Scenario* s)> as_local_run;
-  // Required: the data exec trains `g` on, its order drawn from `seed`.
-  std::function<std::unique_ptr<exec::Dataset>(const models::ModelGraph& g, std::uint64_t seed)>
-      training_data;
-  // The test split exec evaluates `g` on; empty = the training set's last
-  // eval_samples are held out.
-  std::function<std::unique_ptr<exec::Dataset>(const models::ModelGraph& g)> test_data;
-  // Required: the optimizer exec runs for the scenario's
-  // parallelism.optimizer at its default rate.
-  std::function<exec::OptimizerOptions(const config::Scenario& s)> optimizer_for;
-};
+// Makes `s` predict `dtsim exec` running it with `processes` ranks on this
+// machine (the command line knows how: tools/local_run.h); empty = the
+// scenario's own cluster prices the updates.
+using LocalRun = std::function<void(int processes, config::Scenario* s)>;
 
 }  // namespace dtsim::study

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/parallel_for.h"
+#include "exec/data/model_datasets.h"
 #include "exec/kernels/cpu_isa.h"
 #include "exec/train/model_problem.h"
 
@@ -97,11 +98,11 @@ namespace {
 // Trains run `r`: its own data, backend and model; `test_data` is read by
 // all runs at once.
 void TrainProxyRun(const models::ModelGraph& graph, const Proxy& proxy, const TtaOptions& o,
-                   const ExecConventions& exec, const exec::Dataset* test_data, TtaRun& r) {
+                   const exec::Dataset* test_data, TtaRun& r) {
   // The seed as `dtsim exec` uses a scenario's: the data's order and the
   // parameters' initialisation.
   const std::unique_ptr<exec::Dataset> data =
-      exec.training_data(graph, static_cast<std::uint64_t>(r.seed));
+      exec::MakeDataset(graph, o.dataset, static_cast<std::uint64_t>(r.seed));
   const std::unique_ptr<exec::Backend> cpu = exec::MakeCpuBackend(exec::BestCpuIsa());
   exec::ModelProblemOptions po;
   po.batch = proxy.batch;
@@ -136,11 +137,10 @@ void TrainProxyRun(const models::ModelGraph& graph, const Proxy& proxy, const Tt
 }  // namespace
 
 void TrainProxyRuns(const models::ModelGraph& graph, const Proxy& proxy, const TtaOptions& o,
-                    const ExecConventions& exec, const exec::Dataset* test_data,
-                    std::vector<TtaRun>* runs) {
+                    const exec::Dataset* test_data, std::vector<TtaRun>* runs) {
   const std::optional<ParallelFailure> failure =
       ParallelFor(runs->size(), o.jobs, {}, 1.0, [&](std::size_t i) {
-        TrainProxyRun(graph, proxy, o, exec, test_data, (*runs)[i]);
+        TrainProxyRun(graph, proxy, o, test_data, (*runs)[i]);
       });
   if (failure) std::rethrow_exception(failure->error);
 }

@@ -66,12 +66,11 @@ std::vector<TtaRun> PlanRuns(const std::map<Family, std::vector<int>>& measured,
 void CheckProxyCost(const models::ModelGraph& graph, const Proxy& proxy,
                     const std::vector<TtaRun>& runs, const TtaOptions& o, std::ostream& err);
 
-// Trains every run of `runs` (o.jobs at once) on `graph` with the data
-// `exec` gives, evaluated on `test_data` (null: the training set's last
+// Trains every run of `runs` (o.jobs at once) on `graph` with exec's data
+// for o.dataset, evaluated on `test_data` (null: the training set's last
 // o.eval_samples), until the target or o.steps; fills each run's curve.
 void TrainProxyRuns(const models::ModelGraph& graph, const Proxy& proxy, const TtaOptions& o,
-                    const ExecConventions& exec, const exec::Dataset* test_data,
-                    std::vector<TtaRun>* runs);
+                    const exec::Dataset* test_data, std::vector<TtaRun>* runs);
 
 // Per family and measured worker count, the updates to the target at the
 // best rate (ties keep the smaller; without a valid one, the rate most

@@ -47,7 +47,7 @@ Family FamilyOf(const config::Scenario& s, const sim::Prediction& pred, int work
 
 }  // namespace
 
-TtaPoint SimulateTtaPoint(const SweepPoint& sp, const ExecConventions& exec) {
+TtaPoint SimulateTtaPoint(const SweepPoint& sp, const LocalRun& local_run) {
   TtaPoint p;
   if (!sp.infeasible.empty()) {
     p.infeasible = sp.infeasible;
@@ -65,13 +65,13 @@ TtaPoint SimulateTtaPoint(const SweepPoint& sp, const ExecConventions& exec) {
   options.fast = true;
   sim::Prediction pred = sim::Simulate(sp.scenario, options);
   config::Scenario here;
-  if (exec.as_local_run) {
+  if (local_run) {
     // Every plan rank (workers and servers) is a process of its own.
     here = sp.scenario;
-    exec.as_local_run(pred.plan.num_ranks(), &here);
+    local_run(pred.plan.num_ranks(), &here);
     pred = sim::Simulate(here, options);
   }
-  const config::Scenario& s = exec.as_local_run ? here : sp.scenario;
+  const config::Scenario& s = local_run ? here : sp.scenario;
   const std::int64_t batch = s.workload.batch_per_device;
   p.workers = static_cast<int>(pred.plan.samples_per_iteration / std::max<std::int64_t>(1, batch));
   if (!pred.does_not_fit.empty()) {

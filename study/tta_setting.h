@@ -39,13 +39,13 @@ struct TtaPoint {
   std::string infeasible;         // why the point cannot run; "" = it can
 };
 
-// Simulates `sp` (on this machine as `as_local_run` makes it, when given).
+// Simulates `sp` (on this machine as `local_run` makes it, when given).
 // Throws UserError for a strategy other than data parallelism, local SGD
 // and parameter servers.
-TtaPoint SimulateTtaPoint(const SweepPoint& sp, const ExecConventions& exec);
+TtaPoint SimulateTtaPoint(const SweepPoint& sp, const LocalRun& local_run);
 
 // The update rule `dtsim exec` applies to the scenario (`scenario_rule`,
-// ExecConventions::optimizer_for) with the options' optimizer, momentum,
+// exec::OptimizerFor) with the options' optimizer, momentum,
 // warm-up and exponential decay. Its initial rate is each setting's
 // (ReplicaSetting::lr). Throws UserError for a value out of range.
 exec::OptimizerOptions ProxyOptimizer(const TtaOptions& o, exec::OptimizerOptions scenario_rule);

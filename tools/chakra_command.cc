@@ -66,6 +66,19 @@ plan::ChakraImportOptions ImportOptions(const ChakraOptions& o, const config::Sc
   return options;
 }
 
+// summary.json's "per_rank": each rank's compute, exposed communication
+// and idle time.
+nlohmann::ordered_json PerRankJson(const sim::RunMetrics& m) {
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < m.per_rank.size(); ++i) {
+    ranks.push_back({{"rank", m.ranks[i]},
+                     {"compute_s", m.per_rank[i].compute_s},
+                     {"exposed_comm_s", m.per_rank[i].exposed_comm_s},
+                     {"idle_s", m.per_rank[i].idle_s}});
+  }
+  return ranks;
+}
+
 }  // namespace
 
 void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
@@ -118,14 +131,7 @@ void ChakraCommand(const ChakraOptions& o, std::ostream& out) {
                   {"host_ops_serialized", report.host_ops_serialized}};
   j["zero_duration_compute_nodes"] = report.zero_duration_compute_nodes;
   j["warnings"] = warnings;
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < m.per_rank.size(); ++i) {
-    ranks.push_back({{"rank", m.ranks[i]},
-                     {"compute_s", m.per_rank[i].compute_s},
-                     {"exposed_comm_s", m.per_rank[i].exposed_comm_s},
-                     {"idle_s", m.per_rank[i].idle_s}});
-  }
-  j["per_rank"] = ranks;
+  j["per_rank"] = PerRankJson(m);
 
   const std::filesystem::path dir =
       o.out_dir.empty()

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -38,6 +39,13 @@ const CLI::Validator& FinitePositive() {
       },
       "FINITE > 0");
   return validator;
+}
+
+void AddJobsOption(CLI::App* cmd, int* jobs, const char* what) {
+  cmd->add_option("-j,--jobs", *jobs,
+                  std::string(1, static_cast<char>(std::toupper(what[0]))) + (what + 1) +
+                      " simulated at once (default: one per core); results do not depend on it")
+      ->check(CLI::PositiveNumber);
 }
 
 std::vector<Command> AddCommands(CLI::App& app) {

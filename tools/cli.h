@@ -7,6 +7,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,10 @@ struct Command {
 // A finite number > 0. CLI::PositiveNumber lets "nan" through (nan <= 0 is
 // false), and `--lr nan` then silently trained at the default rate.
 const CLI::Validator& FinitePositive();
+
+// -j,--jobs of the commands that simulate many `what` (points, plans,
+// rows, runs) at once: > 0, default one per core; results do not depend on it.
+void AddJobsOption(CLI::App* cmd, int* jobs, const char* what);
 
 // One per command, each in the file that runs it.
 Command AddRunCommand(CLI::App& app);

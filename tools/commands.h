@@ -86,11 +86,6 @@ void SearchCommand(const SearchOptions& options, exec::MpiWorld* mpi, std::ostre
 struct TtaOptions {
   std::string scenario_path;  // a scenario or sweep of data / local SGD / PS points
   std::string out_dir;        // default <the scenario's outputs.dir>/tta
-  // The proxy's data (tools::MakeDataset with each seed): a dtsim binary
-  // dataset file, or an IDX folder whose training split it trains on and
-  // whose test split (MakeEvalDataset) it evaluates on; "" = a synthetic
-  // set. Without a test split the held-out samples are the set's last.
-  std::string dataset;
   // Seconds per update as `dtsim exec` runs each point on this machine
   // (tools/local_run.h PredictAsLocalRun: its ranks share the cores, and
   // with `network` talk over the emulated link), instead of on the
@@ -98,7 +93,7 @@ struct TtaOptions {
   bool local = false;
   std::string network;  // --network of exec ("100Mbps"); needs local
   std::string latency;  // --latency of exec; needs network
-  study::TtaOptions study;  // the proxy, its runs, target and update rule; quiet: no summary
+  study::TtaOptions study;  // the proxy, its data, runs, target and update rule; quiet: no summary
 };
 // Time to a target loss for every point of a sweep (study/tta.h): statistical
 // efficiency measured on a proxy times the simulated seconds per update.

@@ -6,72 +6,27 @@
 #include <sys/types.h>
 
 #include <functional>
-#include <cstdint>
 #include <iosfwd>
 #include <string>
 
-#include <memory>
-
-#include "tools/exec_data.h"
+#include "exec/scenario_run.h"
 
 namespace CLI {
 class App;
 }  // namespace CLI
-namespace dtsim::exec {
-class Communicator;
-class Dataset;
-}  // namespace dtsim::exec
-namespace dtsim::models {
-class ModelGraph;
-}  // namespace dtsim::models
 
 namespace dtsim::tools {
 
 class CommandEnv;
 
-// Input-pipeline threads per GPU rank by default: PyTorch DataLoader's
-// num_workers as its ImageNet example sets it (4 per GPU;
-// pytorch/examples imagenet/main.py, --workers default 4).
-inline constexpr int kCudaInputThreads = 4;
-
-struct ExecCommandOptions {
+// What `dtsim exec` and `validate SCENARIO` run: the scenario at
+// scenario_path, run as exec::ScenarioRunOptions say, plus how the command
+// starts its ranks and what validate predicts with.
+struct ExecCommandOptions : exec::ScenarioRunOptions {
   std::string scenario_path;
   // >= 1: run `mpirun -np <ranks> dtsim exec ...` (or validate) instead of
   // running here; 0 = run in this process (under mpirun: as its rank).
   int ranks = 0;
-  int iterations = 0;            // 0 = 20 (the first is warm-up, not measured)
-  bool mpi_allreduce = false;    // MPI_Allreduce instead of the plan's ring/tree
-  // "cpu" (Eigen) or "cuda" (a GPU per rank, NCCL all-reduce; exec only).
-  std::string backend = "cpu";
-  // Input-pipeline threads per rank that draw the next batches during the
-  // current iteration (ExecOptions::input_threads); -1 = the backend's
-  // default: 0 on cpu (each rank has one core, which the pipeline would take
-  // from compute), kCudaInputThreads on cuda.
-  int input_threads = -1;
-  // CPU backend: threads each rank's kernels run on (exec::CpuBackend).
-  int threads = 1;
-  // CPU backend: the portable kernels (baseline x86-64, byte-identical on
-  // every machine) instead of the fastest build this CPU runs (cpu_isa.h).
-  bool portable = false;
-  double learning_rate = 0;      // 0 = the optimizer's default (sgd/momentum 0.01, adam 1e-3)
-  // Exponential decay (TensorFlow's exponential_decay): lr x rate^(step /
-  // decay_steps), the exponent floored unless lr_smooth. 0 = constant.
-  double lr_decay_rate = 0;
-  std::int64_t lr_decay_steps = 0;
-  bool lr_smooth = false;
-  std::int64_t lr_warmup_steps = 0;  // linear warm-up steps (exec/train/lr_schedule.h); 0 = none
-  std::string dataset;           // a dtsim binary data set (docs/dataset_format.md); "" = synthetic
-  // Held-out evaluation (ExecOptions::eval_every) on the test split of the
-  // IDX folder `dataset`: every eval_every iterations (0 = none), its first
-  // eval_samples samples (0 = all); stop once the held-out accuracy reaches
-  // stop_at_accuracy or the loss falls to stop_at_loss (0 = run on).
-  int eval_every = 0;
-  std::int64_t eval_samples = 0;
-  double stop_at_accuracy = 0;
-  double stop_at_loss = 0;
-  int checkpoint_every = 0;      // iterations between checkpoints; 0 = none
-  bool resume = false;           // continue from the latest checkpoint
-  std::string out_dir;           // default: the scenario's outputs.dir
   bool quiet = false;            // no step log
   bool validate = false;         // also predict, compare and write validation.{json,md}
   // validate: the device profile of the prediction; "" = the scenario's

@@ -163,10 +163,7 @@ Command AddFitCommand(CLI::App& app) {
   cmd->add_option("--folds", o->folds, "Cross-validation folds (default 5)")
       ->check(CLI::Range(2, 100));
   cmd->add_option("-o,--out", o->out_dir, "Output folder")->capture_default_str();
-  cmd->add_option("-j,--jobs", o->jobs,
-                  "Runs simulated at once (default: one per core); results do not depend "
-                  "on it")
-      ->check(CLI::PositiveNumber);
+  AddJobsOption(cmd, &o->jobs, "runs");
   cmd->add_flag("-q,--quiet", o->quiet, "No summary");
   return {cmd, [o](CommandEnv& env) { FitCommand(*o, env.out, env.err); }};
 }

@@ -22,7 +22,7 @@
 #include "exec/device_runtime.h"
 #include "exec/kernels/cpu_isa.h"
 #include "sim/simulator.h"
-#include "tools/exec_scenario.h"
+#include "exec/scenario_run.h"
 #include "tools/host_facts.h"
 
 namespace dtsim::tools {
@@ -139,7 +139,7 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
     TraceCommand(o, s, config::BuildWorkloadModel(s), out);
     return;
   }
-  CheckExecutable(s);
+  exec::CheckExecutable(s);
   if (s.workload.precision != hw::Precision::kFp32)
     throw UserError(s.Where("workload.precision"),
                     std::string("exec runs fp32 kernels; the scenario trains in ") +
@@ -185,7 +185,7 @@ void ProfileCommand(const ProfileCommandOptions& o, std::ostream& out, std::ostr
   po.timed_steps = o.timed_steps;
   // Short steps are noisy: time at least 2 s of them.
   po.min_timed_seconds = 2.0;
-  po.optimizer = OptimizerFor(s, 0);
+  po.optimizer = exec::OptimizerFor(s, 0);
   po.seed = s.seed;
   po.concurrent = concurrent;
   const exec::CpuIsa isa = o.portable ? exec::CpuIsa::kPortable : exec::BestCpuIsa();

@@ -213,10 +213,7 @@ Command AddSweepCommand(CLI::App& app) {
       "under results/<name>/ unless told otherwise");
   cmd->add_option("scenario", o->scenario_path, "Scenario YAML file with lists")->required();
   cmd->add_option("-o,--out", o->out_dir, "Output folder (default: the scenario's outputs.dir)");
-  cmd->add_option("-j,--jobs", o->jobs,
-                  "Points simulated at once (default: one per core); results do not "
-                  "depend on it")
-      ->check(CLI::PositiveNumber);
+  AddJobsOption(cmd, &o->jobs, "points");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar and no summary");
   cmd->add_flag("--tensorboard", o->tensorboard,
                 "Also write tensorboard/: the axes as TensorBoard HParams, one session "

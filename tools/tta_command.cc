@@ -16,8 +16,6 @@
 #include "study/tta.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
-#include "tools/exec_data.h"
-#include "tools/exec_scenario.h"
 #include "tools/local_run.h"
 #include "tools/output_set.h"
 
@@ -26,30 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// How `dtsim exec` would run the sweep's points with these options: its
-// data (an IDX folder's test split held out), its optimizer and, with
-// --local, this machine's ranks and emulated network.
-study::ExecConventions ExecConventionsOf(const TtaOptions& o) {
-  study::ExecConventions exec;
-  if (o.local) {
-    const LocalRunOptions local{.threads = 1, .network = o.network, .latency = o.latency};
-    exec.as_local_run = [local](int processes, config::Scenario* s) {
-      PredictAsLocalRun(local, processes, s);
-    };
-  }
-  exec.training_data = [dataset = o.dataset](const models::ModelGraph& g, std::uint64_t seed) {
-    return MakeDataset(g, dataset, seed);
-  };
-  // An IDX folder holds a test split: every run is evaluated on its first
-  // eval_samples (as `dtsim exec --eval-every` evaluates); other data on
-  // the training set's last samples.
-  if (!o.dataset.empty() && fs::is_directory(o.dataset)) {
-    exec.test_data = [dataset = o.dataset](const models::ModelGraph& g) {
-      return MakeEvalDataset(g, dataset);
-    };
-  }
-  exec.optimizer_for = [](const config::Scenario& s) { return OptimizerFor(s, 0); };
-  return exec;
+// With --local: the points priced as `dtsim exec` runs them on this
+// machine (its ranks sharing the cores, --network's emulated link); else
+// none (the scenario's cluster).
+study::LocalRun LocalRunOf(const TtaOptions& o) {
+  if (!o.local) return {};
+  const LocalRunOptions local{.threads = 1, .network = o.network, .latency = o.latency};
+  return [local](int processes, config::Scenario* s) { PredictAsLocalRun(local, processes, s); };
 }
 
 // Writes the study's files into the output folder and returns their paths:
@@ -61,7 +42,7 @@ std::vector<fs::path> WriteTtaFiles(const TtaOptions& o, const study::Sweep& swe
   const std::int64_t eval_samples = o.study.eval_samples;
   const std::string evaluated =
       st.test_split ? "held out: the first " + std::to_string(eval_samples) +
-                          " samples of the test split of " + o.dataset
+                          " samples of the test split of " + o.study.dataset
                     : "held out: " + std::to_string(eval_samples) + " samples of the training set";
   const report::TtaPlots tta_plots = report::PlotTta(sweep, st);
   const std::string lead = report::TtaLeadHtml(st, tta_plots, best, evaluated, o.study.seeds);
@@ -90,7 +71,7 @@ void TtaCommand(const TtaOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.local && !o.network.empty())
     throw UserError("--network prices an emulated link of this machine: it needs --local",
                     "add --local");
-  const study::TtaStudy st = study::MeasureTta(sweep, o.study, ExecConventionsOf(o), err);
+  const study::TtaStudy st = study::MeasureTta(sweep, o.study, LocalRunOf(o), err);
   const std::string best = study::BestSettingsText(sweep, st);
   const fs::path dir = o.out_dir.empty() ? fs::path(sweep.out_dir) / "tta" : fs::path(o.out_dir);
   const std::vector<fs::path> written = WriteTtaFiles(o, sweep, st, best, dir);
@@ -163,7 +144,7 @@ Command AddTtaCommand(CLI::App& app) {
   cmd->add_option("-o,--out", o->out_dir, "Output folder (default <outputs.dir>/tta)");
   cmd->add_option("--proxy", o->study.proxy,
                   "Model trained for real: a zoo name or model file (default: the scenario's)");
-  cmd->add_option("--dataset", o->dataset,
+  cmd->add_option("--dataset", o->study.dataset,
                   "The proxy's data, shuffled by each seed as dtsim exec shuffles it: an IDX "
                   "folder (MNIST, Fashion-MNIST: trains on train-*, evaluates on the first "
                   "--eval-samples of t10k-*) or a dataset file (docs/dataset_format.md); "

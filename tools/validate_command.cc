@@ -513,10 +513,7 @@ Command AddValidateCommand(CLI::App& app) {
                   "Output folder (a scenario: default its outputs.dir; deepbench: "
                   "default results/deepbench)")
       ->capture_default_str();
-  cmd->add_option("-j,--jobs", o->validate.jobs,
-                  "Rows simulated at once (default: one per core); results do not "
-                  "depend on it")
-      ->check(CLI::PositiveNumber);
+  AddJobsOption(cmd, &o->validate.jobs, "rows");
   cmd->add_option("--limit", o->validate.limit, "Only the first N rows of each file (quick runs)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--intra-node-link", o->validate.intra_node_link,

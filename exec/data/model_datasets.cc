@@ -1,4 +1,4 @@
-#include "tools/exec_data.h"
+#include "exec/data/model_datasets.h"
 
 #include <filesystem>
 
@@ -9,7 +9,7 @@
 #include "exec/data/synthetic_dataset.h"
 #include "models/graph.h"
 
-namespace dtsim::tools {
+namespace dtsim::exec {
 
 // The synthetic dataset `dtsim exec` trains `g` on without a dataset file
 // (exec/calibrate/host_benchmarks.h names): "tokens" for a model that
@@ -23,7 +23,7 @@ std::string SyntheticKindOf(const models::ModelGraph& g) {
 namespace {
 
 // Throws UserError naming `path` when `data` does not fit `g`.
-void CheckFits(const exec::Dataset& data, const models::ModelGraph& g, const std::string& path) {
+void CheckFits(const Dataset& data, const models::ModelGraph& g, const std::string& path) {
   const models::Op& input = g.op(0);
   const std::int64_t classes = g.op(g.num_ops() - 1).attrs.vocab;
   if (data.sample_shape() != input.output_shape || data.classes() > classes)
@@ -36,7 +36,7 @@ void CheckFits(const exec::Dataset& data, const models::ModelGraph& g, const std
 
 }  // namespace
 
-std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
+std::unique_ptr<Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed) {
   const models::Op& input = g.op(0);
   const models::Op& loss = g.op(g.num_ops() - 1);
@@ -46,32 +46,32 @@ std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const st
   if (!path.empty()) {
     // A folder: an IDX set of the MNIST family (exec/data/idx_dataset.h),
     // read in a new order every epoch.
-    std::unique_ptr<exec::Dataset> data;
+    std::unique_ptr<Dataset> data;
     if (std::filesystem::is_directory(path))
-      data = std::make_unique<exec::ShuffledDataset>(
-          std::make_unique<exec::IdxDataset>(
-              exec::OpenIdxTrainingSet(path, classes, input.output_shape.size() == 1)),
+      data = std::make_unique<ShuffledDataset>(
+          std::make_unique<IdxDataset>(
+              OpenIdxTrainingSet(path, classes, input.output_shape.size() == 1)),
           seed);
     else
-      data = std::make_unique<exec::BinaryDataset>(exec::BinaryDataset::Open(path));
+      data = std::make_unique<BinaryDataset>(BinaryDataset::Open(path));
     CheckFits(*data, g, path);
     return data;
   }
   if (tokens)
-    return std::make_unique<exec::TokenDataset>(exec::TokenDatasetOptions{
+    return std::make_unique<TokenDataset>(TokenDatasetOptions{
         .vocab = classes, .seq_len = input.output_shape[0], .seed = seed});
   if (kind == "class_image")
-    return std::make_unique<exec::ClassImageDataset>(exec::ClassImageDatasetOptions{
+    return std::make_unique<ClassImageDataset>(ClassImageDatasetOptions{
         .channels = input.output_shape[0],
         .height = input.output_shape[1],
         .width = input.output_shape[2],
         .classes = classes,
         .seed = seed});
-  return std::make_unique<exec::TeacherDataset>(
-      exec::TeacherDatasetOptions{.shape = input.output_shape, .classes = classes, .seed = seed});
+  return std::make_unique<TeacherDataset>(
+      TeacherDatasetOptions{.shape = input.output_shape, .classes = classes, .seed = seed});
 }
 
-std::unique_ptr<exec::Dataset> MakeEvalDataset(const models::ModelGraph& g,
+std::unique_ptr<Dataset> MakeEvalDataset(const models::ModelGraph& g,
                                                const std::string& path) {
   if (path.empty() || !std::filesystem::is_directory(path))
     throw UserError(path.empty() ? std::string("no --dataset") : path + ": not a folder",
@@ -79,10 +79,10 @@ std::unique_ptr<exec::Dataset> MakeEvalDataset(const models::ModelGraph& g,
                     "(train-* and t10k-* files, as MNIST and Fashion-MNIST ship them)");
   const bool flat = g.op(0).output_shape.size() == 1;
   const std::int64_t classes = g.op(g.num_ops() - 1).attrs.vocab;
-  const exec::IdxDataset train = exec::OpenIdxTrainingSet(path, classes, flat);
-  auto test = std::make_unique<exec::IdxDataset>(exec::OpenIdxTestSet(path, train, flat));
+  const IdxDataset train = OpenIdxTrainingSet(path, classes, flat);
+  auto test = std::make_unique<IdxDataset>(OpenIdxTestSet(path, train, flat));
   CheckFits(*test, g, path);
   return test;
 }
 
-}  // namespace dtsim::tools
+}  // namespace dtsim::exec

@@ -1,4 +1,5 @@
-// The data `dtsim exec` and `dtsim tta` train on and evaluate with.
+// The data a model graph trains on and is evaluated with, for `dtsim exec`
+// and `dtsim tta`: a file or IDX folder when given, else a synthetic set.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@ namespace dtsim::models {
 class ModelGraph;
 }  // namespace dtsim::models
 
-namespace dtsim::tools {
+namespace dtsim::exec {
 
 // The synthetic data set `dtsim exec` trains `g` on without a dataset file
 // (exec/calibrate/host_benchmarks.h names): "tokens" for a model that
@@ -24,12 +25,12 @@ std::string SyntheticKindOf(const models::ModelGraph& g);
 // when given, else a synthetic set that fits the model
 // (tokens, class images or a teacher network; exec/data/synthetic_dataset.h)
 // drawn from `seed`. Throws UserError when the file does not fit the model.
-std::unique_ptr<exec::Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
+std::unique_ptr<Dataset> MakeDataset(const models::ModelGraph& g, const std::string& path,
                                            std::uint64_t seed);
 // The held-out data `g` is evaluated on: the test split of the IDX folder at
 // `path`, normalised as its training split, in file order. Throws UserError
 // when `path` is not an IDX folder or its data does not fit the model.
-std::unique_ptr<exec::Dataset> MakeEvalDataset(const models::ModelGraph& g,
+std::unique_ptr<Dataset> MakeEvalDataset(const models::ModelGraph& g,
                                                const std::string& path);
 
-}  // namespace dtsim::tools
+}  // namespace dtsim::exec

@@ -50,8 +50,8 @@ std::string TtaEvents(const study::TtaStudy& study) {
   const bool grid = !study.proxy.grid.empty();
   for (const study::TtaRun& r : study.runs) {
     std::string run = r.family.Name() + " W=" + std::to_string(r.workers) +
-                      (grid ? " lr=" + study::Shortest(r.lr) : "") + " seed=" +
-                      std::to_string(r.seed);
+                      (grid ? " lr=" + study::Shortest(r.lr) : "") +
+                      " seed=" + std::to_string(r.seed);
     std::replace(run.begin(), run.end(), ' ', '_');
     for (std::size_t k = 0; k < r.curve.loss.size(); ++k) {
       events.AddScalar(run + "/loss", r.curve.steps[k], 0, static_cast<float>(r.curve.loss[k]));
@@ -63,8 +63,8 @@ std::string TtaEvents(const study::TtaStudy& study) {
   for (const auto& [family, m] : study.estimates) {
     for (std::size_t k = 0; k < m.workers.size(); ++k) {
       if (!m.steps[k].valid()) continue;
-      std::string tag = "updates_to_" + study.proxy.target.Slug() + "/" + family.Name() + " W=" +
-                        std::to_string(m.workers[k]);
+      std::string tag = "updates_to_" + study.proxy.target.Slug() + "/" + family.Name() +
+                        " W=" + std::to_string(m.workers[k]);
       std::replace(tag.begin(), tag.end(), ' ', '_');
       events.AddScalar(tag, 0, 0, static_cast<float>(m.steps[k].mean));
     }
@@ -107,8 +107,7 @@ std::string TtaLeadHtml(const study::TtaStudy& study, const TtaPlots& plots,
          "<a href=\"tta.csv\">tta.csv</a>, <a href=\"curves.csv\">curves.csv</a>, "
          "<a href=\"tta.svg\">tta.svg</a>.</p>\n<pre>" +
          EscapeXml(best) + "</pre>\n<figure>\n" + plots.time + "</figure>\n<figure>\n" +
-         plots.throughput + "</figure>\n<table>\n" + CsvTableRows(study.table.csv) +
-         "</table>\n";
+         plots.throughput + "</figure>\n<table>\n" + CsvTableRows(study.table.csv) + "</table>\n";
 }
 
 }  // namespace dtsim::report

@@ -97,10 +97,9 @@ std::string CurvesCsv(const TtaStudy& study) {
       const double acc = r.curve.accuracy[k];
       curves += sim::CsvField(r.family.Name()) + ',' + std::to_string(r.workers) + ',' +
                 std::to_string(r.seed) + ',' + Shortest(r.lr) + ',' +
-                std::to_string(r.curve.steps[k]) + ',' + std::to_string(r.curve.samples[k]) +
-                ',' + Fixed(r.curve.loss[k], 6) + ',' +
-                Fixed(r.curve.loss[k] / r.curve.loss[0], 6) + ',' +
-                (std::isnan(acc) ? std::string() : Fixed(acc, 6)) + "\n";
+                std::to_string(r.curve.steps[k]) + ',' + std::to_string(r.curve.samples[k]) + ',' +
+                Fixed(r.curve.loss[k], 6) + ',' + Fixed(r.curve.loss[k] / r.curve.loss[0], 6) +
+                ',' + (std::isnan(acc) ? std::string() : Fixed(acc, 6)) + "\n";
     }
   }
   return curves;
@@ -138,10 +137,9 @@ std::string BestSettingsText(const Sweep& sweep, const TtaStudy& study) {
   for (const auto& [key, row] : best) {
     const SweepPoint& sp = sweep.points[row->point];
     const double spu = study.points[row->point].seconds_per_update;
-    text += "best: " + sp.name + ": " + Seconds(row->time) + " (" +
-            Seconds(row->steps.low * spu) + " to " + Seconds(row->steps.high * spu) + "), " +
-            Fixed(row->steps.mean, 1) + " updates of " + Seconds(spu) +
-            (row->steps.fitted ? ", fitted" : "") +
+    text += "best: " + sp.name + ": " + Seconds(row->time) + " (" + Seconds(row->steps.low * spu) +
+            " to " + Seconds(row->steps.high * spu) + "), " + Fixed(row->steps.mean, 1) +
+            " updates of " + Seconds(spu) + (row->steps.fitted ? ", fitted" : "") +
             (row->steps.extrapolated ? " (extrapolated)" : "") + "\n";
   }
   return text;
@@ -162,8 +160,8 @@ std::string Diverged(const std::vector<TtaRun>& runs, const Family& family, int 
 }  // namespace
 
 std::string UpdatesSummary(const TtaStudy& study, const TtaOptions& o) {
-  std::string s = "training rule: " + RuleText(study.proxy.rule) + ", learning rate " +
-                  study.lr_rule + "\n";
+  std::string s =
+      "training rule: " + RuleText(study.proxy.rule) + ", learning rate " + study.lr_rule + "\n";
   s += "updates to " + study.proxy.target.Describe() + " (mean of " + std::to_string(o.seeds) +
        " seeds, 95% band):\n";
   for (const auto& [family, m] : study.estimates) {

@@ -27,38 +27,38 @@ constexpr double kMaxTtaMemoryBytes = 8.0 * (1ull << 30);
 constexpr double kMaxTtaFlops = 1e16;
 
 struct TtaOptions {
-  std::string proxy;          // zoo model or model file trained for real; "" = the scenario's
+  std::string proxy;  // zoo model or model file trained for real; "" = the scenario's
   // The proxy's data (exec::MakeDataset with each seed): a dtsim binary
   // dataset file, or an IDX folder whose training split it trains on and
   // whose test split (exec::MakeEvalDataset) it evaluates on; "" = a
   // synthetic set. Without a test split the held-out samples are the set's
   // last.
   std::string dataset;
-  std::int64_t batch = 0;     // samples per worker per update; 0 = the scenario's batch_per_device
-  std::vector<int> workers;   // worker counts measured; empty = each point's own
-  std::int64_t steps = 300;   // updates per run at most
-  int eval_every = 10;        // updates between evaluations
+  std::int64_t batch = 0;    // samples per worker per update; 0 = the scenario's batch_per_device
+  std::vector<int> workers;  // worker counts measured; empty = each point's own
+  std::int64_t steps = 300;  // updates per run at most
+  int eval_every = 10;       // updates between evaluations
   std::int64_t eval_samples = 256;
   int seeds = 3;
   // The target, at most one of (0 = not given; none given = target 0.6):
-  double target = 0;           // held-out loss as a fraction of the initial one, in (0, 1]
-  double target_loss = 0;      // held-out loss, > 0
-  double target_accuracy = 0;  // held-out top-1 accuracy, in (0, 1]; a classification model
-  double lr = 0.05;           // for one worker's batch; scaled by lr_scaling
+  double target = 0;                  // held-out loss as a fraction of the initial one, in (0, 1]
+  double target_loss = 0;             // held-out loss, > 0
+  double target_accuracy = 0;         // held-out top-1 accuracy, in (0, 1]; a classification model
+  double lr = 0.05;                   // for one worker's batch; scaled by lr_scaling
   std::string lr_scaling = "linear";  // linear, sqrt or none (of samples per update / batch)
   // Rates tried per setting (every seed at each); the one with the fewest
   // mean updates to the target is kept (a rate some seed never brings to
   // it loses; ties: the smaller). Non-empty: lr and lr_scaling are unused.
   std::vector<double> lr_grid;
   // The update rule, as `dtsim exec` applies it (exec/runtime/optimizer.h):
-  std::string optimizer;            // sgd, momentum or adam; "" = the scenario's parallelism.optimizer
-  double momentum = 0.9;            // momentum's coefficient (exec's default)
+  std::string optimizer;  // sgd, momentum or adam; "" = the scenario's parallelism.optimizer
+  double momentum = 0.9;  // momentum's coefficient (exec's default)
   std::int64_t lr_warmup_steps = 0;  // linear warm-up steps; 0 = none
   double lr_decay_rate = 0;          // exponential decay per lr_decay_steps; 0 = none
   std::int64_t lr_decay_steps = 0;
-  bool lr_smooth = false;            // decay continuously instead of in steps
-  int jobs = 0;               // runs at once; 0 = one per core
-  bool quiet = false;         // no estimate or progress lines on the error stream
+  bool lr_smooth = false;  // decay continuously instead of in steps
+  int jobs = 0;            // runs at once; 0 = one per core
+  bool quiet = false;      // no estimate or progress lines on the error stream
 };
 
 // Makes `s` predict `dtsim exec` running it with `processes` ranks on this

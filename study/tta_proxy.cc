@@ -32,15 +32,14 @@ std::map<Family, std::vector<int>> MeasuredSettings(const std::vector<TtaPoint>&
   return measured;
 }
 
-std::vector<TtaRun> PlanRuns(const std::map<Family, std::vector<int>>& measured,
-                             const Proxy& proxy, const TtaOptions& o) {
+std::vector<TtaRun> PlanRuns(const std::map<Family, std::vector<int>>& measured, const Proxy& proxy,
+                             const TtaOptions& o) {
   std::vector<TtaRun> runs;
   for (const auto& [family, ws] : measured) {
     for (int w : ws) {
       const std::vector<double> rates =
-          proxy.grid.empty()
-              ? std::vector<double>{ScaledLr(o, family, w, proxy.batch, proxy.rule)}
-              : proxy.grid;
+          proxy.grid.empty() ? std::vector<double>{ScaledLr(o, family, w, proxy.batch, proxy.rule)}
+                             : proxy.grid;
       for (double rate : rates) {
         for (int seed = 1; seed <= o.seeds; ++seed) runs.push_back({family, w, rate, seed, {}});
       }
@@ -53,9 +52,9 @@ void CheckProxyCost(const models::ModelGraph& graph, const Proxy& proxy,
                     const std::vector<TtaRun>& runs, const TtaOptions& o, std::ostream& err) {
   const models::GraphTotals t = graph.Totals();
   const auto batch = static_cast<double>(proxy.batch);
-  const double at_once = std::min<double>(
-      static_cast<double>(runs.size()),
-      o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
+  const double at_once =
+      std::min<double>(static_cast<double>(runs.size()),
+                       o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
   double largest_run_bytes = 0, flops = 0;
   for (const TtaRun& r : runs) {
     const double w = r.workers;
@@ -75,8 +74,9 @@ void CheckProxyCost(const models::ModelGraph& graph, const Proxy& proxy,
                   "once, more than the %.0f GiB dtsim tta trains in memory",
                   proxy.name.c_str(), static_cast<double>(t.params), bytes / (1ull << 30), at_once,
                   kMaxTtaMemoryBytes / (1ull << 30));
-    throw UserError(line, "use a small proxy (--proxy mnist-mlp or cifar10-cnn), fewer --workers, "
-                          "a smaller --batch or fewer --jobs");
+    throw UserError(line,
+                    "use a small proxy (--proxy mnist-mlp or cifar10-cnn), fewer --workers, "
+                    "a smaller --batch or fewer --jobs");
   }
   if (flops > kMaxTtaFlops) {
     std::snprintf(line, sizeof line,
@@ -112,8 +112,8 @@ void TrainProxyRun(const models::ModelGraph& graph, const Proxy& proxy, const Tt
     // Data parallelism and local SGD evaluate the test split's first
     // eval_samples in one share per replica; parameter servers on one
     // worker (exec/runtime/plan_executor.cc).
-    const bool shared = r.family.mode == exec::SyncMode::kSynchronous ||
-                        r.family.mode == exec::SyncMode::kLocalSgd;
+    const bool shared =
+        r.family.mode == exec::SyncMode::kSynchronous || r.family.mode == exec::SyncMode::kLocalSgd;
     po.eval_shards = shared ? r.workers : 1;
   } else {
     // Held out: the dataset's last samples (training reads from 0 up).
@@ -139,15 +139,13 @@ void TrainProxyRun(const models::ModelGraph& graph, const Proxy& proxy, const Tt
 void TrainProxyRuns(const models::ModelGraph& graph, const Proxy& proxy, const TtaOptions& o,
                     const exec::Dataset* test_data, std::vector<TtaRun>* runs) {
   const std::optional<ParallelFailure> failure =
-      ParallelFor(runs->size(), o.jobs, {}, 1.0, [&](std::size_t i) {
-        TrainProxyRun(graph, proxy, o, test_data, (*runs)[i]);
-      });
+      ParallelFor(runs->size(), o.jobs, {}, 1.0,
+                  [&](std::size_t i) { TrainProxyRun(graph, proxy, o, test_data, (*runs)[i]); });
   if (failure) std::rethrow_exception(failure->error);
 }
 
 std::map<Family, Measured> EstimateUpdates(const std::map<Family, std::vector<int>>& measured,
-                                           const std::vector<TtaRun>& runs,
-                                           const Target& target) {
+                                           const std::vector<TtaRun>& runs, const Target& target) {
   constexpr double kNoRate = std::numeric_limits<double>::quiet_NaN();
   std::map<Family, Measured> estimates;
   for (const auto& [family, ws] : measured) {

@@ -21,8 +21,8 @@ namespace dtsim::study {
 
 // The proxy every run trains, and how.
 struct Proxy {
-  std::string name;             // --proxy as given, else the model's name
-  std::int64_t batch = 0;       // samples per worker per update
+  std::string name;        // --proxy as given, else the model's name
+  std::int64_t batch = 0;  // samples per worker per update
   Target target;
   exec::OptimizerOptions rule;  // every setting's; the settings differ in their initial rate
   std::vector<double> grid;     // rates tried per setting, ascending; empty = the scaled lr
@@ -42,7 +42,7 @@ struct TtaRun {
 struct Measured {
   std::vector<int> workers;               // ascending
   std::vector<sim::StepsEstimate> steps;  // per worker count
-  std::vector<double> lr;  // the rate chosen; NaN when no rate reached the target
+  std::vector<double> lr;                 // the rate chosen; NaN when no rate reached the target
 };
 
 // The worker counts measured per family of the feasible points: `workers`
@@ -52,8 +52,8 @@ std::map<Family, std::vector<int>> MeasuredSettings(const std::vector<TtaPoint>&
 
 // Every run to train: each setting at each rate (the grid's, else the
 // scaled o.lr) and seed 1..o.seeds.
-std::vector<TtaRun> PlanRuns(const std::map<Family, std::vector<int>>& measured,
-                             const Proxy& proxy, const TtaOptions& o);
+std::vector<TtaRun> PlanRuns(const std::map<Family, std::vector<int>>& measured, const Proxy& proxy,
+                             const TtaOptions& o);
 
 // Refuses, before any proxy is trained, runs whose replicas would not fit
 // in kMaxTtaMemoryBytes at once or whose training exceeds kMaxTtaFlops
@@ -76,7 +76,6 @@ void TrainProxyRuns(const models::ModelGraph& graph, const Proxy& proxy, const T
 // best rate (ties keep the smaller; without a valid one, the rate most
 // seeds brought to the target says how far it fell).
 std::map<Family, Measured> EstimateUpdates(const std::map<Family, std::vector<int>>& measured,
-                                           const std::vector<TtaRun>& runs,
-                                           const Target& target);
+                                           const std::vector<TtaRun>& runs, const Target& target);
 
 }  // namespace dtsim::study

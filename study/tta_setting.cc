@@ -14,9 +14,15 @@ namespace dtsim::study {
 std::string Family::Name() const {
   char s[96];
   switch (mode) {
-    case exec::SyncMode::kLocalSgd: std::snprintf(s, sizeof s, "local_sgd H=%d", averaging_period); break;
-    case exec::SyncMode::kAsynchronous: std::snprintf(s, sizeof s, "asynchronous staleness=%d", staleness); break;
-    case exec::SyncMode::kBackup: std::snprintf(s, sizeof s, "backup %.0f%% dropped", 100 * backup_fraction); break;
+    case exec::SyncMode::kLocalSgd:
+      std::snprintf(s, sizeof s, "local_sgd H=%d", averaging_period);
+      break;
+    case exec::SyncMode::kAsynchronous:
+      std::snprintf(s, sizeof s, "asynchronous staleness=%d", staleness);
+      break;
+    case exec::SyncMode::kBackup:
+      std::snprintf(s, sizeof s, "backup %.0f%% dropped", 100 * backup_fraction);
+      break;
     default: std::snprintf(s, sizeof s, "synchronous");
   }
   return s;
@@ -89,9 +95,12 @@ TtaPoint SimulateTtaPoint(const SweepPoint& sp, const LocalRun& local_run) {
 }
 
 exec::OptimizerOptions ProxyOptimizer(const TtaOptions& o, exec::OptimizerOptions r) {
-  if (o.optimizer == "sgd") r.algorithm = exec::OptimizerAlgorithm::kSgd;
-  else if (o.optimizer == "momentum") r.algorithm = exec::OptimizerAlgorithm::kMomentum;
-  else if (o.optimizer == "adam") r.algorithm = exec::OptimizerAlgorithm::kAdam;
+  if (o.optimizer == "sgd")
+    r.algorithm = exec::OptimizerAlgorithm::kSgd;
+  else if (o.optimizer == "momentum")
+    r.algorithm = exec::OptimizerAlgorithm::kMomentum;
+  else if (o.optimizer == "adam")
+    r.algorithm = exec::OptimizerAlgorithm::kAdam;
   else if (!o.optimizer.empty())
     throw UserError("--optimizer must be sgd, momentum or adam, got '" + o.optimizer + "'");
   if (!(o.momentum >= 0 && o.momentum < 1))

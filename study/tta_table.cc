@@ -81,9 +81,10 @@ TtaTable TabulateTta(const Sweep& sweep, const std::vector<TtaPoint>& points,
   TtaTable t;
   std::string& csv = t.csv;
   for (const SweepAxis& a : sweep.axes) csv += sim::CsvField(a.path) + ',';
-  csv += "point,setting,workers,throughput_samples_per_s,seconds_per_update,lr,target,"
-         "updates_to_target,updates_low,updates_high,estimate,time_to_target_s,time_low_s,"
-         "time_high_s,note\n";
+  csv +=
+      "point,setting,workers,throughput_samples_per_s,seconds_per_update,lr,target,"
+      "updates_to_target,updates_low,updates_high,estimate,time_to_target_s,time_low_s,"
+      "time_high_s,note\n";
   for (std::size_t i = 0; i < points.size(); ++i) {
     const TtaPoint& p = points[i];
     for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
@@ -108,8 +109,8 @@ TtaTable TabulateTta(const Sweep& sweep, const std::vector<TtaPoint>& points,
     t.rows.push_back({i, e, time});
     csv += Fixed(e.mean, 2) + ',' + Fixed(e.low, 2) + ',' + Fixed(e.high, 2) + ',' +
            (e.fitted ? "fitted" : "measured") + ',' + Fixed(time, 6) + ',' +
-           Fixed(e.low * p.seconds_per_update, 6) + ',' +
-           Fixed(e.high * p.seconds_per_update, 6) + ',' + sim::CsvField(pe.note) + "\n";
+           Fixed(e.low * p.seconds_per_update, 6) + ',' + Fixed(e.high * p.seconds_per_update, 6) +
+           ',' + sim::CsvField(pe.note) + "\n";
   }
   return t;
 }

@@ -17,9 +17,9 @@ namespace dtsim::study {
 
 // A point with an estimate.
 struct TtaRow {
-  std::size_t point = 0;    // index into the sweep's points
+  std::size_t point = 0;     // index into the sweep's points
   sim::StepsEstimate steps;  // updates to the target
-  double time = 0;          // seconds to the target: steps.mean x seconds per update
+  double time = 0;           // seconds to the target: steps.mean x seconds per update
 };
 
 // tta.csv's text and the points that have an estimate.

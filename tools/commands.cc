@@ -211,7 +211,7 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
   g.SetDType(config::StorageDType(precision));  // as a scenario at this precision
   const sim::GpuKernelModel model(*device, sim::GpuKernelParams{});
   char line[400];
-  std::snprintf(line, sizeof line, "%s on %s, %s, batch %d (kernel model, sim/gpu_kernel_model.h)\n",
+  std::snprintf(line, sizeof line, "%s on %s, %s, batch %d (kernel model, sim/cost/gpu_kernel_model.h)\n",
                 g.name().c_str(), device->name.c_str(), hw::PrecisionName(precision), o.batch);
   out << line;
   std::snprintf(line, sizeof line, "%-28s %-14s %-12s %10s  %s\n", "op", "kind", "kernel", "time us",
@@ -357,7 +357,7 @@ Command AddModelCommand(CLI::App& app) {
   cmd->add_option("name", o->name, "Zoo model name, or a model YAML file (*.yaml)")->required();
   cmd->add_flag("--kernels", o->kernels,
                 "List each op's GPU kernels forward and backward with their predicted "
-                "times (sim/op_kernels.h, sim/gpu_kernel_model.h)");
+                "times (sim/cost/op_kernels.h, sim/cost/gpu_kernel_model.h)");
   cmd->add_option("--device", o->kernel_options.device, "--kernels: a catalog GPU")
       ->capture_default_str();
   cmd->add_option("--precision", o->kernel_options.precision, "--kernels: fp32, tf32, fp16 or bf16")

@@ -554,7 +554,7 @@ Command AddValidateCommand(CLI::App& app) {
       "message in predictions.csv and summary.md) and the others go on.\n"
       "\n"
       "deepbench: every GEMM and convolution kernel of DeepBench's NVIDIA training sheets\n"
-      "(8 GPUs, fp32 and fp16) is predicted by the kernel model (sim/gpu_kernel_model.h) with\n"
+      "(8 GPUs, fp32 and fp16) is predicted by the kernel model (sim/cost/gpu_kernel_model.h) with\n"
       "the shipped constants, with constants refitted without its GPU, and by the roofline;\n"
       "errors per GPU, precision and kernel go to summary.md and summary.json (about 10 s).\n"
       "\n"

@@ -119,7 +119,7 @@ std::string DeepbenchSummaryMarkdown(const std::vector<DeepbenchSlice>& slices,
       "# dtsim's GPU kernel model against Baidu DeepBench\n\n"
       "Every GEMM, convolution and recurrent-layer time of DeepBench's NVIDIA training sheets "
       "(shared/validation/deepbench), predicted by `dtsim validate deepbench` with the kernel "
-      "model of sim/gpu_kernel_model.h (recurrent layers: the kernels of sim/rnn_kernels.h, "
+      "model of sim/cost/gpu_kernel_model.h (recurrent layers: the kernels of sim/cost/rnn_kernels.h, "
       "as the simulator prices them).\n\n"
       "- **held out**: for each GPU, constants fitted to the other GPUs' rows only "
       "(leave-one-GPU-out): what to expect on a GPU the fit has not seen.\n"

@@ -90,7 +90,7 @@ std::string CostModelLabel(const VtrainSetup& setup) {
                   (setup.kernel_launch_s > 0 ? setup.kernel_launch_s : 5e-6) * 1e6);
     return std::string("roofline (") + launch + " per kernel)";
   }
-  return "kernels (sim/gpu_kernel_model.h)";
+  return "kernels (sim/cost/gpu_kernel_model.h)";
 }
 
 Json SetupJson(const VtrainSetup& s) {

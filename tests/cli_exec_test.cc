@@ -35,6 +35,7 @@ using dtsim::test::Dtsim;
 using dtsim::test::DtsimWithin;
 using dtsim::test::Result;
 using dtsim::test::Slurp;
+using dtsim::test::WriteTinyCnn;
 
 // Root with network namespaces and tc: what the emulated network needs.
 bool CanEmulateNetwork() {
@@ -681,12 +682,7 @@ TEST_F(Cli, SweepWritesHParams) {
 TEST_F(Cli, TtaGivesTimesToTheTargetDeterministically) {
   fs::create_directories(dir_);
   // A proxy that learns its synthetic class images in a few updates.
-  std::ofstream(dir_ / "tiny.yaml")
-      << "name: tiny-cnn\ninput: [3, 8, 8]\nlayers:\n"
-         "  - {name: conv1, type: conv2d, out_channels: 8, kernel: 3, padding: 1}\n"
-         "  - {name: relu1, type: relu}\n  - {name: flat, type: flatten}\n"
-         "  - {name: fc, type: dense, out_features: 10}\n"
-         "  - {name: loss, type: softmax_xent}\n";
+  WriteTinyCnn(dir_ / "tiny.yaml");
   std::ofstream(dir_ / "s.yaml")
       << "name: t\ncluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB, "
          "intra_node_link: nvlink2}\nworkload: {model: {file: tiny.yaml}, batch_per_device: 4}\n"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/dtsim_runner.h"
@@ -28,6 +29,16 @@ class Cli : public ::testing::Test {
 // hangs fails the test instead of hanging it.
 inline Result DtsimWithin(int seconds, const std::string& args) {
   return Dtsim(args, "timeout -k 10 " + std::to_string(seconds) + " ");
+}
+
+// A proxy model that learns its synthetic class images in a few updates:
+// one 3x3 convolution of 8 channels on 3x8x8 inputs, then 10 classes.
+inline void WriteTinyCnn(const std::filesystem::path& path) {
+  std::ofstream(path) << "name: tiny-cnn\ninput: [3, 8, 8]\nlayers:\n"
+                         "  - {name: conv1, type: conv2d, out_channels: 8, kernel: 3, padding: 1}\n"
+                         "  - {name: relu1, type: relu}\n  - {name: flat, type: flatten}\n"
+                         "  - {name: fc, type: dense, out_features: 10}\n"
+                         "  - {name: loss, type: softmax_xent}\n";
 }
 
 }  // namespace dtsim::test

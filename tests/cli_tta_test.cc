@@ -35,6 +35,7 @@ using dtsim::test::Dtsim;
 using dtsim::test::DtsimWithin;
 using dtsim::test::Result;
 using dtsim::test::Slurp;
+using dtsim::test::WriteTinyCnn;
 
 // A CSV file as rows of fields (no quoted commas before the last column
 // in the files read here), and a column's index by its header.
@@ -154,12 +155,7 @@ TEST_F(Cli, TtaProxyReproducesExecsHeldOutCurve) {
 // there, and 0.05 must be chosen. Bad option combinations exit 2.
 TEST_F(Cli, TtaLrGridKeepsTheFastestRateAndRefusesBadOptions) {
   fs::create_directories(dir_);
-  std::ofstream(dir_ / "tiny.yaml")
-      << "name: tiny-cnn\ninput: [3, 8, 8]\nlayers:\n"
-         "  - {name: conv1, type: conv2d, out_channels: 8, kernel: 3, padding: 1}\n"
-         "  - {name: relu1, type: relu}\n  - {name: flat, type: flatten}\n"
-         "  - {name: fc, type: dense, out_features: 10}\n"
-         "  - {name: loss, type: softmax_xent}\n";
+  WriteTinyCnn(dir_ / "tiny.yaml");
   std::ofstream(dir_ / "s.yaml")
       << "name: t\ncluster: {nodes: 1, devices_per_node: 2, device: V100-SXM2-32GB, "
          "intra_node_link: nvlink2}\nworkload: {model: {file: tiny.yaml}, batch_per_device: 4}\n"

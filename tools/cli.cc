@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <chrono>
-#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -43,8 +42,7 @@ const CLI::Validator& FinitePositive() {
 
 void AddJobsOption(CLI::App* cmd, int* jobs, const char* what) {
   cmd->add_option("-j,--jobs", *jobs,
-                  std::string(1, static_cast<char>(std::toupper(what[0]))) + (what + 1) +
-                      " simulated at once (default: one per core); results do not depend on it")
+                  std::string(what) + " simulated at once (default: one per core); results do not depend on it")
       ->check(CLI::PositiveNumber);
 }
 

@@ -74,8 +74,8 @@ struct Command {
 // false), and `--lr nan` then silently trained at the default rate.
 const CLI::Validator& FinitePositive();
 
-// -j,--jobs of the commands that simulate many `what` (points, plans,
-// rows, runs) at once: > 0, default one per core; results do not depend on it.
+// -j,--jobs of the commands that simulate many `what` ("Points", "Plans",
+// "Rows", "Runs") at once: > 0, default one per core; results do not depend on it.
 void AddJobsOption(CLI::App* cmd, int* jobs, const char* what);
 
 // One per command, each in the file that runs it.

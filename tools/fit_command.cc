@@ -163,7 +163,7 @@ Command AddFitCommand(CLI::App& app) {
   cmd->add_option("--folds", o->folds, "Cross-validation folds (default 5)")
       ->check(CLI::Range(2, 100));
   cmd->add_option("-o,--out", o->out_dir, "Output folder")->capture_default_str();
-  AddJobsOption(cmd, &o->jobs, "runs");
+  AddJobsOption(cmd, &o->jobs, "Runs");
   cmd->add_flag("-q,--quiet", o->quiet, "No summary");
   return {cmd, [o](CommandEnv& env) { FitCommand(*o, env.out, env.err); }};
 }

@@ -153,7 +153,7 @@ Command AddSearchCommand(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   cmd->add_option("--top", o->top, "Plans printed (default 10)")->check(CLI::PositiveNumber);
-  AddJobsOption(cmd, &o->jobs, "plans");
+  AddJobsOption(cmd, &o->jobs, "Plans");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar and no tables");
   return {cmd,
           [o](CommandEnv& env) {

@@ -213,7 +213,7 @@ Command AddSweepCommand(CLI::App& app) {
       "under results/<name>/ unless told otherwise");
   cmd->add_option("scenario", o->scenario_path, "Scenario YAML file with lists")->required();
   cmd->add_option("-o,--out", o->out_dir, "Output folder (default: the scenario's outputs.dir)");
-  AddJobsOption(cmd, &o->jobs, "points");
+  AddJobsOption(cmd, &o->jobs, "Points");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar and no summary");
   cmd->add_flag("--tensorboard", o->tensorboard,
                 "Also write tensorboard/: the axes as TensorBoard HParams, one session "

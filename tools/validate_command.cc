@@ -452,12 +452,18 @@ struct ValidateCommandLine {
   CLI::App* cli = nullptr;   // which options were given
 };
 
+// Whether `target` names one of the data sets validate predicts (else it
+// is a scenario file, run for real).
+bool IsDataSet(const std::string& target) {
+  return target == "vtrain" || target == "deepbench" || target == "kernels" ||
+         target == "allreduce";
+}
+
 // Validation against a data set (vtrain, deepbench, kernels, allreduce) or,
 // for a scenario file, against a real run (RunExec with validate set).
 void RunValidate(ValidateCommandLine& o, CommandEnv& env) {
   const std::string& t = o.target;
-  const bool dataset = t == "vtrain" || t == "deepbench" || t == "kernels" || t == "allreduce";
-  if (!dataset) {
+  if (!IsDataSet(t)) {
     o.exec.scenario_path = t;
     o.exec.quiet = o.validate.quiet;
     // --out is declared once for both kinds of validation.
@@ -513,7 +519,7 @@ Command AddValidateCommand(CLI::App& app) {
                   "Output folder (a scenario: default its outputs.dir; deepbench: "
                   "default results/deepbench)")
       ->capture_default_str();
-  AddJobsOption(cmd, &o->validate.jobs, "rows");
+  AddJobsOption(cmd, &o->validate.jobs, "Rows");
   cmd->add_option("--limit", o->validate.limit, "Only the first N rows of each file (quick runs)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--intra-node-link", o->validate.intra_node_link,
@@ -573,10 +579,7 @@ Command AddValidateCommand(CLI::App& app) {
       "  dtsim validate scenarios/local/wide-mlp-dp-2cpu-1gbps.yaml --network 1Gbps   # as root");
   o->cli = cmd;
   return {cmd, [o](CommandEnv& env) { RunValidate(*o, env); },
-          [o]() {
-            const std::string& t = o->target;
-            return t != "vtrain" && t != "deepbench" && t != "kernels" && !o->exec.network.empty();
-          }};
+          [o]() { return !IsDataSet(o->target) && !o->exec.network.empty(); }};
 }
 
 }  // namespace dtsim::tools

@@ -384,6 +384,28 @@ struct FailureConfig {
   bool Enabled() const { return mtbf_s > 0; }
 };
 
+// What traffic through a link that is down (bandwidth 0) does.
+enum class LinkDownPolicy {
+  kWait,     // stalls until the link is repaired (the event's duration)
+  kReroute,  // a node's NIC: moves to the node's other NICs (nics_per_node - 1 of them)
+};
+const char* LinkDownPolicyName(LinkDownPolicy p);  // "wait", "reroute"
+
+// A link whose bandwidth drops, or that goes down, for a while during the
+// run (`link_events:`, docs/scenario.md). The link is a node's NICs (node
+// alone), one device's port into its node's switch (node and device), or a
+// fat-tree leaf's uplinks to the spine (leaf), both directions.
+struct LinkEvent {
+  double at_s = 0;        // simulated time it starts (>= 0)
+  double duration_s = 0;  // how long it lasts; 0 = until the end of the run
+  int node = -1;
+  int device = -1;        // with node: that device's port; -1 = the node's NICs
+  int leaf = -1;          // instead of node: a leaf's uplinks (fat_tree)
+  double bandwidth = 0;   // fraction of the nominal bandwidth while it lasts, in [0, 1)
+  LinkDownPolicy when_down = LinkDownPolicy::kWait;  // bandwidth 0 only
+  SourceLocation where;   // of the event in the scenario file
+};
+
 struct OutputConfig {
   std::string dir;        // default: results/<scenario name>
   bool json = true;       // report.json
@@ -412,6 +434,7 @@ struct Scenario {
   ParallelismConfig parallelism;
   StragglerConfig stragglers;
   FailureConfig failures;
+  std::vector<LinkEvent> link_events;  // in the order given
   SimgridConfig simgrid;
   OutputConfig outputs;
   // Where the file gave each key of its top level, workload and parallelism

@@ -45,6 +45,7 @@ const std::vector<std::string> kEngines = {"analytic", "simgrid"};
 
 const std::vector<std::string> kTopLevelKeys = {
     "name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
+    "link_events",
     "simgrid", "outputs"};
 const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
@@ -863,6 +864,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
         !problem.empty())
       x->Fail(problem, "ranks are worker indices, 0-based and node-major");
   }
+  if (auto x = m.Get("link_events")) s.link_events = ReadLinkEvents(*x, s.cluster);
   if (auto x = m.Get("failures")) {
     s.failures = ReadFailures(*x);
     // sim/failures.cc simulates every failure of the horizon: a failure

@@ -38,7 +38,7 @@ TEST(ScenarioLoaderTest, UnknownTopLevelKey) {
   EXPECT_TRUE(FailsAt("name: x\nsede: 3\n", 2, "unknown key 'sede' at top level"));
   EXPECT_TRUE(FailsAt("name: x\nsede: 3\n", 2,
                       "did you mean 'seed'? allowed keys: name, seed, engine, cluster, workload, "
-                      "parallelism, stragglers, failures, simgrid, outputs"));
+                      "parallelism, stragglers, failures, link_events, simgrid, outputs"));
 }
 
 TEST(ScenarioLoaderTest, UnknownNestedKey) {

@@ -12,4 +12,8 @@ StragglerConfig ReadStragglers(const YamlValue& v);
 // `failures:` section (config/straggler_loader.cc).
 FailureConfig ReadFailures(const YamlValue& v);
 
+// `link_events:` section (config/link_event_loader.cc), checked against the
+// cluster it names links of.
+std::vector<LinkEvent> ReadLinkEvents(const YamlValue& v, const ClusterConfig& cluster);
+
 }  // namespace dtsim::config

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "common/error.h"
@@ -20,6 +22,7 @@
 #include "sim/cost/plan_costs.h"
 #include "sim/plan_size.h"
 #include "sim/engine/simgrid_engine.h"
+#include "sim/network/link_events.h"
 #include "sim/engine/stragglers.h"
 
 namespace dtsim::sim {
@@ -164,11 +167,13 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
 }
 
 // Time-dependent behaviour: stragglers slow compute, parameter-server
-// transfers reserve their links.
+// transfers reserve their links, link events slow what crosses their links.
 class SimHooks : public EngineHooks {
  public:
-  SimHooks(const StragglerModel* stragglers, Network* reservations, int ranks)
-      : stragglers_(stragglers), reservations_(reservations),
+  SimHooks(const StragglerModel* stragglers, Network* reservations, int ranks,
+           const plan::Plan& plan, LinkEventTimeline* link_events)
+      : stragglers_(stragglers), reservations_(reservations), plan_(plan),
+        link_events_(link_events != nullptr && !link_events->empty() ? link_events : nullptr),
         delayed_until_(static_cast<std::size_t>(ranks), -1) {}
 
   SimTime ComputeEnd(const plan::Task& t, SimTime start, SimTime ns) override {
@@ -185,9 +190,22 @@ class SimHooks : public EngineHooks {
     return stragglers_->TaskEnd(t.rank, t.iteration, start, ns);
   }
 
+  SimTime CollectiveEnd(std::int32_t collective, SimTime start, SimTime ns) override {
+    if (link_events_ == nullptr) return AddSimTime(start, ns);
+    const plan::Collective& c = plan_.collectives()[static_cast<std::size_t>(collective)];
+    const LinkEventTimeline::WorkKey key{static_cast<int>(c.op) * 2 + (c.via_host ? 1 : 0),
+                                         static_cast<int>(c.algorithm), c.group,
+                                         std::bit_cast<std::uint64_t>(c.bytes)};
+    return link_events_->End(key, start, ns, [this, &c](Network& n) {
+      return PricedCollectiveSeconds(plan_, c, n);
+    });
+  }
+
   SimTime TransferEnd(const plan::Task& t, SimTime start, SimTime ns) override {
-    if (reservations_ == nullptr) return AddSimTime(start, ns);
-    return reservations_->ReserveTransfer(t.rank, t.peer, t.bytes, start);
+    const SimTime end = reservations_ == nullptr
+                            ? AddSimTime(start, ns)
+                            : reservations_->ReserveTransfer(t.rank, t.peer, t.bytes, start);
+    return Stretched(t, start, end);
   }
 
   void TransferGroupEnds(std::span<const plan::Task* const> tasks, SimTime start,
@@ -203,14 +221,29 @@ class SimHooks : public EngineHooks {
       bytes_.push_back(t->bytes);
     }
     reservations_->ReserveTransferGroup(tasks.front()->rank, dst_, bytes_, start, ends);
+    for (std::size_t i = 0; i < tasks.size(); ++i) ends[i] = Stretched(*tasks[i], start, ends[i]);
   }
 
  private:
+  // A transfer that would end at `end` on the nominal network, under the
+  // link events (its whole time, queueing behind a reservation included,
+  // stretched as its own transfer would be).
+  SimTime Stretched(const plan::Task& t, SimTime start, SimTime end) {
+    if (link_events_ == nullptr) return end;
+    const LinkEventTimeline::WorkKey key{-1 - t.rank, t.peer, 0,
+                                         std::bit_cast<std::uint64_t>(t.bytes)};
+    return link_events_->End(key, start, end - start, [&t](Network& n) {
+      return n.TransferSeconds(t.rank, t.peer, t.bytes);
+    });
+  }
+
   const StragglerModel* stragglers_;
   Network* reservations_;
-  std::vector<int> delayed_until_;
-  std::vector<int> dst_;        // TransferGroupEnds' scratch
-  std::vector<double> bytes_;  // last iteration whose delay was applied, per worker
+  const plan::Plan& plan_;
+  LinkEventTimeline* link_events_;
+  std::vector<int> delayed_until_;  // last iteration whose delay was applied, per worker
+  std::vector<int> dst_;            // TransferGroupEnds' scratch
+  std::vector<double> bytes_;
 };
 
 struct Run {
@@ -222,7 +255,9 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
             const std::vector<CostModel>& cost_models, const std::vector<int>& cost_of_rank,
             const NetworkSpec& spec, const StragglerModel* stragglers, bool reserve_links,
             const config::WorkloadConfig& workload, const std::string& engine = "analytic",
-            const config::SimgridConfig& simgrid = {}) {
+            const config::SimgridConfig& simgrid = {},
+            const std::vector<config::LinkEvent>& link_events = {},
+            const config::ClusterConfig& cluster = {}) {
   Network network(spec);
   Run run;
   run.costs = PriceTasks(plan, graph, cost_models, cost_of_rank, network, workload.framework.fused);
@@ -244,7 +279,10 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
     run.engine = RunSimgridEngine(plan, run.costs, spec, options);
     return run;
   }
-  SimHooks hooks(stragglers, reserve_links ? &network : nullptr, plan.num_ranks());
+  std::optional<LinkEventTimeline> timeline;
+  if (!link_events.empty()) timeline.emplace(network, link_events, cluster);
+  SimHooks hooks(stragglers, reserve_links ? &network : nullptr, plan.num_ranks(), plan,
+                 timeline ? &*timeline : nullptr);
   run.engine = RunEngine(plan, run.costs, &hooks);
   return run;
 }
@@ -320,7 +358,7 @@ void CheckFusedAttention(const config::Scenario& s, const models::ModelGraph& gr
 }  // namespace
 
 bool WorkersAreAlike(const config::Scenario& s) {
-  return !UsesServers(s) && !IsPipelined(s) && s.stragglers.Empty();
+  return !UsesServers(s) && !IsPipelined(s) && s.stragglers.Empty() && s.link_events.empty();
 }
 
 NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog& catalog) {
@@ -515,8 +553,9 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
                                            const SimulateOptions& options) {
   const auto& h = s.parallelism.hybrid;
   if (!IsPipelined(s) || s.parallelism.strategy != Strategy::kHybrid || s.engine != "analytic" ||
-      !s.stragglers.Empty() || s.failures.Enabled() || s.workload.framework.HasHostCosts() ||
-      s.workload.framework.sync_each_step || s.workload.input.Costs() ||
+      !s.stragglers.Empty() || !s.link_events.empty() || s.failures.Enabled() ||
+      s.workload.framework.HasHostCosts() || s.workload.framework.sync_each_step ||
+      s.workload.input.Costs() ||
       (h.schedule != config::PipelineSchedule::kGpipe && h.schedule != config::PipelineSchedule::kOneFOneB &&
        h.schedule != config::PipelineSchedule::kInterleaved))
     return std::nullopt;
@@ -627,12 +666,18 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   // group's all-reduces one tensor rank at a time and so builds t > 1 only
   // symmetric (one rank standing for its group). Refused rather than failing
   // inside the plan builder.
-  if ((s.engine == "simgrid" || !s.stragglers.Empty()) &&
+  if (s.engine == "simgrid" && !s.link_events.empty())
+    throw UserError(s.Where("link_events"),
+                    "link_events are simulated by the analytic engine only for now",
+                    "use engine: analytic");
+  if ((s.engine == "simgrid" || !s.stragglers.Empty() || !s.link_events.empty()) &&
       s.parallelism.strategy == Strategy::kHybrid && s.parallelism.hybrid.tensor_parallel > 1)
     throw UserError(s.Where("parallelism.tensor_parallel"),
                     std::string("tensor_parallel ") +
                         std::to_string(s.parallelism.hybrid.tensor_parallel) + " with " +
-                        (s.engine == "simgrid" ? "the simgrid engine" : "stragglers") +
+                        (s.engine == "simgrid"        ? "the simgrid engine"
+                         : s.stragglers.Empty() ? "link events"
+                                                : "stragglers") +
                         " is not simulated yet: it needs every tensor rank simulated on its own",
                     "use the analytic engine without stragglers for tensor-parallel plans, or "
                     "tensor_parallel: 1");
@@ -702,7 +747,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     p.layout.partition_note = setup.partition_note;
     // Replicas and tensor ranks mirror their stage's representative unless
     // stragglers make them differ.
-    setup.options.symmetric = s.stragglers.Empty() && !simgrid;
+    setup.options.symmetric = s.stragglers.Empty() && s.link_events.empty() && !simgrid;
     p.plan = plan::BuildHybridPlan(setup.shard, {s.cluster.nodes, s.cluster.devices_per_node},
                                    setup.options);
     p.graph = std::move(setup.shard);
@@ -730,7 +775,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
   Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
                     stragglers ? &*stragglers : nullptr, servers || pipelined, s.workload,
-                    s.engine, s.simgrid);
+                    s.engine, s.simgrid, s.link_events, s.cluster);
   p.engine = std::move(run.engine);
   p.costs = std::move(run.costs);
   if (const config::NetworkConfig& n = s.cluster.network;

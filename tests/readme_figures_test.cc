@@ -198,6 +198,12 @@ TEST(ReadmeFigures, HybridScenarioTable) {
             " (", 2);
 }
 
+// Seconds iteration `i` of a prediction took.
+double StepOf(const sim::Prediction& p, std::size_t i) {
+  const std::vector<double>& end = p.metrics.iteration_end_s;
+  return end.at(i) - (i > 0 ? end.at(i - 1) : 0.0);
+}
+
 // The table of parameter servers and step-time tails: throughput, step,
 // global steps, percentiles.
 TEST(ReadmeFigures, ServersAndTailsTable) {
@@ -209,6 +215,17 @@ TEST(ReadmeFigures, ServersAndTailsTable) {
                {R"(\(([\d.]+) global steps/s\))",
                 [](const sim::Prediction& p) { return p.async->global_steps_per_s; }}}},
              {"ps-backup-workers.yaml", {{R"(^([\d,.]+) samples/s)", Throughput}}},
+             {"link-failure-resnet50-16xV100.yaml",
+              {{R"(^([\d,.]+) samples/s)", Throughput},
+               {R"(against ([\d,.]+) without events)",
+                [](const sim::Prediction& p) {
+                  return static_cast<double>(p.plan.samples_per_iteration) / StepOf(p, 0);
+                }},
+               {R"(steps of ([\d.]+) (ms),)", [](const sim::Prediction& p) { return StepOf(p, 0); }},
+               {R"(, ([\d.]+) (ms) while node 2)",
+                [](const sim::Prediction& p) { return StepOf(p, 4); }},
+               {R"(, ([\d.]+) (ms) for the step the outage hits)",
+                [](const sim::Prediction& p) { return StepOf(p, 8); }}}},
              {"resnet50-16xV100-step-tail.yaml",
               {{R"(p50 ([\d.]+) (ms))",
                 [](const sim::Prediction& p) { return p.metrics.step_times.p50; }},

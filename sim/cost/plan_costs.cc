@@ -94,6 +94,26 @@ class Fp8StepKernels {
 
 }  // namespace
 
+double PricedCollectiveSeconds(const plan::Plan& plan, const plan::Collective& c,
+                               Network& network) {
+  const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
+  std::vector<int> ranks(members.begin(), members.end());
+  const double t = c.via_host ? HostCollectiveSeconds(network, c.algorithm, ranks, c.bytes, c.op)
+                              : CollectiveSeconds(network, c.op, c.algorithm, ranks, c.bytes);
+  double seconds = network.spec().collective_latency_s + t;
+  if (network.spec().nccl_protocols && !c.via_host) {
+    // The schedule's latency part: the same schedule moving one byte
+    // (an empty one costs nothing at all).
+    const double latency = std::min(t, CollectiveSeconds(network, c.op, c.algorithm, ranks, 1.0));
+    const int per_node = std::max(1, network.spec().devices_per_node);
+    bool spans_nodes = false;
+    for (int r : ranks) spans_nodes |= r / per_node != ranks.front() / per_node;
+    seconds =
+        NcclCollectiveTime(latency, t - latency, spans_nodes, network.spec().nccl_ll128).seconds;
+  }
+  return seconds;
+}
+
 TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
                      const std::vector<CostModel>& cost_models,
                      const std::vector<int>& cost_of_rank, Network& network,
@@ -206,22 +226,7 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
                   std::bit_cast<std::uint64_t>(c.bytes)};
     auto it = cache.find(key);
     if (it == cache.end()) {
-      const auto& members = plan.groups()[static_cast<std::size_t>(c.group)];
-      std::vector<int> ranks(members.begin(), members.end());
-      const double t = c.via_host ? HostCollectiveSeconds(network, c.algorithm, ranks, c.bytes, c.op)
-                                  : CollectiveSeconds(network, c.op, c.algorithm, ranks, c.bytes);
-      double seconds = network.spec().collective_latency_s + t;
-      if (network.spec().nccl_protocols && !c.via_host) {
-        // The schedule's latency part: the same schedule moving one byte
-        // (an empty one costs nothing at all).
-        const double latency =
-            std::min(t, CollectiveSeconds(network, c.op, c.algorithm, ranks, 1.0));
-        const int per_node = std::max(1, network.spec().devices_per_node);
-        bool spans_nodes = false;
-        for (int r : ranks) spans_nodes |= r / per_node != ranks.front() / per_node;
-        seconds = NcclCollectiveTime(latency, t - latency, spans_nodes, network.spec().nccl_ll128)
-                      .seconds;
-      }
+      const double seconds = PricedCollectiveSeconds(plan, c, network);
       it = cache.emplace(key, SecondsToNs(seconds)).first;
     }
     costs.collective_ns.push_back(it->second);

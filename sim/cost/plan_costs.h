@@ -13,6 +13,12 @@
 
 namespace dtsim::sim {
 
+// Seconds collective `c` of `plan` takes on `network`: the network's
+// collective_latency_s plus its schedule's time (on the hosts for via_host),
+// or NCCL's protocols' time when the network prices them.
+double PricedCollectiveSeconds(const plan::Plan& plan, const plan::Collective& c,
+                               Network& network);
+
 // `cost_of_rank[r]` indexes `cost_models` for rank r. A collective costs
 // the network's collective_latency_s plus its schedule's time; collectives
 // with the same algorithm, group and size are priced once.

@@ -146,7 +146,7 @@ class Executor {
       const auto c = static_cast<std::size_t>(task.collective);
       const auto& coll = plan_.collectives()[c];
       if (++arrived_[c] == static_cast<std::int32_t>(coll.tasks.size())) {
-        const SimTime end = AddSimTime(now_, costs_.collective_ns[c]);
+        const SimTime end = hooks_->CollectiveEnd(task.collective, now_, costs_.collective_ns[c]);
         for (TaskId m : coll.tasks) {
           result_.timing[static_cast<std::size_t>(m)].start = now_;
           result_.timing[static_cast<std::size_t>(m)].end = end;

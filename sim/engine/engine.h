@@ -76,6 +76,13 @@ class EngineHooks {
     (void)task;
     return AddSimTime(start, ns);
   }
+  // When collective `collective` (an index into the plan's collectives),
+  // which starts at `start` and takes `ns` on the network as priced, ends
+  // (links whose bandwidth changes over time).
+  virtual SimTime CollectiveEnd(std::int32_t collective, SimTime start, SimTime ns) {
+    (void)collective;
+    return AddSimTime(start, ns);
+  }
   // When a kSend task that starts at `start` ends (a network model that
   // reserves links); the default is its static cost.
   virtual SimTime TransferEnd(const plan::Task& task, SimTime start, SimTime ns) {

@@ -37,6 +37,23 @@ Network::Network(const NetworkSpec& spec) : spec_(spec) {
   busy_until_.assign(bw_.size(), 0);
 }
 
+int Network::num_leaves() const { return NumLeaves(spec_, num_nodes_); }
+
+int Network::LeafLink(int leaf, bool up) const {
+  DTSIM_CHECK(leaf >= 0 && leaf < num_leaves(), "no such leaf");
+  return 2 * num_ranks() + 2 * num_nodes_ + (up ? 0 : num_leaves()) + leaf;
+}
+
+void Network::ScaleLink(int link, double factor) {
+  DTSIM_CHECK(link >= 0 && link < num_links() && factor > 0, "bad link scale");
+  bw_[static_cast<std::size_t>(link)] *= factor;
+}
+
+void Network::MarkUsed(const Path& p) const {
+  if (used_ == nullptr) return;
+  for (int i = 0; i < p.num_links; ++i) (*used_)[static_cast<std::size_t>(p.links[i])] = 1;
+}
+
 Network::Path Network::Route(int src, int dst) const {
   Path p;
   const int r = num_ranks(), n = num_nodes_;
@@ -66,6 +83,7 @@ Network::Path Network::Route(int src, int dst) const {
 double Network::TransferSeconds(int src, int dst, double bytes) const {
   if (src == dst) return 0;
   const Path p = Route(src, dst);
+  if (bytes > 0) MarkUsed(p);
   double bw = bw_[static_cast<std::size_t>(p.links[0])];
   for (int i = 1; i < p.num_links; ++i) bw = std::min(bw, bw_[static_cast<std::size_t>(p.links[i])]);
   return p.latency_s + bytes / bw;
@@ -74,6 +92,7 @@ double Network::TransferSeconds(int src, int dst, double bytes) const {
 SimTime Network::ReserveTransfer(int src, int dst, double bytes, SimTime now_ns) {
   if (src == dst) return now_ns;
   const Path p = Route(src, dst);
+  if (bytes > 0) MarkUsed(p);
   double bw = bw_[static_cast<std::size_t>(p.links[0])];
   SimTime start = now_ns;
   for (int i = 0; i < p.num_links; ++i) {
@@ -102,6 +121,7 @@ void Network::ReserveTransferGroup(int src, std::span<const int> dst, std::span<
   for (std::size_t i = 0; i < dst.size(); ++i) {
     if (dst[i] == src) continue;
     paths[i] = Route(src, dst[i]);
+    if (bytes[i] > 0) MarkUsed(paths[i]);
     const auto first = static_cast<std::size_t>(paths[i].links[0]);
     start = std::max(start, busy_until_[first]);
     double bw = bw_[first];
@@ -151,6 +171,7 @@ double Network::StepSeconds(std::span<const Transfer> transfers) {
                 "transfer rank out of range");
     if (t.src == t.dst) continue;
     const Path p = Route(t.src, t.dst);
+    if (t.bytes > 0) MarkUsed(p);
     for (int i = 0; i < p.num_links; ++i) {
       auto l = static_cast<std::size_t>(p.links[i]);
       if (load_[l] == 0) touched_.push_back(p.links[i]);

@@ -92,6 +92,22 @@ class Network {
   // The same transfer alone on an idle network, seconds.
   double TransferSeconds(int src, int dst, double bytes) const;
 
+  // The links by index (the layout is network.cc's), for time-dependent
+  // bandwidth (sim/network/link_events.h): a device's port into its node's
+  // switch, a node's NICs together, a fat-tree leaf's uplinks to the spine,
+  // each one direction. REQUIRES: the index exists (leaves: fat_tree only).
+  int num_links() const { return static_cast<int>(bw_.size()); }
+  int DeviceLink(int rank, bool up) const { return up ? rank : num_ranks() + rank; }
+  int NicLink(int node, bool up) const { return 2 * num_ranks() + (up ? 0 : num_nodes_) + node; }
+  int LeafLink(int leaf, bool up) const;
+  int num_leaves() const;
+  // Multiplies link `link`'s bandwidth by `factor` (> 0).
+  void ScaleLink(int link, double factor);
+  // While `used` is not null, StepSeconds, TransferSeconds and the
+  // reservations set used[l] = 1 for every link l that carries bytes.
+  // REQUIRES: used->size() == num_links().
+  void RecordUse(std::vector<char>* used) { used_ = used; }
+
   const NetworkSpec& spec() const { return spec_; }
   int num_ranks() const {
     return grid_ranks() + static_cast<int>(spec_.extra_endpoint_nodes.size());
@@ -118,6 +134,8 @@ class Network {
   std::vector<double> bw_;       // per link, bytes/s
   std::vector<double> load_;     // scratch: bytes per link in the current step
   std::vector<int> touched_;     // scratch: links with non-zero load
+  std::vector<char>* used_ = nullptr;  // RecordUse
+  void MarkUsed(const Path& p) const;
 };
 
 }  // namespace dtsim::sim

@@ -439,8 +439,12 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     const plan::HybridOptions& o = hybrid;
     p.layout.pipeline_stages = o.pipeline;
     p.layout.tensor_parallel = o.tensor;
+    p.layout.context_parallel = o.context.degree;
     in.tensor_parallel = o.tensor;
     in.sequence_parallel = o.sequence_parallel;
+    in.context = o.context;
+    // Ranks of a stage: its context ranks' tensor groups (plan/hybrid.h).
+    const int stage_ranks = o.tensor * o.context.degree;
     if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
     const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
     if (pipedream) p.layout.stage_replicas = o.stage_replicas;
@@ -456,7 +460,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     for (const plan::Collective& c : p.plan.collectives()) {
       if (c.shared_op < 0 || c.iteration != 0) continue;
       for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
-        auto& list = copies[static_cast<std::size_t>((r / o.tensor) % o.pipeline)];
+        auto& list = copies[static_cast<std::size_t>((r / stage_ranks) % o.pipeline)];
         const auto op = static_cast<models::OpId>(c.shared_op);
         if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
       }
@@ -473,7 +477,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
           in.weight_copies.push_back(op);
       in.micro_batches_in_flight =
           MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
-      plan::RankId rank = st * o.tensor;
+      plan::RankId rank = st * stage_ranks;
       if (pipedream) {
         // Weight stashing: a version per minibatch in flight (plan/pipedream.h).
         in.micro_batches_in_flight = plan::PipeDreamInFlight(o.stage_replicas, st);
@@ -521,7 +525,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
        h.schedule != config::PipelineSchedule::kInterleaved))
     return std::nullopt;
   const int n = s.cluster.num_devices();
-  const int tp = h.tensor_parallel * h.pipeline_parallel;
+  const int tp = h.tensor_parallel * h.pipeline_parallel * h.context_parallel;
   if (tp < 1 || n % tp != 0 || h.micro_batch_size < 1) return std::nullopt;
   const std::int64_t per_step = std::int64_t{n / tp} * h.micro_batch_size;
   const std::int64_t global = h.global_batch > 0 ? h.global_batch : per_step * h.pipeline_parallel;
@@ -821,6 +825,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     config::HybridConfig& h = one.parallelism.hybrid;
     h.tensor_parallel = 1;
     h.pipeline_parallel = 1;
+    h.context_parallel = 1;
     h.virtual_stages = 1;
     h.schedule = config::PipelineSchedule::kOneFOneB;
     h.stage_layers.clear();

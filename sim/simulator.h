@@ -83,6 +83,7 @@ struct Layout {
   int materialized_workers = 0;  // workers simulated one by one (the rest are identical, see plan.h)
   int pipeline_stages = 1;       // p (1 without pipelining)
   int tensor_parallel = 1;       // t
+  int context_parallel = 1;      // c (plan/context_parallel.h)
   // schedule pipedream: devices per stage (each stage's weight versions and
   // staleness follow, plan::PipeDreamInFlight), and how the stages were chosen.
   std::vector<int> stage_replicas;

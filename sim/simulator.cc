@@ -590,6 +590,9 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
           b.comm.network_bytes_per_sample * static_cast<double>(per_step * m2)) /
       static_cast<double>(global);
   a.comm.averaging_round_s = r.step_time_s * a.comm.averaging_period;
+  a.comm.context.comm_s = lin(a.comm.context.comm_s, b.comm.context.comm_s);
+  a.comm.context.exposed_s = lin(a.comm.context.exposed_s, b.comm.context.exposed_s);
+  a.comm.context.bytes = lin(a.comm.context.bytes, b.comm.context.bytes);
   // The single-device reference runs the replica's micro-batches too.
   if (a.scaling.single_device_throughput_samples_per_s > 0 && b.scaling.single_device_throughput_samples_per_s > 0) {
     const double one = lin(static_cast<double>(h.micro_batch_size * m1) /
@@ -790,6 +793,9 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       if (p.plan.iterations > 2 * k) window = {k, p.plan.iterations - 1 - k};
     }
     p.metrics = ComputeMetrics(p.plan, p.engine, window);
+    if (pipelined)
+      p.comm.context = ComputeContextComm(p.plan, p.engine, p.metrics, hybrid.tensor,
+                                          hybrid.context.degree);
     const int first = p.metrics.first_measured_iteration;
     const int last = first + p.metrics.measured_iterations - 1;
     // Collectives are counted over their whole group, so symmetric plans

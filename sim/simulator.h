@@ -15,6 +15,7 @@
 #include "plan/hybrid.h"
 #include "plan/plan.h"
 #include "sim/async_figures.h"
+#include "sim/context_figures.h"
 #include "sim/server_loads.h"
 #include "sim/engine/engine.h"
 #include "sim/hybrid_setup.h"
@@ -76,6 +77,8 @@ struct Communication {
   // Parameter-server plans: each server's elements, bytes and link time per
   // measured step (sim/server_loads.h); empty otherwise.
   std::vector<ServerLoad> server_loads;
+  // Context parallelism's transfers (degree 1: none).
+  ContextComm context;
 };
 
 // How the work was laid out on the devices.

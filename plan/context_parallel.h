@@ -104,9 +104,10 @@ struct AttentionSite {
 //                   and the dK/dV of step j - 1 (j >= 1) after step j - 1,
 //                   and a last send returns the dK/dV of step c - 1.
 //   ulysses:        all-to-all, the core's ops as one task, all-to-all.
-// The sends and all-to-alls go to the successor standing for every member
+// The sends go to `site.next`, standing for every member's successor
 // (symmetric plans: the block a member receives from its predecessor
-// arrives when its own send to its successor does).
+// arrives when its own send to its successor does; the caller picks the
+// ring's slowest hop).
 TaskId EmitContextAttention(Plan& plan, const models::ModelGraph& shard, const ContextParallel& cp,
                             const AttentionSite& site, TaskKind kind, TaskId dep);
 

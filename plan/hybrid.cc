@@ -471,7 +471,15 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                                    TaskId dep) {
         AttentionSite site;
         site.rank = rank;
+        // The ring moves at the pace of its slowest hop: a group spanning
+        // nodes is represented by a hop that leaves the node.
         site.next = rank + t;
+        for (int q = 1; q < cp; ++q)
+          if (plan.ranks[static_cast<std::size_t>(rank + q * t)].node !=
+              plan.ranks[static_cast<std::size_t>(rank)].node) {
+            site.next = rank + q * t;
+            break;
+          }
         site.group = cp_group.at({replica, stage});
         site.begin = b;
         site.end = e;

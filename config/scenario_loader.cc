@@ -698,7 +698,9 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
   }
   if (!divides) return;
   if (n % tp != 0) {
-    at(h.pipeline_parallel > 1 ? "pipeline_parallel" : "tensor_parallel")
+    at(h.context_parallel > 1    ? "context_parallel"
+       : h.pipeline_parallel > 1 ? "pipeline_parallel"
+                                 : "tensor_parallel")
         .FailInfeasible(std::string(h.context_parallel > 1
                                         ? "tensor_parallel x pipeline_parallel x context_parallel = "
                                         : "tensor_parallel x pipeline_parallel = ") +

@@ -7,6 +7,8 @@
 //   pipeline schedules (1F1B, GPipe, interleaved with 2 chunks per device),
 //   ZeRO stages and activation recomputation (none, selective where the
 //   model has attention, full),
+//   and for long sequences context parallelism (ring attention; see
+//   SearchSpace::context_min_sequence),
 // drops the candidates that cannot fit by a lower bound on their memory
 // (the device's share of the parameters, gradients and optimizer state:
 // the largest stage holds at least the mean), and simulates the rest as

@@ -238,6 +238,13 @@ struct HybridConfig {
   // the sequence over the t ranks; each tensor-parallel all-reduce becomes
   // a reduce-scatter and an all-gather, and activations divide by t.
   bool sequence_parallel = false;
+  // Context parallelism (plan/context_parallel.h): c ranks share each
+  // sequence, S / c each, between the tensor and the pipeline ranks; data
+  // parallelism is then devices / (t x p x c). ring (default): ring
+  // attention, K/V blocks passed round the group; ulysses: all-to-alls of
+  // q, k, v and the output around attention (heads divisible by c).
+  int context_parallel = 1;
+  plan::ContextParallelKind context_parallel_kind = plan::ContextParallelKind::kRing;
   // schedule pipedream: devices per stage (p entries adding up to the
   // devices); empty = devices / p each. `plan_replicas` (stage_replicas:
   // auto): PipeDream's planner chooses the stages, their layers and their

@@ -66,7 +66,8 @@ const std::vector<std::string> kParallelismKeys = {
     "aggregation", "streaming",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
-    "zero_stage", "partition", "sequence_parallel", "stage_replicas"};
+    "zero_stage", "partition", "sequence_parallel", "stage_replicas", "context_parallel",
+    "context_parallel_kind"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -548,6 +549,13 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     h.even_layers = x->AsChoice(kinds, "partition") == 1;
   }
   if (auto x = m.Get("sequence_parallel")) h.sequence_parallel = x->AsBool();
+  if (auto x = m.Get("context_parallel")) h.context_parallel = x->AsInt(1);
+  if (auto x = m.Get("context_parallel_kind")) {
+    const std::vector<std::string> kinds = {"ring", "ulysses"};
+    h.context_parallel_kind = x->AsChoice(kinds, "context_parallel_kind") == 1
+                                  ? plan::ContextParallelKind::kUlysses
+                                  : plan::ContextParallelKind::kRing;
+  }
   if (auto x = m.Get("recompute")) {
     // true/false as before, or the granularity by name (Megatron-LM's
     // --recompute-granularity full|selective).
@@ -644,8 +652,16 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
   const HybridConfig& h = s.parallelism.hybrid;
   const std::int64_t n = s.cluster.num_devices();
   // Each factor is at most INT_MAX: their product fits in 64 bits.
-  const std::int64_t tp = std::int64_t{h.tensor_parallel} * h.pipeline_parallel;
+  const std::int64_t tp =
+      std::int64_t{h.tensor_parallel} * h.pipeline_parallel * h.context_parallel;
   const auto at = [&](const char* key) { return m.Get(key) ? *m.Get(key) : parallelism; };
+  if (h.context_parallel > 1 && h.schedule == PipelineSchedule::kPipeDream)
+    at("context_parallel").Fail("schedule pipedream is simulated without context parallelism",
+                                "use schedule 1f1b, or context_parallel: 1");
+  if (h.context_parallel > 1 && s.engine == "simgrid")
+    at("context_parallel").Fail("context_parallel > 1 with the simgrid engine is not simulated "
+                                "yet: it needs every context rank simulated on its own",
+                                "use engine: analytic");
   if (h.schedule == PipelineSchedule::kPipeDream) {
     if (h.tensor_parallel != 1)
       at("tensor_parallel").Fail("schedule pipedream splits no tensors: use tensor_parallel 1");
@@ -683,10 +699,18 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
   }
   if (!divides) return;
   if (n % tp != 0) {
-    at(h.pipeline_parallel > 1 ? "pipeline_parallel" : "tensor_parallel")
-        .FailInfeasible("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +
-                            " does not divide the cluster's " + std::to_string(n) + " devices",
-                        "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+    at(h.context_parallel > 1    ? "context_parallel"
+       : h.pipeline_parallel > 1 ? "pipeline_parallel"
+                                 : "tensor_parallel")
+        .FailInfeasible(std::string(h.context_parallel > 1
+                                        ? "tensor_parallel x pipeline_parallel x context_parallel = "
+                                        : "tensor_parallel x pipeline_parallel = ") +
+                            std::to_string(tp) + " does not divide the cluster's " +
+                            std::to_string(n) + " devices",
+                        h.context_parallel > 1
+                            ? "data parallelism is devices / (tensor_parallel x "
+                              "pipeline_parallel x context_parallel)"
+                            : "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
   }
   const std::int64_t per_step = n / tp * h.micro_batch_size;
   if (h.global_batch > 0 && h.global_batch % per_step != 0) {
@@ -863,6 +887,11 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
     if (const std::string problem = StragglerRanksProblem(s.stragglers, s.cluster.num_devices());
         !problem.empty())
       x->Fail(problem, "ranks are worker indices, 0-based and node-major");
+    if (s.parallelism.strategy == Strategy::kHybrid &&
+        s.parallelism.hybrid.context_parallel > 1 && !s.stragglers.Empty())
+      x->Fail("context_parallel > 1 is simulated with identical ranks, and stragglers make them "
+              "differ",
+              "remove the stragglers, or use parallelism.context_parallel: 1");
   }
   if (auto x = m.Get("link_events")) s.link_events = ReadLinkEvents(*x, s.cluster);
   if (auto x = m.Get("failures")) {

@@ -144,6 +144,28 @@ TEST(ScenarioLoaderTest, RecomputeGranularityAndSequenceParallel) {
   EXPECT_TRUE(FailsAt("parallelism:\n  sequence_parallel: true\n", 2, "strategy hybrid"));
 }
 
+// context_parallel and its kind are keys of hybrid plans; c x t x p must
+// divide the devices, and the engines and schedules that cannot simulate
+// it refuse it at the key.
+TEST(ScenarioLoaderTest, ContextParallelKeys) {
+  const std::string hybrid =
+      "cluster: {nodes: 1, devices_per_node: 8, device: H100-SXM, intra_node_link: "
+      "nvswitch-h100}\nworkload: {model: llama2-7b, precision: bf16}\nparallelism:\n"
+      "  strategy: hybrid\n";
+  const Scenario s = ParseScenario(
+      hybrid + "  context_parallel: 4\n  context_parallel_kind: ulysses\n", "t.yaml");
+  EXPECT_EQ(s.parallelism.hybrid.context_parallel, 4);
+  EXPECT_EQ(s.parallelism.hybrid.context_parallel_kind, plan::ContextParallelKind::kUlysses);
+  EXPECT_TRUE(FailsAt(hybrid + "  tensor_parallel: 4\n  context_parallel: 4\n", 6,
+                      "x context_parallel = 16 does not divide"));
+  EXPECT_TRUE(FailsAt(hybrid + "  context_parallel_kind: ulysses\n", 5, "context_parallel > 1"));
+  EXPECT_TRUE(FailsAt("parallelism:\n  context_parallel: 2\n", 2, "strategy hybrid"));
+  EXPECT_TRUE(FailsAt("engine: simgrid\n" + hybrid + "  context_parallel: 2\n", 6,
+                      "simgrid engine is not simulated"));
+  EXPECT_TRUE(FailsAt(hybrid + "  context_parallel: 2\nstragglers: {slow_devices: [{ranks: [0], "
+                               "factor: 2}]}\n", 6, "identical ranks"));
+}
+
 // Issue 13, item 6: hierarchical averaging levels and post-local SGD.
 TEST(ScenarioLoaderTest, AveragingGroupsAndPostLocal) {
   const std::string base =

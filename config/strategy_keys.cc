@@ -123,6 +123,14 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
                            "tensor parallelism replicates: it needs strategy hybrid with "
                            "tensor_parallel > 1");
   }
+  if ((path == "parallelism.context_parallel" || path == "parallelism.context_parallel_kind") &&
+      st != Strategy::kHybrid) {
+    return Unused(s, path, "context parallelism splits the sequences of strategy hybrid's "
+                           "transformer layers");
+  }
+  if (path == "parallelism.context_parallel_kind" && p.hybrid.context_parallel == 1) {
+    return Unused(s, path, "it chooses how context_parallel > 1 passes keys and values");
+  }
   // Keys that other keys make moot.
   const NetworkConfig& net = s.cluster.network;
   if ((path == "cluster.network.nodes_per_leaf" || path == "cluster.network.oversubscription" ||

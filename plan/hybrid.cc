@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
+#include "plan/layers.h"
 #include "plan/pipedream.h"
 #include "plan/tensor_parallel.h"
 
@@ -120,6 +121,34 @@ std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, O
     Segment seg{begin, stop};
     seg.gather_before_bytes = gather;
     out.push_back(seg);
+  }
+  return out;
+}
+
+// Context parallelism: each of attention's `cores` becomes a segment of its
+// own (its tasks are the ring's or Ulysses', EmitContextAttention); a split
+// segment keeps its collectives at its ends (before: the first piece in
+// execution order, after: the last).
+std::vector<Segment> SplitAtCores(const std::vector<Segment>& segs,
+                                  const std::vector<std::pair<OpId, OpId>>& cores, bool backward) {
+  std::vector<Segment> out;
+  for (const Segment& seg : segs) {
+    std::vector<OpId> cuts = {seg.begin};
+    for (const auto& [b, e] : cores) {
+      if (b < seg.begin || e > seg.end) continue;
+      if (b > cuts.back()) cuts.push_back(b);
+      if (e < seg.end) cuts.push_back(e);
+    }
+    cuts.push_back(seg.end);
+    std::vector<Segment> pieces;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+      if (cuts[i] < cuts[i + 1]) pieces.push_back(Segment{cuts[i], cuts[i + 1]});
+    if (backward) std::reverse(pieces.begin(), pieces.end());
+    pieces.front().gather_before_bytes = seg.gather_before_bytes;
+    pieces.back().after = seg.after;
+    pieces.back().after_bytes = seg.after_bytes;
+    pieces.back().regather_bytes = seg.regather_bytes;
+    out.insert(out.end(), pieces.begin(), pieces.end());
   }
   return out;
 }
@@ -249,12 +278,20 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   }
   const int n = cluster.nodes * cluster.devices_per_node;
   const int t = o.tensor, p = o.pipeline, v = o.virtual_stages, m = o.micro_batches;
+  const int cp = o.context.degree;
   const bool sp = o.sequence_parallel && t > 1;
-  if (t < 1 || p < 1 || n % (t * p) != 0)
-    throw UserError("tensor_parallel x pipeline_parallel (" + std::to_string(t) + " x " +
-                        std::to_string(p) + ") must divide the " + std::to_string(n) + " devices",
+  if (t < 1 || p < 1 || cp < 1 || n % (t * p * cp) != 0)
+    throw UserError("tensor_parallel x pipeline_parallel" + std::string(cp > 1 ? " x context_parallel" : "") +
+                        " (" + std::to_string(t) + " x " + std::to_string(p) +
+                        (cp > 1 ? " x " + std::to_string(cp) : "") + ") must divide the " +
+                        std::to_string(n) + " devices",
                     "data parallelism is devices / (t x p)");
-  const int d = n / (t * p);
+  if (cp > 1 && !o.symmetric)
+    throw UserError("context_parallel " + std::to_string(cp) +
+                        " is simulated with identical ranks only: the engine analytic, without "
+                        "stragglers",
+                    "use engine: analytic and no stragglers, or context_parallel: 1");
+  const int d = n / (t * p * cp);
   if (o.schedule == PipelineSchedule::kInterleaved && (v < 2 || m % p != 0))
     throw UserError("the interleaved schedule needs virtual_stages >= 2 and a number of "
                     "micro-batches (" + std::to_string(m) + ") divisible by pipeline_parallel (" +
@@ -266,42 +303,67 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   Plan plan;
   for (int r = 0; r < n; ++r)
     plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
-  const auto rank_of = [&](int replica, int stage, int k) { return replica * p * t + stage * t + k; };
+  // Context rank 0's; context rank q is q x t further.
+  const auto rank_of = [&](int replica, int stage, int k) {
+    return replica * p * cp * t + stage * cp * t + k;
+  };
   if (o.symmetric) {
     std::vector<bool> mask(static_cast<std::size_t>(n), false);
     for (int s = 0; s < p; ++s) mask[static_cast<std::size_t>(rank_of(0, s, 0))] = true;
     plan.MaterializeOnly(mask);
   }
   plan.model_name = graph.name();
-  plan.strategy = t == 1 && m == 1 ? Strategy::kModel : Strategy::kHybrid;
+  plan.strategy = t == 1 && cp == 1 && m == 1 ? Strategy::kModel : Strategy::kHybrid;
   plan.iterations = o.iterations;
   plan.batch_per_rank = o.micro_batch * m;
   plan.samples_per_iteration = static_cast<std::int64_t>(d) * o.micro_batch * m;
   plan.ops_on_rank.resize(static_cast<std::size_t>(n));
 
   // Groups: tensor group of each (replica, stage); data group of each (stage, tensor rank).
-  std::map<std::pair<int, int>, std::int32_t> tp_group, dp_group;
+  std::map<std::pair<int, int>, std::int32_t> tp_group, dp_group, cp_group;
   for (int r = 0; r < d; ++r)
     for (int s = 0; s < p; ++s) {
       std::vector<RankId> g;
       for (int k = 0; k < t; ++k) g.push_back(rank_of(r, s, k));
       if (t > 1) tp_group[{r, s}] = plan.AddGroup(g);
     }
+  // With context parallelism the data group spans the context ranks too
+  // (parameters are replicated over them), and each (replica, stage) has a
+  // context group of its tensor rank 0 and its peers.
   for (int s = 0; s < p; ++s)
     for (int k = 0; k < t; ++k) {
       std::vector<RankId> g;
-      for (int r = 0; r < d; ++r) g.push_back(rank_of(r, s, k));
-      if (d > 1) dp_group[{s, k}] = plan.AddGroup(g);
+      for (int r = 0; r < d; ++r)
+        for (int q = 0; q < cp; ++q) g.push_back(rank_of(r, s, k) + q * t);
+      if (d * cp > 1) dp_group[{s, k}] = plan.AddGroup(g);
     }
+  if (cp > 1)
+    for (int r = 0; r < d; ++r)
+      for (int s = 0; s < p; ++s) {
+        std::vector<RankId> g;
+        for (int q = 0; q < cp; ++q) g.push_back(rank_of(r, s, 0) + q * t);
+        cp_group[{r, s}] = plan.AddGroup(g);
+      }
   for (int r = 0; r < d; ++r)
     for (int s = 0; s < p; ++s)
-      for (int k = 0; k < t; ++k)
-        for (int j = 0; j < v; ++j) {
-          const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
-          for (OpId x = b; x < e; ++x)
-            plan.ops_on_rank[static_cast<std::size_t>(rank_of(r, s, k))].push_back(
-                static_cast<std::int32_t>(x));
-        }
+      for (int q = 0; q < cp; ++q)
+        for (int k = 0; k < t; ++k)
+          for (int j = 0; j < v; ++j) {
+            const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
+            for (OpId x = b; x < e; ++x)
+              plan.ops_on_rank[static_cast<std::size_t>(rank_of(r, s, k) + q * t)].push_back(
+                  static_cast<std::int32_t>(x));
+          }
+  const std::vector<std::pair<OpId, OpId>> cores =
+      cp > 1 ? AttentionCores(graph) : std::vector<std::pair<OpId, OpId>>{};
+  const auto segments = [&](OpId b, OpId e, bool backward) {
+    auto segs = backward ? BackwardSegments(graph, b, e, t > 1, sp)
+                         : ForwardSegments(graph, b, e, t > 1, sp);
+    return cores.empty() ? segs : SplitAtCores(segs, cores, backward);
+  };
+  const auto is_core = [&](OpId b, OpId e) {
+    return std::find(cores.begin(), cores.end(), std::pair<OpId, OpId>{b, e}) != cores.end();
+  };
 
   // Weights shared across stages (a tied LM head in another stage than its
   // embedding table): the head's stage holds a copy, and each replica's
@@ -398,17 +460,51 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         c.bytes = bytes_per_sample * o.micro_batch;
         c.group = tp_group.at({replica, stage});
         c.activations = true;
-        c.copies = o.symmetric ? d : 1;
+        c.copies = o.symmetric ? d * cp : 1;
         const auto ci = plan.AddCollective(c, {std::move(deps)}, it);
         return plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
       };
       const auto after = [](TaskId x) { return x < 0 ? std::vector<TaskId>{} : std::vector<TaskId>{x}; };
+      // Attention's core [b, e) of one micro-batch under context
+      // parallelism, on context rank 0 of (replica, stage).
+      auto context_attention = [&](RankId rank, int stage, OpId b, OpId e, TaskKind kind, int mb,
+                                   TaskId dep) {
+        AttentionSite site;
+        site.rank = rank;
+        // The ring moves at the pace of its slowest hop: a group spanning
+        // nodes is represented by a hop that leaves the node.
+        site.next = rank + t;
+        for (int q = 1; q < cp; ++q)
+          if (plan.ranks[static_cast<std::size_t>(rank + q * t)].node !=
+              plan.ranks[static_cast<std::size_t>(rank)].node) {
+            site.next = rank + q * t;
+            break;
+          }
+        site.group = cp_group.at({replica, stage});
+        site.begin = b;
+        site.end = e;
+        site.iteration = it;
+        site.micro_batch = mb;
+        site.batch = o.micro_batch;
+        // Ring sends: one per member; Ulysses' all-to-alls: one per group.
+        site.copies = !o.symmetric ? 1
+                      : o.context.kind == ContextParallelKind::kRing ? d * t * cp
+                                                                    : d * t;
+        site.algorithm = o.algorithm;
+        return EmitContextAttention(plan, graph, o.context, site, kind, dep);
+      };
       // Runs a chain of segment tasks on `rank`, each with its tensor
       // collectives (Segment); returns the last task.
       auto chain = [&](RankId rank, int stage, const std::vector<Segment>& segs, TaskKind kind,
                        int mb, TaskId dep) {
         TaskId last = dep;
         for (const Segment& seg : segs) {
+          if (is_core(seg.begin, seg.end)) {
+            DTSIM_CHECK(seg.gather_before_bytes == 0 && seg.after_bytes == 0,
+                        "attention's core carries no tensor-parallel collective");
+            last = context_attention(rank, stage, seg.begin, seg.end, kind, mb, last);
+            continue;
+          }
           if (t > 1 && seg.gather_before_bytes > 0)
             last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last));
           const TaskId regather =
@@ -441,7 +537,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         task.bytes = bytes;
         task.iteration = it;
         task.micro_batch = mb;
-        task.copies = o.symmetric ? d * t : 1;
+        task.copies = o.symmetric ? d * t * cp : 1;
         return plan.AddTask(task, std::span(&dep, 1));
       };
 
@@ -470,7 +566,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 dep = fwd_out[cc - 1][mb];
                 if (dep < 0) break;  // its input is not emitted yet
               }
-              TaskId last = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp), TaskKind::kForward,
+              TaskId last = chain(rank, s, segments(b, e, false), TaskKind::kForward,
                                   st.micro_batch, dep);
               if (c + 1 < chunks) {
                 const RankId to = rank_of(replica, (c + 1) % p, k);
@@ -489,12 +585,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
               // tensor-parallel all-reduces included (they sit inside the
               // checkpointed layers: Megatron-LM's RowParallelLinear).
               if (o.recompute)
-                dep = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp), TaskKind::kForward,
+                dep = chain(rank, s, segments(b, e, false), TaskKind::kForward,
                             st.micro_batch, dep);
               // Selective recomputation re-runs only the listed ranges
               // (attention's core) of the chunk, before its backward.
               for (const auto& [rb, re] : o.recompute_ranges) {
                 if (rb < b || re > e) continue;
+                if (is_core(rb, re)) {
+                  dep = context_attention(rank, s, rb, re, TaskKind::kForward, st.micro_batch, dep);
+                  continue;
+                }
                 Task task;
                 task.kind = TaskKind::kForward;
                 task.rank = rank;
@@ -505,7 +605,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 task.batch = o.micro_batch;
                 dep = dep < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&dep, 1));
               }
-              TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1, sp),
+              TaskId last = chain(rank, s, segments(b, e, true),
                                   TaskKind::kBackward, st.micro_batch, dep);
               last_backward[static_cast<std::size_t>(s)] = last;
               if (c > 0) {
@@ -524,7 +624,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 // previous iteration runs here, this one's a block later.
                 TaskId ready = last_backward[static_cast<std::size_t>(s)];
                 const double grad_bytes = stage_sizes(s).first;
-                if (d > 1 && grad_bytes > 0) {
+                if (d * cp > 1 && grad_bytes > 0) {
                   Collective col;
                   col.op = CollectiveOp::kAllReduce;
                   col.algorithm = o.algorithm;
@@ -574,7 +674,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           deps.push_back({it_last->second});
         }
         if (replicas.empty()) continue;
-        if (d > 1 && grad_bytes > 0) {
+        if (d * cp > 1 && grad_bytes > 0) {
           Collective c;
           c.op = CollectiveOp::kAllReduce;
           c.algorithm = o.algorithm;
@@ -597,7 +697,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         c.bytes = graph.op(w.op).ParamBytes();
         c.group = embedding_group.at({w.op, replica, k});
         c.shared_op = static_cast<std::int32_t>(w.op);
-        c.copies = o.symmetric ? d * t : 1;
+        c.copies = o.symmetric ? d * t * cp : 1;
         const auto ci = plan.AddCollective(c, deps, it);
         const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
         for (std::size_t x = 0; x < w.group_stages.size(); ++x)

@@ -2,9 +2,10 @@
 // parallelism), and plain model parallelism by layer placement as its
 // special case (one micro-batch, no tensor split).
 //
-// Ranks: r = replica x (p t) + stage x t + tensor_rank, so a tensor group
-// sits on consecutive devices (inside a node first), then the stages, then
-// the data-parallel replicas. Each device of stage s holds the model chunks
+// Ranks: r = replica x (p c t) + stage x (c t) + context_rank x t +
+// tensor_rank (c = context-parallel degree, plan/context_parallel.h), so a
+// tensor group sits on consecutive devices (inside a node first), then the
+// context ranks, then the stages, then the data-parallel replicas. Each device of stage s holds the model chunks
 // s, s + p, ..., s + (v - 1) p (v = virtual stages, interleaved schedule).
 //
 // Per micro-batch and chunk, the forward runs the chunk's ops in segments
@@ -24,6 +25,7 @@
 
 #include "models/graph.h"
 #include "plan/compute_tasks.h"
+#include "plan/context_parallel.h"
 #include "plan/data_parallel.h"
 #include "plan/plan.h"
 
@@ -67,6 +69,10 @@ struct HybridOptions {
   // Megatron-LM's sequence parallelism (InSequenceParallelRegion): with
   // t > 1, reduce-scatters and all-gathers in place of the all-reduces.
   bool sequence_parallel = false;
+  // Context parallelism (plan/context_parallel.h): `graph` is then a
+  // context rank's shard (ContextParallelShard), and d = devices / (t p c).
+  // c > 1 needs `symmetric`.
+  ContextParallel context;
   int iterations = 1;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   bool symmetric = true;

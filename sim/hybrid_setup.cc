@@ -192,6 +192,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   o.schedule = model ? plan::PipelineSchedule::kGpipe : h.schedule;
   o.recompute = s.parallelism.recompute;
   o.sequence_parallel = !model && h.sequence_parallel;
+  if (!model) o.context = {h.context_parallel, h.context_parallel_kind};
   if (s.parallelism.recompute_selective) o.recompute_ranges = plan::AttentionCores(graph);
   o.algorithm = s.parallelism.algorithm;
   // Like every strategy: the report averages the iterations after the
@@ -206,7 +207,16 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     SetUpPipeDream(s, graph, cost_model, &x);
     return x;
   }
-  const std::int64_t group = std::int64_t{o.tensor} * o.pipeline;
+  const std::int64_t group = std::int64_t{o.tensor} * o.pipeline * o.context.degree;
+  if (o.context.degree > 1 && n % group != 0) {
+    throw InfeasiblePlan(s.Where("parallelism.context_parallel"),
+                         "tensor_parallel x pipeline_parallel x context_parallel (" +
+                             std::to_string(o.tensor) + " x " + std::to_string(o.pipeline) + " x " +
+                             std::to_string(o.context.degree) + ") does not divide the " +
+                             std::to_string(n) + " devices",
+                         "data parallelism is devices / (tensor_parallel x pipeline_parallel x "
+                         "context_parallel)");
+  }
   if (o.tensor < 1 || o.pipeline < 1 || n % group != 0) {
     throw InfeasiblePlan(s.Where(o.pipeline > 1 ? "parallelism.pipeline_parallel"
                                                 : "parallelism.tensor_parallel"),
@@ -248,7 +258,13 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     }
   }
   CheckTensorSplit(s, graph, o.tensor);
-  x.shard = plan::TensorParallelShard(graph, o.tensor, o.sequence_parallel);
+  if (const std::string problem = plan::ContextParallelProblem(graph, o.context); !problem.empty())
+    throw InfeasiblePlan(s.Where("parallelism.context_parallel"),
+                         "parallelism.context_parallel: " + problem,
+                         "context parallelism splits the sequence of decoder transformers; use "
+                         "a context_parallel that divides it, or 1");
+  x.shard = plan::TensorParallelShard(plan::ContextParallelShard(graph, o.context), o.tensor,
+                                      o.sequence_parallel);
   const auto units = plan::LayerUnits(x.shard);
   const std::int64_t chunks = std::int64_t{o.pipeline} * o.virtual_stages;
   if (chunks > static_cast<std::int64_t>(units.size())) {
@@ -284,7 +300,8 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     MemoryInputs in;
     in.graph = &graph;
     in.tensor_parallel = o.tensor;
-    in.data_parallel = d;
+    in.context = o.context;
+    in.data_parallel = d * o.context.degree;  // ZeRO shards over data x context ranks
     in.zero_stage = s.parallelism.zero_stage;
     in.optimizer = s.parallelism.optimizer;
     in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);

@@ -234,11 +234,17 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   const std::vector<double> kept = KeptBytesPerSample(graph, in.ops, keep, &largest_unit);
   double kept_per_sample = 0;
   for (double bytes : kept) kept_per_sample += bytes;
+  // Context parallelism: each op keeps its S / c positions' share.
+  const double c = std::max(1, in.context.degree);
+  kept_per_sample /= c;
+  largest_unit /= c;
   const double batch = in.micro_batch_size;
   m.activations_bytes = batch * in.micro_batches_in_flight * kept_per_sample;
   if (in.micro_batches_in_flight > 0) {
     m.recompute_bytes = batch * largest_unit;
-    m.activations_bytes += m.recompute_bytes;
+    m.context_buffers_bytes =
+        batch * ContextParallelBufferBytes(graph, in.ops, in.tensor_parallel, in.context);
+    m.activations_bytes += m.recompute_bytes + m.context_buffers_bytes;
   }
   m.workspace_bytes = in.workspace_bytes;
   return m;

@@ -42,6 +42,7 @@
 #include "config/scenario.h"
 #include "models/graph.h"
 #include "plan/compute_tasks.h"
+#include "plan/context_parallel.h"
 #include "plan/plan.h"
 #include "sim/engine/engine.h"
 
@@ -57,6 +58,9 @@ struct MemoryBreakdown {
   // micro-batch holds meanwhile (0 without recomputation), held once
   // whatever the micro-batches in flight.
   double recompute_bytes = 0;
+  // Of activations_bytes: context parallelism's communication buffers
+  // (ContextParallelBufferBytes), held once.
+  double context_buffers_bytes = 0;
   double workspace_bytes = 0;    // MemoryInputs::workspace_bytes
 
   // params + grads + optimizer: what the device holds for the whole step.
@@ -132,6 +136,11 @@ struct MemoryInputs {
   // so a transformer layer keeps sbh (34 / t + 5as / (ht)) bytes in fp16
   // (Korthikanti et al. 2022, Table 2).
   bool sequence_parallel = false;
+  // Context parallelism (plan/context_parallel.h): every op works on S / c
+  // of each sequence, so what each keeps divides by c; the ring's or
+  // Ulysses' buffers come on top (ContextParallelBufferBytes). ZeRO's
+  // sharding over data x context ranks is the caller's data_parallel.
+  plan::ContextParallel context;
   // Fixed per-device bytes added to the total: cuBLAS/cuDNN workspaces,
   // the CUDA context, communication buffers. Default 0 = not counted, so
   // every byte of the result comes from the model; frameworks typically
@@ -185,6 +194,19 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
 plan::RecomputeRanges RecomputedRanges(const models::ModelGraph& graph,
                                        const std::vector<models::OpId>& ops, int tensor_parallel,
                                        bool per_stage = false);
+
+// Bytes per sample of context parallelism's communication buffers on a
+// device holding `ops` of the full `graph`, at its largest attention core:
+//   ring:    4 key/value blocks: during the backward, the block in hand
+//            and the one arriving, each with its dK/dV partial sums
+//            (Transformer Engine's two p2p buffers of [kv, dkv]); a block is
+//            the k and v of S / c positions, (2 G (S / c) D) elements;
+//   ulysses: 2 x (q, k, v) of the rank: the all-to-all's input and output
+//            buffers, ((A + 2 G) (S / c) D) elements each.
+// Tensor-split cores (t > 1) hold 1/t of them. 0 for c = 1.
+double ContextParallelBufferBytes(const models::ModelGraph& graph,
+                                  const std::vector<models::OpId>& ops, int tensor_parallel,
+                                  const plan::ContextParallel& context);
 
 // Micro-batches whose activations pipeline stage `stage` (0-based, of
 // `stages` = p) holds at its peak, with m = micro_batches:

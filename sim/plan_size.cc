@@ -84,7 +84,8 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     const std::int64_t p = model && par.hybrid.pipeline_parallel == 1
                                ? s.cluster.devices_per_node
                                : par.hybrid.pipeline_parallel;
-    const std::int64_t d = std::max<std::int64_t>(1, workers / (t * p));
+    const std::int64_t c = model ? 1 : par.hybrid.context_parallel;
+    const std::int64_t d = std::max<std::int64_t>(1, workers / (t * p * c));
     std::int64_t m = 1;
     if (!model) {
       const std::int64_t per_step = d * par.hybrid.micro_batch_size;

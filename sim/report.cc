@@ -190,6 +190,18 @@ void AddCommunication(const config::Scenario& s, const Prediction& p, nlohmann::
                         {"shared_weight_allreduces_per_iteration", counts.shared_weights},
                         {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
                         {"network_bytes_per_sample", p.comm.network_bytes_per_sample}};
+  if (const ContextComm& cp = p.comm.context; cp.degree > 1) {
+    // Per step and worker (sim/context_figures.h); null when the plan does not fit.
+    const bool fits = p.does_not_fit.empty();
+    const double step = p.metrics.step_time_s;
+    j["communication"]["context_parallel"] = {
+        {"degree", cp.degree},
+        {"kind", plan::ContextParallelKindName(s.parallelism.hybrid.context_parallel_kind)},
+        {"comm_s", fits ? nlohmann::ordered_json(cp.comm_s) : nullptr},
+        {"exposed_s", fits ? nlohmann::ordered_json(cp.exposed_s) : nullptr},
+        {"exposed_share_of_step", fits && step > 0 ? nlohmann::ordered_json(cp.exposed_s / step) : nullptr},
+        {"bytes_per_step", fits ? nlohmann::ordered_json(cp.bytes) : nullptr}};
+  }
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
     j["local_sgd"] = {{"averaging_period", p.comm.averaging_period},
                       {"averaging", config::AveragingTransportName(s.parallelism.averaging)},
@@ -479,7 +491,8 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
   // of its stage plus the activations its micro-batches keep.
   for (int r = 0; r < ranks; ++r) {
     if (!p.plan.IsMaterialized(r) || p.plan.IsServer(r) || p.memory.stages.empty()) continue;
-    const auto stage = static_cast<std::size_t>((r / p.layout.tensor_parallel) % p.layout.pipeline_stages);
+    const auto stage = static_cast<std::size_t>((r / (p.layout.tensor_parallel * p.layout.context_parallel)) %
+                                                  p.layout.pipeline_stages);
     const double static_bytes = p.memory.stages[std::min(stage, p.memory.stages.size() - 1)].StaticBytes();
     // The plan's graph is already one tensor rank's share: t = 1 here.
     for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.memory.recompute,
@@ -716,6 +729,15 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                 100 * m.breakdown.exposed_comm_s / step, FormatSeconds(m.breakdown.idle_s).c_str(),
                 100 * m.breakdown.idle_s / step, FormatSeconds(m.breakdown.comm_s).c_str());
   o << line;
+  if (const ContextComm& cp = p.comm.context; cp.degree > 1) {
+    std::snprintf(line, sizeof line,
+                  "  context parallel %d (%s): transfers %s per step, exposed %s (%.1f%% of the "
+                  "step)\n",
+                  cp.degree, plan::ContextParallelKindName(s.parallelism.hybrid.context_parallel_kind),
+                  FormatSeconds(cp.comm_s).c_str(), FormatSeconds(cp.exposed_s).c_str(),
+                  100 * cp.exposed_s / step);
+    o << line;
+  }
   if (Fp8(s)) {
     const ComputeSplit c = SplitCompute(p);
     std::snprintf(line, sizeof line,

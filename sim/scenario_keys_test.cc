@@ -162,6 +162,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"parallelism.partition", "even_layers"},
     {"parallelism.recompute", "full"},
     {"parallelism.sequence_parallel", "true"},
+    {"parallelism.context_parallel", "2"},
+    {"parallelism.context_parallel_kind", "ulysses"},
     {"parallelism.optimizer", "sgd"},
     {"parallelism.zero_stage", "2"},
     {"parallelism.parameter_server.servers", "3"},

@@ -477,8 +477,12 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     const plan::HybridOptions& o = hybrid;
     p.layout.pipeline_stages = o.pipeline;
     p.layout.tensor_parallel = o.tensor;
+    p.layout.context_parallel = o.context.degree;
     in.tensor_parallel = o.tensor;
     in.sequence_parallel = o.sequence_parallel;
+    in.context = o.context;
+    // Ranks of a stage: its context ranks' tensor groups (plan/hybrid.h).
+    const int stage_ranks = o.tensor * o.context.degree;
     if (o.schedule == plan::PipelineSchedule::kPipeDream2BW) in.weight_versions = 2;
     const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
     if (pipedream) p.layout.stage_replicas = o.stage_replicas;
@@ -494,7 +498,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     for (const plan::Collective& c : p.plan.collectives()) {
       if (c.shared_op < 0 || c.iteration != 0) continue;
       for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
-        auto& list = copies[static_cast<std::size_t>((r / o.tensor) % o.pipeline)];
+        auto& list = copies[static_cast<std::size_t>((r / stage_ranks) % o.pipeline)];
         const auto op = static_cast<models::OpId>(c.shared_op);
         if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
       }
@@ -511,7 +515,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
           in.weight_copies.push_back(op);
       in.micro_batches_in_flight =
           MicroBatchesInFlight(o.schedule, st, o.pipeline, o.micro_batches, o.virtual_stages);
-      plan::RankId rank = st * o.tensor;
+      plan::RankId rank = st * stage_ranks;
       if (pipedream) {
         // Weight stashing: a version per minibatch in flight (plan/pipedream.h).
         in.micro_batches_in_flight = plan::PipeDreamInFlight(o.stage_replicas, st);
@@ -560,7 +564,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
        h.schedule != config::PipelineSchedule::kInterleaved))
     return std::nullopt;
   const int n = s.cluster.num_devices();
-  const int tp = h.tensor_parallel * h.pipeline_parallel;
+  const int tp = h.tensor_parallel * h.pipeline_parallel * h.context_parallel;
   if (tp < 1 || n % tp != 0 || h.micro_batch_size < 1) return std::nullopt;
   const std::int64_t per_step = std::int64_t{n / tp} * h.micro_batch_size;
   const std::int64_t global = h.global_batch > 0 ? h.global_batch : per_step * h.pipeline_parallel;
@@ -625,6 +629,9 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
           b.comm.network_bytes_per_sample * static_cast<double>(per_step * m2)) /
       static_cast<double>(global);
   a.comm.averaging_round_s = r.step_time_s * a.comm.averaging_period;
+  a.comm.context.comm_s = lin(a.comm.context.comm_s, b.comm.context.comm_s);
+  a.comm.context.exposed_s = lin(a.comm.context.exposed_s, b.comm.context.exposed_s);
+  a.comm.context.bytes = lin(a.comm.context.bytes, b.comm.context.bytes);
   // The single-device reference runs the replica's micro-batches too.
   if (a.scaling.single_device_throughput_samples_per_s > 0 && b.scaling.single_device_throughput_samples_per_s > 0) {
     const double one = lin(static_cast<double>(h.micro_batch_size * m1) /
@@ -831,6 +838,9 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       if (p.plan.iterations > 2 * k) window = {k, p.plan.iterations - 1 - k};
     }
     p.metrics = ComputeMetrics(p.plan, p.engine, window);
+    if (pipelined)
+      p.comm.context = ComputeContextComm(p.plan, p.engine, p.metrics, hybrid.tensor,
+                                          hybrid.context.degree);
     const int first = p.metrics.first_measured_iteration;
     const int last = first + p.metrics.measured_iterations - 1;
     // Collectives are counted over their whole group, so symmetric plans
@@ -866,6 +876,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     config::HybridConfig& h = one.parallelism.hybrid;
     h.tensor_parallel = 1;
     h.pipeline_parallel = 1;
+    h.context_parallel = 1;
     h.virtual_stages = 1;
     h.schedule = config::PipelineSchedule::kOneFOneB;
     h.stage_layers.clear();

@@ -15,6 +15,7 @@
 #include "plan/hybrid.h"
 #include "plan/plan.h"
 #include "sim/async_figures.h"
+#include "sim/context_figures.h"
 #include "sim/server_loads.h"
 #include "sim/engine/engine.h"
 #include "sim/hybrid_setup.h"
@@ -76,6 +77,8 @@ struct Communication {
   // Parameter-server plans: each server's elements, bytes and link time per
   // measured step (sim/server_loads.h); empty otherwise.
   std::vector<ServerLoad> server_loads;
+  // Context parallelism's transfers (degree 1: none).
+  ContextComm context;
 };
 
 // How the work was laid out on the devices.
@@ -83,6 +86,7 @@ struct Layout {
   int materialized_workers = 0;  // workers simulated one by one (the rest are identical, see plan.h)
   int pipeline_stages = 1;       // p (1 without pipelining)
   int tensor_parallel = 1;       // t
+  int context_parallel = 1;      // c (plan/context_parallel.h)
   // schedule pipedream: devices per stage (each stage's weight versions and
   // staleness follow, plan::PipeDreamInFlight), and how the stages were chosen.
   std::vector<int> stage_replicas;

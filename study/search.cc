@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "plan/context_parallel.h"
 #include "plan/layers.h"
 #include "sim/memory.h"
 
@@ -24,13 +25,15 @@ const char* RecomputeName(Recompute r) {
 }
 
 // The axes of the search's sweep, in SearchSweep's order.
-enum Axis { kDevices, kData, kTensor, kPipeline, kMicroBatch, kSchedule, kZero, kRecompute };
+// kContext only for long sequences (SearchSpace::context_min_sequence).
+enum Axis { kDevices, kData, kTensor, kPipeline, kMicroBatch, kSchedule, kZero, kRecompute, kContext };
 
 struct Candidate {
   int devices, data, tensor, pipeline, micro_batch;
   PipelineSchedule schedule;
   int zero_stage;
   Recompute recompute;
+  int context = 1;
 };
 
 std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
@@ -51,7 +54,7 @@ std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
 // (no copy of its op list per candidate).
 double StaticLowerBound(sim::MemoryInputs& in, const Candidate& c) {
   in.tensor_parallel = c.tensor;
-  in.data_parallel = c.data;
+  in.data_parallel = c.data * c.context;  // ZeRO shards over data x context ranks
   in.zero_stage = c.zero_stage;
   in.micro_batch_size = c.micro_batch;
   in.micro_batches_in_flight = 0;
@@ -73,7 +76,7 @@ config::Scenario CandidateScenario(const config::Scenario& base, std::int64_t gl
   par.zero_stage = c.zero_stage;
   par.recompute = c.recompute == Recompute::kFull;
   par.recompute_selective = c.recompute == Recompute::kSelective;
-  if (c.tensor == 1 && c.pipeline == 1 &&
+  if (c.tensor == 1 && c.pipeline == 1 && c.context == 1 &&
       static_cast<std::int64_t>(c.data) * c.micro_batch == global_batch) {
     // Plain data parallelism: the simulator's fast path.
     par.strategy = Strategy::kData;
@@ -89,6 +92,7 @@ config::Scenario CandidateScenario(const config::Scenario& base, std::int64_t gl
   h.micro_batch_size = c.micro_batch;
   h.global_batch = static_cast<int>(global_batch);
   h.schedule = c.schedule;
+  h.context_parallel = c.context;
   h.virtual_stages = c.schedule == PipelineSchedule::kInterleaved ? 2 : 1;
   return s;
 }
@@ -138,6 +142,16 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
       space.devices.empty() ? DefaultDeviceCounts(base.cluster) : space.devices;
   const int units = static_cast<int>(plan::LayerUnits(graph).size());
   const bool attention = !plan::AttentionCores(graph).empty();
+  // Context parallelism (ring attention) for long sequences: the degrees
+  // of space.context_parallel that split the model's sequence.
+  std::vector<int> contexts = {1};
+  const std::int64_t sequence =
+      graph.num_ops() > 0 && graph.op(0).output_shape.size() == 1 ? graph.op(0).output_shape[0] : 0;
+  const bool context_axis = attention && sequence >= space.context_min_sequence;
+  if (context_axis)
+    for (const int c : space.context_parallel)
+      if (c > 1 && plan::ContextParallelProblem(graph, {c, plan::ContextParallelKind::kRing}).empty())
+        contexts.push_back(c);
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(base);
   const hw::DeviceSpec* device = catalog.FindDevice(base.cluster.device);
   if (device == nullptr) throw UserError("unknown device '" + base.cluster.device + "'");
@@ -158,6 +172,7 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                 MakeAxis("search.tensor_parallel", true),  MakeAxis("search.pipeline_parallel", true),
                 MakeAxis("search.micro_batch_size", true), MakeAxis("search.schedule", false),
                 MakeAxis("search.zero_stage", true),       MakeAxis("search.recompute", false)};
+  if (context_axis) sweep.axes.push_back(MakeAxis("search.context_parallel", true));
   for (const int n : counts) {
     if (n < 1 || (n > base.cluster.devices_per_node && n % base.cluster.devices_per_node != 0))
       throw UserError("dtsim search: " + std::to_string(n) +
@@ -165,9 +180,11 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                           std::to_string(base.cluster.devices_per_node));
     for (const int t : space.tensor_parallel) {
       if (t < 1 || n % t != 0 || std::min(n, base.cluster.devices_per_node) % t != 0) continue;
-      for (int p = 1; p <= n / t && p <= units; ++p) {
-        if ((n / t) % p != 0) continue;
-        const int d = n / (t * p);
+     for (const int cp : contexts) {
+      if ((n / t) % cp != 0) continue;
+      for (int p = 1; p <= n / (t * cp) && p <= units; ++p) {
+        if ((n / (t * cp)) % p != 0) continue;
+        const int d = n / (t * p * cp);
         std::vector<int> sizes = space.micro_batch_sizes;
         if (sizes.empty()) {
           const std::int64_t replica = out.global_batch / d;
@@ -187,10 +204,11 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
           }
           for (const PipelineSchedule schedule : schedules) {
             for (const int z : space.zero_stages) {
-              if (z < 0 || z > 3 || (z > 0 && d == 1)) continue;  // ZeRO shards over replicas
+              // ZeRO shards over the replicas (and context ranks).
+              if (z < 0 || z > 3 || (z > 0 && d * cp == 1)) continue;
               for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
                 if (r == Recompute::kSelective && !attention) continue;
-                const Candidate c{n, d, t, p, m, schedule, z, r};
+                const Candidate c{n, d, t, p, m, schedule, z, r, cp};
                 ++out.counts.candidates;
                 const double bound = StaticLowerBound(whole, c);
                 out.counts.least_static_bytes = std::min(out.counts.least_static_bytes, bound);
@@ -213,7 +231,8 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                                               std::to_string(m),
                                               p > 1 ? config::PipelineScheduleName(schedule) : "none",
                                               std::to_string(z),
-                                              RecomputeName(r)};
+                                              RecomputeName(r),
+                                              std::to_string(cp)};
                 point.name = base.name + "/";
                 for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
                   point.choice.push_back(ValueIndex(sweep.axes[a], values[a]));
@@ -225,6 +244,7 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
           }
         }
       }
+     }
     }
   }
   if (out.counts.candidates == 0)

@@ -7,6 +7,8 @@
 //   pipeline schedules (1F1B, GPipe, interleaved with 2 chunks per device),
 //   ZeRO stages and activation recomputation (none, selective where the
 //   model has attention, full),
+//   and for long sequences context parallelism (ring attention; see
+//   SearchSpace::context_min_sequence),
 // drops the candidates that cannot fit by a lower bound on their memory
 // (the device's share of the parameters, gradients and optimizer state:
 // the largest stage holds at least the mean), and simulates the rest as
@@ -41,6 +43,14 @@ struct SearchSpace {
   std::vector<int> micro_batch_sizes;
   std::vector<int> zero_stages = {0, 1};
   std::vector<int> tensor_parallel = {1, 2, 4, 8};  // those dividing a node's devices
+  // Context parallelism (ring attention), searched for models with
+  // attention whose sequence is at least `context_min_sequence` tokens:
+  // the degrees that split the sequence (plan::ContextParallelProblem) and
+  // the devices left after t. 32,768: below it activations rarely bind
+  // (Llama 3 405B: CP 1 at 8,192 tokens, 16 at 131,072; Llama Team 2024,
+  // Table 4).
+  std::vector<int> context_parallel = {1, 2, 4, 8};
+  std::int64_t context_min_sequence = 32768;
 };
 
 struct SearchCounts {
@@ -57,7 +67,8 @@ struct Search {
   // One point per candidate kept; axes (in this order): search.devices,
   // search.data_parallel, search.tensor_parallel, search.pipeline_parallel,
   // search.micro_batch_size, search.schedule ("none" without a pipeline),
-  // search.zero_stage, search.recompute. Each point's scenario is the base one
+  // search.zero_stage, search.recompute, and search.context_parallel
+  // where the space has context parallelism. Each point's scenario is the base one
   // with strategy hybrid (data when t = p = 1 with one micro-batch), the
   // analytic engine and no trace.
   Sweep sweep;

@@ -251,3 +251,77 @@ TEST(Search, RefusesWhatItDoesNotVary) {
 
 }  // namespace
 }  // namespace dtsim::study
+
+namespace dtsim::study {
+namespace {
+
+// A two-layer Llama-style decoder (hidden 4096, 32 heads, flash attention)
+// at 524,288 tokens on one node of 8 H100s, 8 sequences per step, without
+// tensor parallelism in the space. One layer's activations alone are 128
+// times those of Llama 2 7B's layer at 4,096 tokens (1.26 GB, `dtsim model
+// llama2-7b`): 161 GB, which no pipeline split or recomputation brings
+// under 80 GiB without splitting the sequence (full recomputation still
+// re-runs one whole layer). Context parallelism 8 holds 1/8 of it: the
+// search must rank only plans with context_parallel > 1.
+TEST(Search, FindsContextParallelPlansWhereTheSequenceDoesNotFitOneDevice) {
+  config::Scenario s;
+  s.name = "search-cp-test";
+  s.cluster.nodes = 1;
+  s.cluster.devices_per_node = 8;
+  s.cluster.device = "H100-SXM";
+  s.cluster.intra_node_link = "nvswitch-h100";
+  models::TransformerConfig t;
+  t.layers = 2;
+  t.hidden = 4096;
+  t.heads = 32;
+  t.ffn_hidden = 11008;
+  t.vocab = 32000;
+  t.sequence = 524288;
+  t.tied_embeddings = false;
+  t.mlp = models::MlpKind::kSwiglu;
+  t.norm = models::NormKind::kRmsNorm;
+  t.positions = models::PositionKind::kRotary;
+  t.bias = false;
+  t.dropout = false;
+  t.attention = models::AttentionKind::kFlash;
+  s.workload.model.transformer = t;
+  s.workload.precision = hw::Precision::kBf16;
+  s.workload.iterations = 1;
+  s.parallelism.strategy = config::Strategy::kHybrid;
+  s.parallelism.hybrid.global_batch = 8;
+  const models::ModelGraph graph = config::BuildWorkloadModel(s);
+  SearchSpace space;
+  space.tensor_parallel = {1};
+  space.micro_batch_sizes = {1};
+  const Search search = BuildSearch(s, graph, space);
+  ASSERT_EQ(search.sweep.axes.size(), 9u);
+  EXPECT_EQ(search.sweep.axes[8].path, "search.context_parallel");
+  const std::vector<PointResult> results = RunSweep(search.sweep);
+  const std::vector<std::size_t> ranked = RankSearch(results);
+  ASSERT_FALSE(ranked.empty());
+  const auto context = [&](std::size_t i) {
+    const SweepPoint& p = search.sweep.points[i];
+    return std::stoi(search.sweep.axes[8].values[p.choice[8]]);
+  };
+  bool tried_one = false;
+  for (std::size_t i = 0; i < results.size(); ++i) tried_one |= context(i) == 1;
+  EXPECT_TRUE(tried_one);
+  for (std::size_t i : ranked) EXPECT_GT(context(i), 1) << search.sweep.points[i].name;
+  EXPECT_EQ(search.sweep.points[ranked[0]].scenario.parallelism.hybrid.context_parallel, context(ranked[0]));
+}
+
+// Sequences shorter than SearchSpace::context_min_sequence keep the eight
+// axes of the search as they were.
+TEST(Search, ShortSequencesAreNotSplit) {
+  config::Scenario s;
+  s.cluster.nodes = 1;
+  s.cluster.devices_per_node = 8;
+  s.cluster.device = "H100-SXM";
+  s.workload.model.zoo_name = "gpt2";
+  s.workload.batch_per_device = 4;
+  const models::ModelGraph graph = config::BuildWorkloadModel(s);
+  EXPECT_EQ(BuildSearch(s, graph, {}).sweep.axes.size(), 8u);
+}
+
+}  // namespace
+}  // namespace dtsim::study

@@ -304,7 +304,10 @@ TEST(ReadmeFigures, LanguageModelExamples) {
         "model FLOPs: "}},
       {"gpt3-175b-fp8-h100",
        {"gpt3-175b-fp8-h100: ", "throughput: ", "model FLOPs: ", "  MFU against the FP8 peak",
-        "  compute by kernel (fp8)"}}};
+        "  compute by kernel (fp8)"}},
+      {"llama2-7b-128k-cp8-8xH100",
+       {"llama2-7b-128k-cp8-8xH100: ", "memory per device: ", "throughput: ", "tokens: ",
+        "  context parallel "}}};
   for (const auto& [name, prefixes] : examples) {
     const config::Scenario s = config::LoadScenario("scenarios/" + std::string(name) + ".yaml");
     const std::string log = sim::StepLog(s, sim::Simulate(s));
@@ -334,6 +337,11 @@ TEST(ReadmeFigures, LanguageModelExamples) {
                eager.memory.stages.at(0).Total(), "eager memory per GPU");
   ExpectFigure("eager attention", doc, R"(per GPU and\s+([\d.]+)(x) the step time)",
                eager.metrics.step_time_s / flash.metrics.step_time_s, "eager step time ratio");
+  // Context parallelism 1 instead of 8: memory per GPU.
+  config::Scenario cp1 = config::LoadScenario("scenarios/llama2-7b-128k-cp8-8xH100.yaml");
+  cp1.parallelism.hybrid.context_parallel = 1;
+  ExpectFigure("context parallelism 1", doc, R"(needs ([\d.]+) (GiB) per GPU and does not fit)",
+               sim::Simulate(cp1).memory.stages.at(0).Total(), "memory per GPU without CP");
   // FP8 against the same plan in bf16.
   config::Scenario bf16 = config::LoadScenario("scenarios/gpt3-175b-fp8-h100.yaml");
   const sim::Prediction fp8 = sim::Simulate(bf16);

@@ -3,6 +3,7 @@
 // process RunSimgridEngine forks, so that dtsim itself starts without
 // SimGrid (and ns-3, which SimGrid's Debian build pulls in): about 90 ms of
 // start-up on a 2-core VM.
+#include <malloc.h>
 #include <unistd.h>
 #include <xbt/log.h>
 
@@ -31,6 +32,8 @@ namespace sg4 = simgrid::s4u;
 using plan::TaskId;
 
 constexpr double kHostSpeed = 1e9;  // flop/s per core: a task of N ns executes N flops
+// Plans of more ranks run their actors without stack guard pages (ChildMain).
+constexpr plan::RankId kGuardedRanks = 8192;
 
 SimTime NowNs() { return std::llround(sg4::Engine::get_clock() * 1e9); }
 
@@ -430,6 +433,18 @@ void ChildMain(int fd, const plan::Plan& plan, const TaskCosts& costs, const Net
     sg4::Engine::set_config("network/model:CM02");
     sg4::Engine::set_config("network/crosstraffic:0");
     sg4::Engine::set_config("network/TCP-gamma:0");
+    // Every actor's stack is one memory mapping, two with its guard page;
+    // Linux allows 65,530 per process by default (vm.max_map_count). Large
+    // plans (a 16,384-GPU plan has 32,768 stream actors, and the sends in
+    // flight) run without guard pages. SimGrid then callocs the stacks: a
+    // fixed mmap threshold keeps each one a fresh mapping, whose untouched
+    // pages take no memory (with glibc's adaptive threshold, stacks freed
+    // by finished sends raise it, and later stacks come zeroed, all 8 MiB
+    // resident, from the heap).
+    if (plan.num_ranks() > kGuardedRanks) {
+      sg4::Engine::set_config("contexts/guard-size:0");
+      mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    }
     for (const std::string& c : options.config) sg4::Engine::set_config(c);
     Network network(spec);
     Run run(plan, costs, network, options);

@@ -14,6 +14,9 @@ namespace dtsim::plan {
 namespace {
 
 using models::OpId;
+// One task id per materialized tensor rank of a replica (its lanes), -1 for
+// none.
+using Lanes = std::vector<TaskId>;
 
 // A run of ops of one chunk that executes as one task, with the
 // tensor-parallel collectives around it. Bytes are per sample (x the
@@ -289,8 +292,9 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   if (cp > 1 && !o.symmetric)
     throw UserError("context_parallel " + std::to_string(cp) +
                         " is simulated with identical ranks only: the engine analytic, without "
-                        "stragglers",
-                    "use engine: analytic and no stragglers, or context_parallel: 1");
+                        "stragglers or link events",
+                    "use engine: analytic without stragglers and link_events, or "
+                    "context_parallel: 1");
   const int d = n / (t * p * cp);
   if (o.schedule == PipelineSchedule::kInterleaved && (v < 2 || m % p != 0))
     throw UserError("the interleaved schedule needs virtual_stages >= 2 and a number of "
@@ -378,18 +382,27 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         embedding_group[{w.op, r, k}] = plan.AddGroup(g);
       }
 
-  // Materialized replicas and tensor ranks (all, or replica 0 / rank 0).
-  std::vector<std::pair<int, int>> reps;  // (replica, tensor rank)
+  // Materialized replicas, and per replica its materialized tensor ranks
+  // (all, or replica 0 / tensor rank 0 when symmetric). A replica's tensor
+  // ranks are emitted together, as lanes: each task of the schedule once per
+  // lane, each tensor-parallel collective once over the lanes' tasks.
+  std::vector<int> replica_ids;
+  std::vector<int> lanes;  // tensor ranks of a materialized replica (the same for all)
+  for (int k = 0; k < t; ++k)
+    if (plan.IsMaterialized(rank_of(0, 0, k))) lanes.push_back(k);
   for (int r = 0; r < d; ++r)
-    for (int k = 0; k < t; ++k)
-      if (plan.IsMaterialized(rank_of(r, 0, k))) reps.push_back({r, k});
+    if (plan.IsMaterialized(rank_of(r, 0, 0))) replica_ids.push_back(r);
+  std::vector<std::pair<int, int>> reps;  // (replica, tensor rank)
+  for (int r : replica_ids)
+    for (int k : lanes) reps.push_back({r, k});
+  const std::size_t nl = lanes.size();
 
   const int chunks = p * v;
   // PipeDream-2BW runs every iteration's micro-batches as one 1F1B
   // schedule (no flush): one block of m x iterations micro-batches, each
   // step's iteration set as it is emitted.
   const bool async = o.schedule == PipelineSchedule::kPipeDream2BW;
-  if (async && (v != 1 || !shared.empty() || reps.size() != 1))
+  if (async && (v != 1 || !shared.empty() || replica_ids.size() != 1))
     throw UserError(
         "schedule pipedream_2bw is simulated with one model chunk per device, no weights shared "
         "across stages (tied embeddings) and identical replicas (no stragglers)",
@@ -419,27 +432,29 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   for (int block = 0; block < blocks; ++block) {
     int it = block;  // the iteration of the tasks being emitted
     std::map<std::tuple<int, int, int>, TaskId> last_of;  // (replica, stage, tensor rank)
-    for (const auto& [replica, k] : reps) {
-      // fwd_out[c][mb]: the task whose end makes chunk c's output of mb
-      // available to chunk c + 1 (a send, or the last forward task);
+    for (const int replica : replica_ids) {
+      // fwd_out[c][mb]: per lane, the task whose end makes chunk c's output
+      // of mb available to chunk c + 1 (a send, or the last forward task);
       // bwd_out[c][mb]: likewise for the gradient going to chunk c - 1.
-      std::vector<std::vector<TaskId>> fwd_out(
+      // Empty until emitted.
+      std::vector<std::vector<Lanes>> fwd_out(
           static_cast<std::size_t>(chunks),
-          std::vector<TaskId>(static_cast<std::size_t>(block_micro_batches), -1));
+          std::vector<Lanes>(static_cast<std::size_t>(block_micro_batches)));
       auto bwd_out = fwd_out;
       std::vector<std::vector<ScheduleStep>> sched(static_cast<std::size_t>(p));
       for (int s = 0; s < p; ++s)
         sched[static_cast<std::size_t>(s)] =
             StageSchedule(async ? PipelineSchedule::kOneFOneB : o.schedule, s, p,
                           block_micro_batches, v);
-      // PipeDream-2BW: per stage, the update waiting to be emitted (its
-      // dependency and iteration), one iteration behind.
-      std::vector<std::pair<TaskId, int>> pending_update(static_cast<std::size_t>(p), {-1, -1});
-      const auto emit_update = [&](int stage, std::pair<TaskId, int> update) {
+      // PipeDream-2BW: per stage and lane, the update waiting to be emitted
+      // (its dependency and iteration), one iteration behind.
+      std::vector<std::vector<std::pair<TaskId, int>>> pending_update(
+          static_cast<std::size_t>(p), std::vector<std::pair<TaskId, int>>(nl, {-1, -1}));
+      const auto emit_update = [&](int stage, std::size_t lane, std::pair<TaskId, int> update) {
         if (update.second < 0) return;
         Task opt;
         opt.kind = TaskKind::kOptimizer;
-        opt.rank = rank_of(replica, stage, k);
+        opt.rank = rank_of(replica, stage, lanes[lane]);
         // It runs during the next iteration (the last one's at the end):
         // counted there, so an iteration ends with its own last backward.
         opt.iteration = std::min(update.second + 1, o.iterations - 1);
@@ -447,13 +462,13 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         plan.AddTask(opt, std::span(&update.first, 1));
       };
       std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-      std::vector<TaskId> last_backward(static_cast<std::size_t>(p), -1);
+      std::vector<Lanes> last_backward(static_cast<std::size_t>(p), Lanes(nl, -1));
 
       // A tensor-parallel collective of `bytes_per_sample` x the micro-batch
-      // over the tensor group of (replica, stage), after `deps`; returns the
-      // materialized member's task (t > 1 plans are symmetric: one member).
+      // over the tensor group of (replica, stage), lane i's member after
+      // deps[i]; returns the lanes' member tasks.
       auto tp_collective = [&](CollectiveOp op, int stage, double bytes_per_sample,
-                               std::vector<TaskId> deps) {
+                               const std::vector<std::vector<TaskId>>& deps) {
         Collective c;
         c.op = op;
         c.algorithm = o.algorithm;
@@ -461,10 +476,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         c.group = tp_group.at({replica, stage});
         c.activations = true;
         c.copies = o.symmetric ? d * cp : 1;
-        const auto ci = plan.AddCollective(c, {std::move(deps)}, it);
-        return plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+        const auto ci = plan.AddCollective(c, deps, it);
+        return plan.collectives()[static_cast<std::size_t>(ci)].tasks;
       };
-      const auto after = [](TaskId x) { return x < 0 ? std::vector<TaskId>{} : std::vector<TaskId>{x}; };
+      // Lane i's dependency list: last[i] unless none (-1).
+      const auto after = [nl](const Lanes& last) {
+        std::vector<std::vector<TaskId>> deps(nl);
+        for (std::size_t i = 0; i < nl; ++i)
+          if (last[i] >= 0) deps[i].push_back(last[i]);
+        return deps;
+      };
       // Attention's core [b, e) of one micro-batch under context
       // parallelism, on context rank 0 of (replica, stage).
       auto context_attention = [&](RankId rank, int stage, OpId b, OpId e, TaskKind kind, int mb,
@@ -493,52 +514,61 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         site.algorithm = o.algorithm;
         return EmitContextAttention(plan, graph, o.context, site, kind, dep);
       };
-      // Runs a chain of segment tasks on `rank`, each with its tensor
-      // collectives (Segment); returns the last task.
-      auto chain = [&](RankId rank, int stage, const std::vector<Segment>& segs, TaskKind kind,
-                       int mb, TaskId dep) {
-        TaskId last = dep;
+      // Runs a chain of segment tasks on the lanes' ranks of `stage`, each
+      // with its tensor collectives (Segment); returns the last tasks.
+      auto chain = [&](int stage, const std::vector<Segment>& segs, TaskKind kind, int mb,
+                       Lanes last) {
         for (const Segment& seg : segs) {
           if (is_core(seg.begin, seg.end)) {
             DTSIM_CHECK(seg.gather_before_bytes == 0 && seg.after_bytes == 0,
                         "attention's core carries no tensor-parallel collective");
-            last = context_attention(rank, stage, seg.begin, seg.end, kind, mb, last);
+            for (std::size_t i = 0; i < nl; ++i)
+              last[i] = context_attention(rank_of(replica, stage, lanes[i]), stage, seg.begin,
+                                          seg.end, kind, mb, last[i]);
             continue;
           }
           if (t > 1 && seg.gather_before_bytes > 0)
             last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last));
-          const TaskId regather =
+          const Lanes regather =
               t > 1 && seg.regather_bytes > 0
                   ? tp_collective(CollectiveOp::kAllGather, stage, seg.regather_bytes, after(last))
-                  : -1;
-          Task task;
-          task.kind = kind;
-          task.rank = rank;
-          task.iteration = it;
-          task.micro_batch = mb;
-          task.op = static_cast<std::int32_t>(seg.begin);
-          task.op_count = static_cast<std::int32_t>(seg.end - seg.begin);
-          task.batch = o.micro_batch;
-          last = last < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&last, 1));
+                  : Lanes(nl, -1);
+          for (std::size_t i = 0; i < nl; ++i) {
+            Task task;
+            task.kind = kind;
+            task.rank = rank_of(replica, stage, lanes[i]);
+            task.iteration = it;
+            task.micro_batch = mb;
+            task.op = static_cast<std::int32_t>(seg.begin);
+            task.op_count = static_cast<std::int32_t>(seg.end - seg.begin);
+            task.batch = o.micro_batch;
+            last[i] = last[i] < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&last[i], 1));
+          }
           if (t > 1 && seg.after_bytes > 0) {
-            std::vector<TaskId> deps = {last};
-            if (regather >= 0) deps.push_back(regather);
-            last = tp_collective(seg.after, stage, seg.after_bytes, std::move(deps));
+            std::vector<std::vector<TaskId>> deps = after(last);
+            for (std::size_t i = 0; i < nl; ++i)
+              if (regather[i] >= 0) deps[i].push_back(regather[i]);
+            last = tp_collective(seg.after, stage, seg.after_bytes, deps);
           }
         }
         return last;
       };
-      auto send = [&](RankId from, RankId to, double bytes, TaskId dep, int mb) {
-        Task task;
-        task.kind = TaskKind::kSend;
-        task.stream = StreamKind::kComm;
-        task.rank = from;
-        task.peer = to;
-        task.bytes = bytes;
-        task.iteration = it;
-        task.micro_batch = mb;
-        task.copies = o.symmetric ? d * t * cp : 1;
-        return plan.AddTask(task, std::span(&dep, 1));
+      // Each lane's transfer from `from_stage` to `to_stage` after last[i].
+      auto send = [&](int from_stage, int to_stage, double bytes, const Lanes& last, int mb) {
+        Lanes out(nl);
+        for (std::size_t i = 0; i < nl; ++i) {
+          Task task;
+          task.kind = TaskKind::kSend;
+          task.stream = StreamKind::kComm;
+          task.rank = rank_of(replica, from_stage, lanes[i]);
+          task.peer = rank_of(replica, to_stage, lanes[i]);
+          task.bytes = bytes;
+          task.iteration = it;
+          task.micro_batch = mb;
+          task.copies = o.symmetric ? d * t * cp : 1;
+          out[i] = plan.AddTask(task, std::span(&last[i], 1));
+        }
+        return out;
       };
 
       // Emit the stages' schedules in an order in which every cross-stage
@@ -558,84 +588,90 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             }
             const int c = s + st.local_chunk * p;
             const auto cc = static_cast<std::size_t>(c);
-            const RankId rank = rank_of(replica, s, k);
             const auto& [b, e] = o.chunks[cc];
-            TaskId dep = -1;
+            Lanes dep(nl, -1);
             if (st.forward) {
               if (c > 0) {
                 dep = fwd_out[cc - 1][mb];
-                if (dep < 0) break;  // its input is not emitted yet
+                if (dep.empty()) break;  // its input is not emitted yet
               }
-              TaskId last = chain(rank, s, segments(b, e, false), TaskKind::kForward,
-                                  st.micro_batch, dep);
+              Lanes last = chain(s, segments(b, e, false), TaskKind::kForward,
+                                 st.micro_batch, dep);
               if (c + 1 < chunks) {
-                const RankId to = rank_of(replica, (c + 1) % p, k);
+                const int to = (c + 1) % p;
                 // With sequence parallelism a stage boundary inside the
                 // region sends each rank's 1/t of the sequence.
                 const double share = sp && InSequenceParallelRegion(graph.op(e - 1)) ? 1.0 / t : 1.0;
-                last = to == rank ? last
-                                  : send(rank, to, share * OutputBytes(graph, e - 1, o.micro_batch),
-                                         last, st.micro_batch);
+                if (to != s)
+                  last = send(s, to, share * OutputBytes(graph, e - 1, o.micro_batch), last,
+                              st.micro_batch);
               }
               fwd_out[cc][mb] = last;
             } else {
               dep = c + 1 < chunks ? bwd_out[cc + 1][mb] : fwd_out[cc][mb];
-              if (dep < 0) break;
+              if (dep.empty()) break;
               // Full recomputation re-runs the chunk's forward, its
               // tensor-parallel all-reduces included (they sit inside the
               // checkpointed layers: Megatron-LM's RowParallelLinear).
               if (o.recompute)
-                dep = chain(rank, s, segments(b, e, false), TaskKind::kForward,
+                dep = chain(s, segments(b, e, false), TaskKind::kForward,
                             st.micro_batch, dep);
               // Selective recomputation re-runs only the listed ranges
               // (attention's core) of the chunk, before its backward.
               for (const auto& [rb, re] : o.recompute_ranges) {
                 if (rb < b || re > e) continue;
                 if (is_core(rb, re)) {
-                  dep = context_attention(rank, s, rb, re, TaskKind::kForward, st.micro_batch, dep);
+                  for (std::size_t x = 0; x < nl; ++x)
+                    dep[x] = context_attention(rank_of(replica, s, lanes[x]), s, rb, re,
+                                               TaskKind::kForward, st.micro_batch, dep[x]);
                   continue;
                 }
-                Task task;
-                task.kind = TaskKind::kForward;
-                task.rank = rank;
-                task.iteration = it;
-                task.micro_batch = st.micro_batch;
-                task.op = static_cast<std::int32_t>(rb);
-                task.op_count = static_cast<std::int32_t>(re - rb);
-                task.batch = o.micro_batch;
-                dep = dep < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&dep, 1));
+                for (std::size_t x = 0; x < nl; ++x) {
+                  Task task;
+                  task.kind = TaskKind::kForward;
+                  task.rank = rank_of(replica, s, lanes[x]);
+                  task.iteration = it;
+                  task.micro_batch = st.micro_batch;
+                  task.op = static_cast<std::int32_t>(rb);
+                  task.op_count = static_cast<std::int32_t>(re - rb);
+                  task.batch = o.micro_batch;
+                  dep[x] = dep[x] < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&dep[x], 1));
+                }
               }
-              TaskId last = chain(rank, s, segments(b, e, true),
-                                  TaskKind::kBackward, st.micro_batch, dep);
+              Lanes last = chain(s, segments(b, e, true), TaskKind::kBackward,
+                                 st.micro_batch, dep);
               last_backward[static_cast<std::size_t>(s)] = last;
               if (c > 0) {
-                const RankId to = rank_of(replica, (c - 1) % p, k);
+                const int to = (c - 1) % p;
                 const auto ins = graph.inputs(b);
                 const double share =
                     sp && !ins.empty() && InSequenceParallelRegion(graph.op(ins.front())) ? 1.0 / t : 1.0;
                 const double bytes =
                     ins.empty() ? 0 : share * OutputBytes(graph, ins.front(), o.micro_batch);
-                last = to == rank ? last : send(rank, to, bytes, last, st.micro_batch);
+                if (to != s) last = send(s, to, bytes, last, st.micro_batch);
               }
               bwd_out[cc][mb] = last;
               if (async && st.micro_batch == m - 1) {
                 // The stage's gradients of iteration `it` are complete:
                 // all-reduce them over the replicas now; the update of the
                 // previous iteration runs here, this one's a block later.
-                TaskId ready = last_backward[static_cast<std::size_t>(s)];
-                const double grad_bytes = stage_sizes(s).first;
-                if (d * cp > 1 && grad_bytes > 0) {
-                  Collective col;
-                  col.op = CollectiveOp::kAllReduce;
-                  col.algorithm = o.algorithm;
-                  col.bytes = grad_bytes;
-                  col.group = dp_group.at({s, k});
-                  col.copies = o.symmetric ? t : 1;
-                  const auto ci = plan.AddCollective(col, {{ready}}, it);
-                  ready = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+                for (std::size_t x = 0; x < nl; ++x) {
+                  TaskId ready = last_backward[static_cast<std::size_t>(s)][x];
+                  const double grad_bytes = stage_sizes(s).first;
+                  if (d * cp > 1 && grad_bytes > 0) {
+                    Collective col;
+                    col.op = CollectiveOp::kAllReduce;
+                    col.algorithm = o.algorithm;
+                    col.bytes = grad_bytes;
+                    col.group = dp_group.at({s, lanes[x]});
+                    col.copies = o.symmetric ? t : 1;
+                    const auto ci = plan.AddCollective(col, {{ready}}, it);
+                    ready = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+                  }
+                  auto& pending = pending_update[static_cast<std::size_t>(s)][x];
+                  emit_update(s, x, pending);
+                  pending = {ready, it};
                 }
-                emit_update(s, pending_update[static_cast<std::size_t>(s)]);
-                pending_update[static_cast<std::size_t>(s)] = {ready, it};
               }
             }
             ++i;
@@ -648,8 +684,11 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                     "pipeline schedule deadlocked");
 
       for (int s = 0; s < p; ++s)
-        last_of[{replica, s, k}] = last_backward[static_cast<std::size_t>(s)];
-      for (int s = 0; s < p; ++s) emit_update(s, pending_update[static_cast<std::size_t>(s)]);
+        for (std::size_t x = 0; x < nl; ++x)
+          last_of[{replica, s, lanes[x]}] = last_backward[static_cast<std::size_t>(s)][x];
+      for (int s = 0; s < p; ++s)
+        for (std::size_t x = 0; x < nl; ++x)
+          emit_update(s, x, pending_update[static_cast<std::size_t>(s)][x]);
     }
     if (async) continue;  // updates emitted with the schedule
 

@@ -18,6 +18,10 @@
 // Replicas and tensor ranks do exactly what their representative does, so
 // only replica 0, tensor rank 0 of each stage is materialized when
 // `symmetric`; collectives are still priced over their whole groups.
+// Otherwise every rank is materialized: the t ranks of a tensor group run
+// the same schedule, and each tensor-parallel collective has one member task
+// per rank (flows between the real members on the SimGrid engine; a slow
+// rank holds up its whole group).
 #pragma once
 
 #include <utility>
@@ -75,6 +79,8 @@ struct HybridOptions {
   ContextParallel context;
   int iterations = 1;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  // Materialize only each stage's representative (see above); false:
+  // every rank.
   bool symmetric = true;
   // kPipeDream: devices per stage (p entries adding up to the devices);
   // micro_batch is then one replica's minibatch and micro_batches the

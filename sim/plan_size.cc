@@ -7,6 +7,8 @@
 
 #include "common/error.h"
 #include "common/units.h"
+#include "plan/layers.h"
+#include "plan/tensor_parallel.h"
 
 namespace dtsim::sim {
 namespace {
@@ -49,6 +51,38 @@ std::int64_t RoundOf(const std::vector<int>& replicas) {
 std::int64_t Add(std::int64_t a, std::int64_t b) {
   constexpr std::int64_t kSaturated = std::int64_t{1} << 62;
   return a > kSaturated - b ? kSaturated : a + b;
+}
+
+// Tasks of one micro-batch on one tensor rank of every stage of a hybrid
+// plan (plan/hybrid.cc), at most. With k = p v chunks, f ops whose forward
+// output is reduced, b ops whose input gradient is, and with sequence
+// parallelism g ops that read the region from outside (an all-gather
+// before them): a forward of k + f + g segments and f + g collectives; as
+// much again to recompute (selective: one task per attention core); a
+// backward of k + b segments and b collectives, with sequence parallelism
+// f more segments and b + f more collectives (the gradients' all-gathers,
+// the inputs' re-gathers); a send between chunks each way, 2k.
+std::int64_t HybridTasksPerMicroBatch(const models::ModelGraph& g, std::int64_t t, std::int64_t k,
+                                      bool sp, bool recompute, bool selective) {
+  std::int64_t f = 0, b = 0, gathers = 0;
+  if (t > 1) {
+    for (models::OpId v = 0; v < g.num_ops(); ++v) {
+      const models::Op& op = g.op(v);
+      const plan::TpCollective tc = plan::TensorParallelCollective(op);
+      f += tc == plan::TpCollective::kAfterForward;
+      b += tc == plan::TpCollective::kAfterBackwardInput;
+      if (!sp || plan::InSequenceParallelRegion(op)) continue;
+      bool reads_region = false;
+      for (models::OpId in : g.inputs(v)) reads_region = reads_region || plan::InSequenceParallelRegion(g.op(in));
+      gathers += reads_region;
+    }
+  }
+  const std::int64_t forward = k + 2 * (f + gathers);
+  std::int64_t again = 0;
+  if (recompute) again = forward;
+  if (selective) again = static_cast<std::int64_t>(plan::AttentionCores(g).size());
+  const std::int64_t backward = k + 2 * b + (sp ? 2 * f + b : 0);
+  return forward + again + backward + 2 * k;
 }
 
 Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
@@ -96,10 +130,14 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     const bool symmetric = s.stragglers.Empty() && !simgrid;
     e.ranks = symmetric ? p : workers;
     e.iterations = s.workload.iterations;
-    // Per micro-batch: each op's forward, input and weight gradients and
-    // recomputed forward, tensor-parallel all-reduces and the activations
-    // sent between chunks; a rank holds 1/p of the ops.
-    e.per_rank_iteration = Mul(m, Mul(6, std::max<std::int64_t>(1, ops / p)) + 4 * par.hybrid.virtual_stages);
+    // Per micro-batch, over the whole model (one rank of each stage): its
+    // p v chunks run as segments cut at each tensor-parallel collective
+    // (HybridTasksPerMicroBatch); a rank holds 1/p of them.
+    const std::int64_t per_micro_batch =
+        HybridTasksPerMicroBatch(graph, t, p * par.hybrid.virtual_stages,
+                                 par.hybrid.sequence_parallel && t > 1, par.recompute,
+                                 par.recompute_selective);
+    e.per_rank_iteration = Add(Mul(m, (per_micro_batch + p - 1) / p), 4 + static_cast<std::int64_t>(ops / p));
     e.per_rank_key = model ? "workload.batch_per_device" : "parallelism.global_batch";
     return e;
   }

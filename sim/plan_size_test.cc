@@ -86,6 +86,15 @@ TEST(PlanSizeTest, EstimateCoversTheBuiltPlan) {
        {"cluster: {nodes: 2, devices_per_node: 4}\nworkload: {model: resnet50}\n",
         "cluster: {nodes: 1, devices_per_node: 4}\nworkload: {model: gpt2}\n"
         "parallelism: {strategy: hybrid, pipeline_parallel: 2, global_batch: 16}\n",
+        // Every rank materialized (a straggler), tensor and sequence
+        // parallelism, full and selective recomputation.
+        "cluster: {nodes: 1, devices_per_node: 8}\nworkload: {model: gpt2}\n"
+        "parallelism: {strategy: hybrid, tensor_parallel: 2, pipeline_parallel: 2, "
+        "global_batch: 8, sequence_parallel: true, recompute: true}\n"
+        "stragglers: {slow_devices: [{ranks: [1], factor: 2}]}\n",
+        "cluster: {nodes: 1, devices_per_node: 8}\nworkload: {model: gpt2}\n"
+        "parallelism: {strategy: hybrid, tensor_parallel: 4, pipeline_parallel: 2, "
+        "global_batch: 4, schedule: interleaved, virtual_stages: 2, recompute: selective}\n",
         "cluster: {nodes: 4}\nparallelism: {strategy: parameter_server, "
         "parameter_server: {servers: 2}}\n",
         "cluster: {nodes: 1, devices_per_node: 4}\nworkload: {model: mnist-mlp}\n"

@@ -580,6 +580,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
   // The same partition as M's: with GPipe, memory may bind for M micro-batches
   // in flight and not for 2p.
   sub.partition_micro_batches = static_cast<int>(m);
+  sub.materialize_all = options.materialize_all;
   auto with = [&](std::int64_t micro_batches) {
     config::Scenario x = s;
     x.parallelism.hybrid.global_batch = static_cast<int>(per_step * micro_batches);
@@ -668,26 +669,10 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                           "'",
                       "use a catalog device (dtsim devices), e.g. cpu-host or a GPU name");
   }
-  // The SimGrid engine, and stragglers, need every rank simulated, so the
-  // plan cannot be built symmetric; the hybrid builder emits a tensor
-  // group's all-reduces one tensor rank at a time and so builds t > 1 only
-  // symmetric (one rank standing for its group). Refused rather than failing
-  // inside the plan builder.
   if (s.engine == "simgrid" && !s.link_events.empty())
     throw UserError(s.Where("link_events"),
                     "link_events are simulated by the analytic engine only for now",
                     "use engine: analytic");
-  if ((s.engine == "simgrid" || !s.stragglers.Empty() || !s.link_events.empty()) &&
-      s.parallelism.strategy == Strategy::kHybrid && s.parallelism.hybrid.tensor_parallel > 1)
-    throw UserError(s.Where("parallelism.tensor_parallel"),
-                    std::string("tensor_parallel ") +
-                        std::to_string(s.parallelism.hybrid.tensor_parallel) + " with " +
-                        (s.engine == "simgrid"        ? "the simgrid engine"
-                         : s.stragglers.Empty() ? "link events"
-                                                : "stragglers") +
-                        " is not simulated yet: it needs every tensor rank simulated on its own",
-                    "use the analytic engine without stragglers for tensor-parallel plans, or "
-                    "tensor_parallel: 1");
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 
@@ -753,8 +738,10 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     hybrid = setup.options;
     p.layout.partition_note = setup.partition_note;
     // Replicas and tensor ranks mirror their stage's representative unless
-    // stragglers make them differ.
-    setup.options.symmetric = s.stragglers.Empty() && s.link_events.empty() && !simgrid;
+    // stragglers or link events make them differ, or SimGrid moves their
+    // flows.
+    setup.options.symmetric =
+        s.stragglers.Empty() && s.link_events.empty() && !simgrid && !options.materialize_all;
     p.plan = plan::BuildHybridPlan(setup.shard, {s.cluster.nodes, s.cluster.devices_per_node},
                                    setup.options);
     p.graph = std::move(setup.shard);

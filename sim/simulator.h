@@ -154,6 +154,11 @@ struct SimulateOptions {
   // this many micro-batches per replica instead of the scenario's (0). The
   // fast path simulates fewer micro-batches with the partition of M.
   int partition_micro_batches = 0;
+  // Pipelined (hybrid) plans: materialize every rank even where one rank per
+  // stage could stand for its replicas and tensor group (the plan the
+  // SimGrid engine and stragglers need). Same figures on the analytic
+  // engine, at t x d times the cost; for checking that equivalence.
+  bool materialize_all = false;
 };
 
 // Everything the engine needs that comes from the scenario and the catalog.

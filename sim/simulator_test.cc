@@ -230,28 +230,24 @@ TEST(Simulator, DurationsBeyondTheClockAreRefused) {
   EXPECT_THROW(Simulate(s), UserError);
 }
 
-// Tensor parallelism needs a symmetric plan; with the SimGrid engine or
-// stragglers every rank is simulated and the plan builder failed with an
-// internal error (found while fixing issue 10). Now a user error that says
-// what to do.
-TEST(Simulator, TensorParallelWithoutASymmetricPlanIsRefused) {
+// Tensor-parallel plans run on the SimGrid engine and with stragglers:
+// every rank materialized, each tensor-parallel collective over its real
+// group. On one node nothing contends (a ring's flows each hold their own
+// device links), so SimGrid gives the analytic step within 5%; a slow
+// device lengthens the step.
+TEST(Simulator, TensorParallelRunsOnSimgridAndWithStragglers) {
   config::Scenario s = HybridGpt2(Base(1, 4));
   s.parallelism.hybrid.tensor_parallel = 2;
   s.parallelism.hybrid.pipeline_parallel = 2;
-  EXPECT_GT(Simulate(s).metrics.throughput_samples_per_s, 0);
+  const Prediction analytic = Simulate(s);
   config::Scenario simgrid = s;
   simgrid.engine = "simgrid";
+  const Prediction flows = Simulate(simgrid);
+  EXPECT_EQ(flows.layout.materialized_workers, 4);
+  EXPECT_NEAR(flows.metrics.step_time_s / analytic.metrics.step_time_s, 1.0, 0.05);
   config::Scenario slow = s;
   slow.stragglers.slow_devices.push_back({{1}, 2.0});
-  for (const config::Scenario& x : {simgrid, slow}) {
-    try {
-      Simulate(x);
-      ADD_FAILURE() << "expected a UserError";
-    } catch (const UserError& e) {
-      EXPECT_NE(std::string(e.what()).find("tensor_parallel 2 with"), std::string::npos)
-          << e.what();
-    }
-  }
+  EXPECT_GT(Simulate(slow).metrics.step_time_s, 1.2 * analytic.metrics.step_time_s);
 }
 
 // Issue 13 reproducer: `recompute: true` with strategy data (or a

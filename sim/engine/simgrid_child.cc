@@ -3,6 +3,7 @@
 // process RunSimgridEngine forks, so that dtsim itself starts without
 // SimGrid (and ns-3, which SimGrid's Debian build pulls in): about 90 ms of
 // start-up on a 2-core VM.
+#include <malloc.h>
 #include <unistd.h>
 #include <xbt/log.h>
 
@@ -31,6 +32,8 @@ namespace sg4 = simgrid::s4u;
 using plan::TaskId;
 
 constexpr double kHostSpeed = 1e9;  // flop/s per core: a task of N ns executes N flops
+// Plans of more ranks run their actors without stack guard pages (ChildMain).
+constexpr plan::RankId kGuardedRanks = 8192;
 
 SimTime NowNs() { return std::llround(sg4::Engine::get_clock() * 1e9); }
 
@@ -203,27 +206,20 @@ class Run {
 
   EngineResult Execute() {
     const std::size_t n = plan_.num_tasks();
-    ready_.reserve(n);
-    for (std::size_t t = 0; t < n; ++t) ready_.push_back(sg4::Semaphore::create(0));
+    ready_.assign(n, false);
     ready_order_.resize(unordered_.size());
+    waiting_for_.assign(unordered_.size(), -1);
     for (std::size_t s = 0; s < unordered_.size(); ++s)
       stream_ready_.push_back(sg4::Semaphore::create(0));
-    for (std::size_t t = 0; t < n; ++t)
-      if (remaining_[t] == 0) MakeReady(static_cast<TaskId>(t));
     arrived_.assign(plan_.collectives().size(), 0);
-    for (std::size_t c = 0; c < plan_.collectives().size(); ++c)
-      collective_done_.push_back(sg4::Semaphore::create(0));
-    // Stream queues in program order; sends get an actor each.
+    collective_done_.resize(plan_.collectives().size());
+    // Stream queues in program order; a send gets an actor when it is
+    // ready (MakeReady).
     std::vector<std::vector<TaskId>> queues(static_cast<std::size_t>(plan_.num_ranks()) *
                                             plan::kNumStreams);
     for (std::size_t t = 0; t < n; ++t) {
       const plan::Task& task = plan_.tasks()[t];
-      if (task.kind == plan::TaskKind::kSend) {
-        sg4::Actor::create("send" + std::to_string(t), platform_->host(task.rank),
-                           [this, t] { RunSend(static_cast<TaskId>(t)); });
-      } else {
-        queues[StreamOf(task)].push_back(static_cast<TaskId>(t));
-      }
+      if (task.kind != plan::TaskKind::kSend) queues[StreamOf(task)].push_back(static_cast<TaskId>(t));
     }
     for (std::size_t s = 0; s < queues.size(); ++s) {
       if (queues[s].empty()) continue;
@@ -236,6 +232,10 @@ class Run {
                            [this, q = std::move(queues[s])] { RunStream(q); });
       }
     }
+    // Tasks without dependencies are ready from the start; the actors
+    // above take them once the engine runs.
+    for (std::size_t t = 0; t < n; ++t)
+      if (remaining_[t] == 0) MakeReady(static_cast<TaskId>(t));
     sg4::Engine::get_instance()->run();
     for (std::size_t t = 0; t < n; ++t)
       DTSIM_CHECK(done_[t], "plan deadlocked on the SimGrid engine: a task never ran");
@@ -243,10 +243,16 @@ class Run {
   }
 
  private:
-  // An ordered stream: its tasks in program order, each once it is ready.
+  // An ordered stream: its tasks in program order, each once it is ready
+  // (MakeReady wakes the stream when the task it waits for becomes ready).
   void RunStream(const std::vector<TaskId>& queue) {
     for (TaskId id : queue) {
-      ready_[static_cast<std::size_t>(id)]->acquire();
+      const std::size_t stream = StreamOf(plan_.task(id));
+      if (!ready_[static_cast<std::size_t>(id)]) {
+        waiting_for_[stream] = id;
+        stream_ready_[stream]->acquire();
+        waiting_for_[stream] = -1;
+      }
       RunTask(id);
     }
   }
@@ -294,20 +300,27 @@ class Run {
     Finish(id);
   }
 
-  // Task `id` has the dependencies it waits for: wake its stream actor (a
-  // server stream takes it in this order) or its send actor.
+  // Task `id` has the dependencies it waits for: start its send actor, or
+  // wake its stream actor if it waits for this task (a server stream takes
+  // its tasks in this order).
   void MakeReady(TaskId id) {
     const plan::Task& task = plan_.task(id);
-    if (task.kind != plan::TaskKind::kSend && unordered_[StreamOf(task)]) {
-      ready_order_[StreamOf(task)].push_back(id);
-      stream_ready_[StreamOf(task)]->release();
-    } else {
-      ready_[static_cast<std::size_t>(id)]->release();
+    if (task.kind == plan::TaskKind::kSend) {
+      sg4::Actor::create("send", platform_->host(task.rank), [this, id] { RunSend(id); });
+      return;
     }
+    const std::size_t stream = StreamOf(task);
+    if (unordered_[stream]) {
+      ready_order_[stream].push_back(id);
+      stream_ready_[stream]->release();
+      return;
+    }
+    ready_[static_cast<std::size_t>(id)] = true;
+    if (waiting_for_[stream] == id) stream_ready_[stream]->release();
   }
 
+  // A ready send: its transfer, then its successors.
   void RunSend(TaskId id) {
-    ready_[static_cast<std::size_t>(id)]->acquire();
     const plan::Task& task = plan_.task(id);
     result_.timing[static_cast<std::size_t>(id)].start = NowNs();
     if (task.rank != task.peer) {
@@ -323,7 +336,9 @@ class Run {
     const auto c = static_cast<std::size_t>(plan_.task(id).collective);
     const plan::Collective& coll = plan_.collectives()[c];
     if (++arrived_[c] < static_cast<std::int32_t>(coll.tasks.size())) {
-      collective_done_[c]->acquire();
+      if (!collective_done_[c]) collective_done_[c] = sg4::Semaphore::create(0);
+      const sg4::SemaphorePtr done = collective_done_[c];  // alive until this member wakes
+      done->acquire();
       return;
     }
     const SimTime start = NowNs();
@@ -342,6 +357,7 @@ class Run {
     }
     for (TaskId m : coll.tasks) Finish(m);
     for (std::size_t k = 1; k < coll.tasks.size(); ++k) collective_done_[c]->release();
+    collective_done_[c] = nullptr;  // the waiting members hold their own references
   }
 
   // All of the step's transfers at once, `scale` x their bytes; returns when
@@ -385,12 +401,17 @@ class Run {
   std::vector<bool> done_;
   std::vector<std::int32_t> remaining_;
   std::vector<std::vector<TaskId>> succ_;
-  std::vector<sg4::SemaphorePtr> ready_;            // per task (sends, ordered streams): deps met
+  std::vector<bool> ready_;                         // per task (ordered streams): deps met
   std::vector<std::int32_t> arrived_;               // per collective: members arrived
-  std::vector<sg4::SemaphorePtr> collective_done_;  // per collective: wakes waiting members
+  // Per collective: wakes the members waiting for the last (created by the
+  // first to wait, released once played).
+  std::vector<sg4::SemaphorePtr> collective_done_;
   std::vector<bool> unordered_;                     // per stream: a server's (ready order)
   std::vector<std::deque<TaskId>> ready_order_;     // per server stream: ready tasks, in order
-  std::vector<sg4::SemaphorePtr> stream_ready_;     // per server stream: counts ready_order_
+  // Per stream: a server stream's count of ready_order_; an ordered
+  // stream's wake-up when waiting_for_ becomes ready.
+  std::vector<sg4::SemaphorePtr> stream_ready_;
+  std::vector<TaskId> waiting_for_;                 // per ordered stream: its blocked head, or -1
   const StragglerModel* stragglers_ = nullptr;      // options.stragglers
   std::vector<int> delayed_until_;  // per rank: last iteration whose delay was applied
 };
@@ -412,6 +433,18 @@ void ChildMain(int fd, const plan::Plan& plan, const TaskCosts& costs, const Net
     sg4::Engine::set_config("network/model:CM02");
     sg4::Engine::set_config("network/crosstraffic:0");
     sg4::Engine::set_config("network/TCP-gamma:0");
+    // Every actor's stack is one memory mapping, two with its guard page;
+    // Linux allows 65,530 per process by default (vm.max_map_count). Large
+    // plans (a 16,384-GPU plan has 32,768 stream actors, and the sends in
+    // flight) run without guard pages. SimGrid then callocs the stacks: a
+    // fixed mmap threshold keeps each one a fresh mapping, whose untouched
+    // pages take no memory (with glibc's adaptive threshold, stacks freed
+    // by finished sends raise it, and later stacks come zeroed, all 8 MiB
+    // resident, from the heap).
+    if (plan.num_ranks() > kGuardedRanks) {
+      sg4::Engine::set_config("contexts/guard-size:0");
+      mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    }
     for (const std::string& c : options.config) sg4::Engine::set_config(c);
     Network network(spec);
     Run run(plan, costs, network, options);

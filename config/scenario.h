@@ -238,6 +238,11 @@ struct HybridConfig {
   // the sequence over the t ranks; each tensor-parallel all-reduce becomes
   // a reduce-scatter and an all-gather, and activations divide by t.
   bool sequence_parallel = false;
+  // Expert parallelism (ep, plan/expert_parallel.h): the routed experts of
+  // a mixture-of-experts model sharded over groups of ep data-parallel
+  // replicas, with two all-to-alls per MoE layer in forward and two in
+  // backward; ep divides d and the experts. 1 = none.
+  int expert_parallel = 1;
   // schedule pipedream: devices per stage (p entries adding up to the
   // devices); empty = devices / p each. `plan_replicas` (stage_replicas:
   // auto): PipeDream's planner chooses the stages, their layers and their

@@ -65,7 +65,7 @@ const std::vector<std::string> kParallelismKeys = {
     "aggregation", "streaming",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
-    "zero_stage", "partition", "sequence_parallel", "stage_replicas"};
+    "zero_stage", "partition", "sequence_parallel", "stage_replicas", "expert_parallel"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -547,6 +547,7 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     h.even_layers = x->AsChoice(kinds, "partition") == 1;
   }
   if (auto x = m.Get("sequence_parallel")) h.sequence_parallel = x->AsBool();
+  if (auto x = m.Get("expert_parallel")) h.expert_parallel = x->AsInt(1);
   if (auto x = m.Get("recompute")) {
     // true/false as before, or the granularity by name (Megatron-LM's
     // --recompute-granularity full|selective).
@@ -645,6 +646,12 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
   // Each factor is at most INT_MAX: their product fits in 64 bits.
   const std::int64_t tp = std::int64_t{h.tensor_parallel} * h.pipeline_parallel;
   const auto at = [&](const char* key) { return m.Get(key) ? *m.Get(key) : parallelism; };
+  if (h.expert_parallel > 1 && (h.tensor_parallel > 1 || h.schedule == PipelineSchedule::kPipeDream ||
+                                h.schedule == PipelineSchedule::kPipeDream2BW))
+    at("expert_parallel")
+        .Fail("expert_parallel > 1 is simulated with tensor_parallel 1 and the flushing schedules "
+              "(gpipe, 1f1b, interleaved)",
+              "expert groups are made of data-parallel replicas");
   if (h.schedule == PipelineSchedule::kPipeDream) {
     if (h.tensor_parallel != 1)
       at("tensor_parallel").Fail("schedule pipedream splits no tensors: use tensor_parallel 1");
@@ -686,6 +693,12 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
         .FailInfeasible("tensor_parallel x pipeline_parallel = " + std::to_string(tp) +
                             " does not divide the cluster's " + std::to_string(n) + " devices",
                         "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+  }
+  if ((n / tp) % h.expert_parallel != 0) {
+    at("expert_parallel")
+        .FailInfeasible("expert_parallel " + std::to_string(h.expert_parallel) +
+                            " does not divide data parallelism " + std::to_string(n / tp),
+                        "an expert group is made of data-parallel replicas");
   }
   const std::int64_t per_step = n / tp * h.micro_batch_size;
   if (h.global_batch > 0 && h.global_batch % per_step != 0) {

@@ -123,6 +123,10 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
                            "tensor parallelism replicates: it needs strategy hybrid with "
                            "tensor_parallel > 1");
   }
+  if (path == "parallelism.expert_parallel" && st != Strategy::kHybrid) {
+    return Unused(s, path, "expert parallelism shards the experts over data-parallel replicas of "
+                           "strategy hybrid");
+  }
   // Keys that other keys make moot.
   const NetworkConfig& net = s.cluster.network;
   if ((path == "cluster.network.nodes_per_leaf" || path == "cluster.network.oversubscription" ||

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "plan/compute_tasks.h"
+#include "plan/expert_parallel.h"
 #include "plan/pipedream.h"
 #include "plan/tensor_parallel.h"
 
@@ -33,6 +34,11 @@ struct Segment {
   // gradient, overlapped with the input gradient (Korthikanti et al. 2022,
   // §4.2.2).
   double regather_bytes = 0;
+  // Expert parallelism: an all-to-all over the expert group before the ops
+  // run (backward: the gradient of the rows that came back) or after them
+  // (forward: the rows leaving a dispatch or the experts), bytes per sample.
+  double a2a_before_bytes = 0;
+  double a2a_after_bytes = 0;
 };
 
 // The bytes per sample of `v`'s first input (its producer's output), 0 when
@@ -56,7 +62,7 @@ double GatherBefore(const models::ModelGraph& g, OpId v) {
 // is all-reduced (reduce-scattered with `sp`), and with `sp` before every op
 // that needs an all-gather of its input.
 std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp,
-                                     bool sp) {
+                                     bool sp, int ep) {
   std::vector<Segment> out;
   Segment cur{begin, begin};
   for (OpId v = begin; v < end; ++v) {
@@ -70,10 +76,18 @@ std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, Op
         cur.gather_before_bytes = bytes;
       }
     }
+    bool cut = false;
     if (tp && TensorParallelCollective(g.op(v)) == TpCollective::kAfterForward) {
-      cur.end = v + 1;
       cur.after = sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
       cur.after_bytes = OutputBytes(g, v, 1);
+      cut = true;
+    }
+    if (const double a2a = ExpertAllToAllBytesPerSample(g, v, ep); a2a > 0) {
+      cur.a2a_after_bytes = a2a;
+      cut = true;
+    }
+    if (cut) {
+      cur.end = v + 1;
       out.push_back(cur);
       cur = Segment{v + 1, v + 1};
     }
@@ -90,16 +104,32 @@ std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, Op
 // reaches it last), and with `sp` after every row-parallel op (its output
 // gradient is all-gathered before its backward).
 std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp,
-                                      bool sp) {
+                                      bool sp, int ep) {
   std::vector<Segment> out;
   OpId stop = end;
   double gather = 0;  // the pending all-gather before the next segment
+  double a2a = 0;     // the pending all-to-all before the next segment
   for (OpId v = end; v-- > begin;) {
+    if (const double bytes = ExpertAllToAllBytesPerSample(g, v, ep); bytes > 0) {
+      // The forward's all-to-all after v is mirrored before v's backward.
+      if (v + 1 < stop) {
+        Segment seg{v + 1, stop};
+        seg.gather_before_bytes = gather;
+        seg.a2a_before_bytes = a2a;
+        out.push_back(seg);
+        stop = v + 1;
+        gather = 0;
+        a2a = 0;
+      }
+      a2a += bytes;
+    }
     const TpCollective tc = tp ? TensorParallelCollective(g.op(v)) : TpCollective::kNone;
     if (tc == TpCollective::kAfterForward && sp) {
       if (v + 1 < stop) {
         Segment seg{v + 1, stop};
         seg.gather_before_bytes = gather;
+        seg.a2a_before_bytes = a2a;
+        a2a = 0;
         out.push_back(seg);
       }
       stop = v + 1;
@@ -108,6 +138,8 @@ std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, O
     if (tc == TpCollective::kAfterBackwardInput) {
       Segment seg{v, stop};
       seg.gather_before_bytes = gather;
+      seg.a2a_before_bytes = a2a;
+      a2a = 0;
       seg.after = sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
       seg.after_bytes = InputBytes(g, v);
       if (sp) seg.regather_bytes = InputBytes(g, v);
@@ -119,6 +151,7 @@ std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, O
   if (begin < stop) {
     Segment seg{begin, stop};
     seg.gather_before_bytes = gather;
+    seg.a2a_before_bytes = a2a;
     out.push_back(seg);
   }
   return out;
@@ -238,6 +271,12 @@ std::vector<ScheduleStep> StageSchedule(PipelineSchedule schedule, int stage, in
   return steps;
 }
 
+int HybridStageOfRank(const HybridOptions& o, int devices, RankId r) {
+  const int t = o.tensor, p = o.pipeline;
+  if (o.expert > 1) return r / (devices / p);
+  return (r / t) % p;
+}
+
 Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
                      const HybridOptions& o) {
   if (o.schedule == PipelineSchedule::kPipeDream) {
@@ -255,6 +294,11 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                         std::to_string(p) + ") must divide the " + std::to_string(n) + " devices",
                     "data parallelism is devices / (t x p)");
   const int d = n / (t * p);
+  const int ep = o.expert;
+  if (ep < 1 || d % ep != 0 || (ep > 1 && t > 1))
+    throw UserError("expert_parallel (" + std::to_string(ep) + ") must divide data parallelism (" +
+                        std::to_string(d) + ") and is simulated with tensor_parallel 1",
+                    "expert groups are made of data-parallel replicas");
   if (o.schedule == PipelineSchedule::kInterleaved && (v < 2 || m % p != 0))
     throw UserError("the interleaved schedule needs virtual_stages >= 2 and a number of "
                     "micro-batches (" + std::to_string(m) + ") divisible by pipeline_parallel (" +
@@ -266,7 +310,11 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   Plan plan;
   for (int r = 0; r < n; ++r)
     plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
-  const auto rank_of = [&](int replica, int stage, int k) { return replica * p * t + stage * t + k; };
+  // Expert parallelism keeps an expert group's replicas on consecutive
+  // devices: data before pipeline (Megatron-LM's tp-ep-dp-pp order).
+  const auto rank_of = [&](int replica, int stage, int k) {
+    return ep > 1 ? stage * d * t + replica * t + k : replica * p * t + stage * t + k;
+  };
   if (o.symmetric) {
     std::vector<bool> mask(static_cast<std::size_t>(n), false);
     for (int s = 0; s < p; ++s) mask[static_cast<std::size_t>(rank_of(0, s, 0))] = true;
@@ -293,6 +341,23 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
       for (int r = 0; r < d; ++r) g.push_back(rank_of(r, s, k));
       if (d > 1) dp_group[{s, k}] = plan.AddGroup(g);
     }
+  // Expert groups of each (stage, group of `ep` replicas, tensor rank) and
+  // expert-data groups of each (stage, tensor rank, rank in the expert group).
+  std::map<std::tuple<int, int, int>, std::int32_t> ep_group, edp_group;
+  if (ep > 1)
+    for (int s = 0; s < p; ++s)
+      for (int k = 0; k < t; ++k) {
+        for (int j = 0; j < d / ep; ++j) {
+          std::vector<RankId> g;
+          for (int e = 0; e < ep; ++e) g.push_back(rank_of(j * ep + e, s, k));
+          ep_group[{s, j, k}] = plan.AddGroup(g);
+        }
+        for (int e = 0; e < ep && d > ep; ++e) {
+          std::vector<RankId> g;
+          for (int j = 0; j < d / ep; ++j) g.push_back(rank_of(j * ep + e, s, k));
+          edp_group[{s, k, e}] = plan.AddGroup(g);
+        }
+      }
   for (int r = 0; r < d; ++r)
     for (int s = 0; s < p; ++s)
       for (int k = 0; k < t; ++k)
@@ -327,10 +392,11 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   // schedule (no flush): one block of m x iterations micro-batches, each
   // step's iteration set as it is emitted.
   const bool async = o.schedule == PipelineSchedule::kPipeDream2BW;
-  if (async && (v != 1 || !shared.empty() || reps.size() != 1))
+  if (async && (v != 1 || !shared.empty() || reps.size() != 1 || ep > 1))
     throw UserError(
         "schedule pipedream_2bw is simulated with one model chunk per device, no weights shared "
-        "across stages (tied embeddings) and identical replicas (no stragglers)",
+        "across stages (tied embeddings), identical replicas (no stragglers) and no expert "
+        "parallelism",
         "use schedule 1f1b (PipeDream-Flush), or untie the embeddings");
   const int blocks = async ? 1 : o.iterations;
   const int block_micro_batches = async ? m * o.iterations : m;
@@ -353,6 +419,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           params += graph.op(w.op).params;
         }
     return std::pair<double, std::int64_t>(grad_bytes, params);
+  };
+  // The gradient bytes of the routed experts among them.
+  const auto stage_expert_bytes = [&](int s) {
+    double bytes = 0;
+    for (int j = 0; j < v; ++j) {
+      const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
+      for (OpId x = b; x < e; ++x)
+        if (HoldsExpertParams(graph.op(x))) bytes += graph.op(x).ParamBytes();
+    }
+    return bytes;
   };
   for (int block = 0; block < blocks; ++block) {
     int it = block;  // the iteration of the tasks being emitted
@@ -403,12 +479,26 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         return plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
       };
       const auto after = [](TaskId x) { return x < 0 ? std::vector<TaskId>{} : std::vector<TaskId>{x}; };
+      // An expert-parallel all-to-all of `bytes_per_sample` x the
+      // micro-batch over the expert group of (replica, stage).
+      auto ep_collective = [&](int stage, double bytes_per_sample, std::vector<TaskId> deps) {
+        Collective c;
+        c.op = CollectiveOp::kAllToAll;
+        c.algorithm = o.algorithm;
+        c.bytes = bytes_per_sample * o.micro_batch;
+        c.group = ep_group.at({stage, replica / ep, k});
+        c.activations = true;
+        c.copies = o.symmetric ? d / ep * t : 1;
+        const auto ci = plan.AddCollective(c, {std::move(deps)}, it);
+        return plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+      };
       // Runs a chain of segment tasks on `rank`, each with its tensor
       // collectives (Segment); returns the last task.
       auto chain = [&](RankId rank, int stage, const std::vector<Segment>& segs, TaskKind kind,
                        int mb, TaskId dep) {
         TaskId last = dep;
         for (const Segment& seg : segs) {
+          if (seg.a2a_before_bytes > 0) last = ep_collective(stage, seg.a2a_before_bytes, after(last));
           if (t > 1 && seg.gather_before_bytes > 0)
             last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last));
           const TaskId regather =
@@ -429,6 +519,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             if (regather >= 0) deps.push_back(regather);
             last = tp_collective(seg.after, stage, seg.after_bytes, std::move(deps));
           }
+          if (seg.a2a_after_bytes > 0) last = ep_collective(stage, seg.a2a_after_bytes, {last});
         }
         return last;
       };
@@ -470,7 +561,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 dep = fwd_out[cc - 1][mb];
                 if (dep < 0) break;  // its input is not emitted yet
               }
-              TaskId last = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp), TaskKind::kForward,
+              TaskId last = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp, ep), TaskKind::kForward,
                                   st.micro_batch, dep);
               if (c + 1 < chunks) {
                 const RankId to = rank_of(replica, (c + 1) % p, k);
@@ -489,7 +580,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
               // tensor-parallel all-reduces included (they sit inside the
               // checkpointed layers: Megatron-LM's RowParallelLinear).
               if (o.recompute)
-                dep = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp), TaskKind::kForward,
+                dep = chain(rank, s, ForwardSegments(graph, b, e, t > 1, sp, ep), TaskKind::kForward,
                             st.micro_batch, dep);
               // Selective recomputation re-runs only the listed ranges
               // (attention's core) of the chunk, before its backward.
@@ -505,7 +596,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                 task.batch = o.micro_batch;
                 dep = dep < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&dep, 1));
               }
-              TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1, sp),
+              TaskId last = chain(rank, s, BackwardSegments(graph, b, e, t > 1, sp, ep),
                                   TaskKind::kBackward, st.micro_batch, dep);
               last_backward[static_cast<std::size_t>(s)] = last;
               if (c > 0) {
@@ -574,16 +665,36 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           deps.push_back({it_last->second});
         }
         if (replicas.empty()) continue;
-        if (d > 1 && grad_bytes > 0) {
+        // With expert parallelism the experts' gradients go over the
+        // expert-data groups instead, after the rest.
+        const double expert_bytes = ep > 1 ? stage_expert_bytes(s) : 0.0;
+        if (d > 1 && grad_bytes - expert_bytes > 0) {
           Collective c;
           c.op = CollectiveOp::kAllReduce;
           c.algorithm = o.algorithm;
-          c.bytes = grad_bytes;
+          c.bytes = grad_bytes - expert_bytes;
           c.group = dp_group.at({s, k});
           c.copies = o.symmetric ? t : 1;
           const auto ci = plan.AddCollective(c, deps, it);
           const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
           for (std::size_t x = 0; x < deps.size(); ++x) deps[x] = {tasks[x]};
+        }
+        for (int e = 0; e < ep && d > ep && expert_bytes > 0; ++e) {
+          std::vector<std::size_t> members;  // indices into replicas
+          for (std::size_t x = 0; x < replicas.size(); ++x)
+            if (replicas[x] % ep == e) members.push_back(x);
+          if (members.empty()) continue;
+          std::vector<std::vector<TaskId>> member_deps;
+          for (std::size_t x : members) member_deps.push_back(deps[x]);
+          Collective c;
+          c.op = CollectiveOp::kAllReduce;
+          c.algorithm = o.algorithm;
+          c.bytes = expert_bytes;
+          c.group = edp_group.at({s, k, e});
+          c.copies = o.symmetric ? t * ep : 1;
+          const auto ci = plan.AddCollective(c, member_deps, it);
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (std::size_t y = 0; y < members.size(); ++y) deps[members[y]] = {tasks[y]};
         }
         for (std::size_t x = 0; x < replicas.size(); ++x) ready[{replicas[x], s, k}] = deps[x];
       }

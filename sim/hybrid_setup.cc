@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/units.h"
+#include "plan/expert_parallel.h"
 #include "plan/layers.h"
 #include "plan/partition.h"
 #include "plan/pipedream.h"
@@ -248,7 +249,21 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     }
   }
   CheckTensorSplit(s, graph, o.tensor);
-  x.shard = plan::TensorParallelShard(graph, o.tensor, o.sequence_parallel);
+  o.expert = model ? 1 : h.expert_parallel;
+  if (o.expert > 1) {
+    const int experts = plan::ModelExperts(graph);
+    if (experts == 0 || experts % o.expert != 0 || d % o.expert != 0)
+      throw InfeasiblePlan(s.Where("parallelism.expert_parallel"),
+                           experts == 0 ? "expert_parallel " + std::to_string(o.expert) +
+                                              " shards experts, and model " + graph.name() +
+                                              " has no mixture-of-experts layers"
+                                        : "expert_parallel " + std::to_string(o.expert) +
+                                              " must divide the model's " + std::to_string(experts) +
+                                              " experts and data parallelism " + std::to_string(d),
+                           "each rank of an expert group holds experts / expert_parallel experts");
+  }
+  x.shard = plan::TensorParallelShard(plan::ExpertParallelShard(graph, o.expert), o.tensor,
+                                      o.sequence_parallel);
   const auto units = plan::LayerUnits(x.shard);
   const std::int64_t chunks = std::int64_t{o.pipeline} * o.virtual_stages;
   if (chunks > static_cast<std::int64_t>(units.size())) {
@@ -285,6 +300,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     in.graph = &graph;
     in.tensor_parallel = o.tensor;
     in.data_parallel = d;
+    in.expert_parallel = o.expert;
     in.zero_stage = s.parallelism.zero_stage;
     in.optimizer = s.parallelism.optimizer;
     in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);

@@ -288,6 +288,7 @@ Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb)
   x.exposed_comm_s = wa * a.exposed_comm_s + wb * b.exposed_comm_s;
   x.idle_s = wa * a.idle_s + wb * b.idle_s;
   x.comm_s = wa * a.comm_s + wb * b.comm_s;
+  x.all_to_all_s = wa * a.all_to_all_s + wb * b.all_to_all_s;
   x.host_wait_s = wa * a.host_wait_s + wb * b.host_wait_s;
   x.input_wait_s = wa * a.input_wait_s + wb * b.input_wait_s;
   return x;
@@ -445,6 +446,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
     if (pipedream) p.layout.stage_replicas = o.stage_replicas;
     in.data_parallel = workers / (o.tensor * o.pipeline);
+    in.expert_parallel = o.expert;
     in.zero_stage = par.zero_stage;
     in.micro_batch_size = o.micro_batch;
     // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
@@ -456,7 +458,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     for (const plan::Collective& c : p.plan.collectives()) {
       if (c.shared_op < 0 || c.iteration != 0) continue;
       for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
-        auto& list = copies[static_cast<std::size_t>((r / o.tensor) % o.pipeline)];
+        auto& list = copies[static_cast<std::size_t>(plan::HybridStageOfRank(o, workers, r))];
         const auto op = static_cast<models::OpId>(c.shared_op);
         if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
       }
@@ -564,6 +566,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
     x.exposed_comm_s = lin(x.exposed_comm_s, y.exposed_comm_s);
     x.idle_s = lin(x.idle_s, y.idle_s);
     x.comm_s = lin(x.comm_s, y.comm_s);
+    x.all_to_all_s = lin(x.all_to_all_s, y.all_to_all_s);
     x.host_wait_s = lin(x.host_wait_s, y.host_wait_s);
     x.input_wait_s = lin(x.input_wait_s, y.input_wait_s);
   };
@@ -821,6 +824,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     config::HybridConfig& h = one.parallelism.hybrid;
     h.tensor_parallel = 1;
     h.pipeline_parallel = 1;
+    h.expert_parallel = 1;
     h.virtual_stages = 1;
     h.schedule = config::PipelineSchedule::kOneFOneB;
     h.stage_layers.clear();

@@ -162,6 +162,7 @@ const std::map<std::string, std::string> kAlternatives = {
     {"parallelism.partition", "even_layers"},
     {"parallelism.recompute", "full"},
     {"parallelism.sequence_parallel", "true"},
+    {"parallelism.expert_parallel", "2"},
     {"parallelism.optimizer", "sgd"},
     {"parallelism.zero_stage", "2"},
     {"parallelism.parameter_server.servers", "3"},

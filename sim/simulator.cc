@@ -639,6 +639,16 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                         " is not simulated yet: it needs every tensor rank simulated on its own",
                     "use the analytic engine without stragglers for tensor-parallel plans, or "
                     "tensor_parallel: 1");
+  // Likewise an expert group's all-to-alls, emitted one replica at a time.
+  if ((s.engine == "simgrid" || !s.stragglers.Empty()) &&
+      s.parallelism.strategy == Strategy::kHybrid && s.parallelism.hybrid.expert_parallel > 1)
+    throw UserError(s.Where("parallelism.expert_parallel"),
+                    std::string("expert_parallel ") +
+                        std::to_string(s.parallelism.hybrid.expert_parallel) + " with " +
+                        (s.engine == "simgrid" ? "the simgrid engine" : "stragglers") +
+                        " is not simulated yet: it needs every rank of an expert group simulated "
+                        "on its own",
+                    "use the analytic engine without stragglers for expert-parallel plans");
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 

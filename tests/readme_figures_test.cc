@@ -277,8 +277,8 @@ TEST(ReadmeFigures, RunExampleOutput) {
   EXPECT_NE(doc.find(first), std::string::npos) << first;
 }
 
-// docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B and FP8 GPT-3
-// examples as printed, the eager-attention comparison and FP8's speed-up.
+// docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B, FP8 GPT-3 and
+// Mixtral 8x7B examples as printed, the eager-attention comparison and FP8's speed-up.
 TEST(ReadmeFigures, LanguageModelExamples) {
   const std::string doc = Doc(kPredictions);
   const std::pair<const char*, std::vector<const char*>> examples[] = {
@@ -287,7 +287,10 @@ TEST(ReadmeFigures, LanguageModelExamples) {
         "model FLOPs: "}},
       {"gpt3-175b-fp8-h100",
        {"gpt3-175b-fp8-h100: ", "throughput: ", "model FLOPs: ", "  MFU against the FP8 peak",
-        "  compute by kernel (fp8)"}}};
+        "  compute by kernel (fp8)"}},
+      {"mixtral-8x7b-64xH100-ep8",
+       {"mixtral-8x7b-64xH100-ep8: ", "memory stage 0: ", "throughput: ", "tokens: ",
+        "model FLOPs: ", "  of which expert all-to-alls"}}};
   for (const auto& [name, prefixes] : examples) {
     const config::Scenario s = config::LoadScenario("scenarios/" + std::string(name) + ".yaml");
     const std::string log = sim::StepLog(s, sim::Simulate(s));

@@ -32,6 +32,13 @@ dtsim_require(PKG_CONFIG_FOUND pkg-config "pkg-config")
 # SimGrid's Debian package ships no CMake package, only a pkg-config module.
 pkg_check_modules(SIMGRID QUIET IMPORTED_TARGET simgrid>=3.32)
 dtsim_require(SIMGRID_FOUND libsimgrid-dev "SimGrid (pkg-config module 'simgrid')")
+# The Python module (python/): the interpreter python3 finds first and its
+# headers, and pybind11.
+find_package(Python 3.8 COMPONENTS Interpreter Development.Module QUIET)
+dtsim_require(Python_FOUND python3-dev "Python's headers (Python.h)")
+set(PYBIND11_FINDPYTHON ON)
+find_package(pybind11 2.6 CONFIG QUIET)
+dtsim_require(pybind11_FOUND python3-pybind11 "pybind11")
 
 if(DTSIM_BUILD_TESTS)
   find_package(GTest QUIET)

@@ -13,7 +13,8 @@
 # is added to DTSIM_SLOW_TESTS_<program> below; a name listed here that no
 # longer exists only sets a property nobody reads.
 
-set(DTSIM_E2E_TEST_PROGRAMS cli_test tta_test docs_test bounds_cli_test chakra_fixtures_test)
+set(DTSIM_E2E_TEST_PROGRAMS cli_test tta_test docs_test bounds_cli_test chakra_fixtures_test
+    python_module_test)
 set(DTSIM_GPU_TEST_PROGRAMS cuda_backend_test nccl_communicator_test)
 include(DtsimSlowTests)
 

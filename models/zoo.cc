@@ -47,4 +47,9 @@ ModelGraph BuildZooModel(std::string_view name) {
                       "; or describe your own in a model file (see docs/model_file.md)");
 }
 
+ModelGraph BuildModel(std::string_view name) {
+  const bool is_file = name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
+  return is_file ? LoadModelFile(std::string(name)) : BuildZooModel(name);
+}
+
 }  // namespace dtsim::models

@@ -21,6 +21,11 @@ std::vector<ZooEntry> ZooEntries();
 // known models when `name` is unknown.
 ModelGraph BuildZooModel(std::string_view name);
 
+// A model file when `name` ends in .yaml, .yml or .onnx (LoadModelFile
+// below), else the zoo model of that name (BuildZooModel): what `dtsim
+// model NAME` and the Python module's dtsim.model(NAME) take.
+ModelGraph BuildModel(std::string_view name);
+
 // The block variants of TransformerConfig. The first value of each is
 // GPT-2's (Radford et al. 2019); Llama's are SwiGLU, RMSNorm, rotary, flash
 // (Touvron et al. 2023, "Llama 2", §2.2: "we apply pre-normalization using

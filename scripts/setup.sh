@@ -15,6 +15,7 @@ run_packages=(
   build-essential cmake pkg-config
   libboost-graph-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libsimgrid-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler zlib1g-dev
+  python3-dev python3-pybind11
 )
 # Tests and benchmarks only: GoogleTest and Google Benchmark; ONNX's own
 # generated classes write a test model that dtsim's importer reads

@@ -20,8 +20,7 @@ namespace {
 // else the scenario's.
 models::ModelGraph ProxyModel(const std::string& proxy, const config::Scenario& first) {
   if (proxy.empty()) return config::BuildWorkloadModel(first);
-  const bool file = proxy.ends_with(".yaml") || proxy.ends_with(".yml") || proxy.ends_with(".onnx");
-  return file ? models::LoadModelFile(proxy) : models::BuildZooModel(proxy);
+  return models::BuildModel(proxy);
 }
 
 // The rates of --lr-grid, sorted and unique. Throws UserError for a rate

@@ -205,9 +205,7 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
                         " does not have",
                     "FP8 tensor cores come with Hopper, Ada and Blackwell GPUs: use --device "
                     "H100-SXM, or --precision bf16");
-  const bool is_file =
-      name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
-  models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
+  models::ModelGraph g = models::BuildModel(name);
   g.SetDType(config::StorageDType(precision));  // as a scenario at this precision
   const sim::GpuKernelModel model(*device, sim::GpuKernelParams{});
   char line[400];
@@ -245,9 +243,7 @@ void ModelKernelsCommand(const std::string& name, const ModelKernelsOptions& o,
 }
 
 void ModelCommand(const std::string& name, std::ostream& out, std::ostream& err) {
-  const bool is_file =
-      name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".onnx");
-  const models::ModelGraph g = is_file ? models::LoadModelFile(name) : models::BuildZooModel(name);
+  const models::ModelGraph g = models::BuildModel(name);
   for (const std::string& w : g.warnings()) err << "warning: " << w << "\n";
   out << models::FormatModelTable(g);
 }

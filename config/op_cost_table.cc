@@ -188,6 +188,8 @@ std::string OpSignature(const models::Op& op) {
   if (a.tied_to >= 0) Attr(&s, "tied", "1");
   if (a.tensor_split > 1)
     Attr(&s, "tp", std::to_string(a.tensor_split) + (a.tensor_split_input ? "r" : "c"));
+  if (a.experts > 0)
+    Attr(&s, "experts", std::to_string(a.experts / a.expert_split) + "/" + std::to_string(a.experts));
   return s;
 }
 

@@ -245,6 +245,11 @@ struct HybridConfig {
   // q, k, v and the output around attention (heads divisible by c).
   int context_parallel = 1;
   plan::ContextParallelKind context_parallel_kind = plan::ContextParallelKind::kRing;
+  // Expert parallelism (ep, plan/expert_parallel.h): the routed experts of
+  // a mixture-of-experts model sharded over groups of ep data-parallel
+  // replicas, with two all-to-alls per MoE layer in forward and two in
+  // backward; ep divides d and the experts. 1 = none.
+  int expert_parallel = 1;
   // schedule pipedream: devices per stage (p entries adding up to the
   // devices); empty = devices / p each. `plan_replicas` (stage_replicas:
   // auto): PipeDream's planner chooses the stages, their layers and their

@@ -67,7 +67,7 @@ const std::vector<std::string> kParallelismKeys = {
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel", "stage_replicas", "context_parallel",
-    "context_parallel_kind"};
+    "context_parallel_kind", "expert_parallel"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -556,6 +556,7 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
                                   ? plan::ContextParallelKind::kUlysses
                                   : plan::ContextParallelKind::kRing;
   }
+  if (auto x = m.Get("expert_parallel")) h.expert_parallel = x->AsInt(1);
   if (auto x = m.Get("recompute")) {
     // true/false as before, or the granularity by name (Megatron-LM's
     // --recompute-granularity full|selective).
@@ -662,6 +663,16 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
     at("context_parallel").Fail("context_parallel > 1 with the simgrid engine is not simulated "
                                 "yet: it needs every context rank simulated on its own",
                                 "use engine: analytic");
+  if (h.expert_parallel > 1 && (h.tensor_parallel > 1 || h.schedule == PipelineSchedule::kPipeDream ||
+                                h.schedule == PipelineSchedule::kPipeDream2BW))
+    at("expert_parallel")
+        .Fail("expert_parallel > 1 is simulated with tensor_parallel 1 and the flushing schedules "
+              "(gpipe, 1f1b, interleaved)",
+              "expert groups are made of data-parallel replicas");
+  if (h.expert_parallel > 1 && h.context_parallel > 1)
+    at("expert_parallel")
+        .Fail("expert_parallel and context_parallel together are not simulated yet",
+              "use one of them");
   if (h.schedule == PipelineSchedule::kPipeDream) {
     if (h.tensor_parallel != 1)
       at("tensor_parallel").Fail("schedule pipedream splits no tensors: use tensor_parallel 1");
@@ -711,6 +722,12 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
                             ? "data parallelism is devices / (tensor_parallel x "
                               "pipeline_parallel x context_parallel)"
                             : "data parallelism is devices / (tensor_parallel x pipeline_parallel)");
+  }
+  if ((n / tp) % h.expert_parallel != 0) {
+    at("expert_parallel")
+        .FailInfeasible("expert_parallel " + std::to_string(h.expert_parallel) +
+                            " does not divide data parallelism " + std::to_string(n / tp),
+                        "an expert group is made of data-parallel replicas");
   }
   const std::int64_t per_step = n / tp * h.micro_batch_size;
   if (h.global_batch > 0 && h.global_batch % per_step != 0) {

@@ -131,6 +131,10 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
   if (path == "parallelism.context_parallel_kind" && p.hybrid.context_parallel == 1) {
     return Unused(s, path, "it chooses how context_parallel > 1 passes keys and values");
   }
+  if (path == "parallelism.expert_parallel" && st != Strategy::kHybrid) {
+    return Unused(s, path, "expert parallelism shards the experts over data-parallel replicas of "
+                           "strategy hybrid");
+  }
   // Keys that other keys make moot.
   const NetworkConfig& net = s.cluster.network;
   if ((path == "cluster.network.nodes_per_leaf" || path == "cluster.network.oversubscription" ||

@@ -20,6 +20,9 @@ using OpId = std::size_t;
 // Sums over all ops of a graph, per sample where it says so.
 struct GraphTotals {
   std::int64_t params = 0;
+  // The parameters one token uses: params less the routed experts it is not
+  // sent to (top_k of E); = params without mixture-of-experts layers.
+  std::int64_t active_params = 0;
   double fwd_flops = 0;         // per sample
   double bwd_flops = 0;         // per sample, input + weight gradients
   double saved_elements = 0;    // per sample

@@ -250,6 +250,14 @@ Tensor GraphBuilder::Dense(const std::string& name, const Tensor& x, const Dense
   // An in x out weight (none when tied to an embedding) and a bias of out.
   op.params = CheckedProduct({spec.out_features, (spec.tied_weight ? 0 : in) + (spec.bias ? 1 : 0)},
                              name, "parameters");
+  if (spec.experts > 0) {
+    Require(!spec.tied_weight && spec.top_k > 0 && spec.top_k <= spec.experts, name,
+            "routed experts need an own weight and 1 <= top_k <= experts");
+    op.params = CheckedProduct({op.params, spec.experts}, name, "parameters");
+    op.attrs.experts = spec.experts;
+    op.attrs.top_k = spec.top_k;
+    op.attrs.expert_load_skew = spec.expert_load_skew;
+  }
   op.attrs.bias = spec.bias;
   if (spec.tied_weight) {
     // The tied table is the embedding of out_features rows of width `in`
@@ -681,6 +689,46 @@ Tensor GraphBuilder::RepeatHeads(const std::string& name, const Tensor& x, std::
   op.read_elements_per_sample = Elements(x.shape);
   op.written_elements_per_sample = Elements(out);
   return y;
+}
+
+Tensor GraphBuilder::Dispatch(const std::string& name, const Tensor& x, const Tensor& probs,
+                              const RoutingSpec& spec) {
+  Require(x.shape.size() == 2 && probs.shape.size() == 2 && probs.shape[0] == x.shape[0] &&
+              probs.shape[1] == spec.experts && spec.top_k > 0 && spec.top_k <= spec.experts &&
+              spec.rows > 0,
+          name,
+          "routes (S, H) tokens by (S, E) probabilities to 1 <= top_k <= E experts, got " +
+              ShapeToString(x.shape) + " and " + ShapeToString(probs.shape));
+  Op op = MakeOp(name, OpKind::kReshape, {spec.rows, x.shape[1]});
+  op.attrs.view = ViewKind::kDispatch;
+  op.attrs.experts = spec.experts;
+  op.attrs.top_k = spec.top_k;
+  op.attrs.expert_load_skew = spec.expert_load_skew;
+  const double out = Elements(op.output_shape);
+  op.bwd_input_flops = out;
+  op.read_elements_per_sample = Elements(x.shape) + Elements(probs.shape);
+  op.written_elements_per_sample = out;
+  return Emit(std::move(op), {x, probs}, {});
+}
+
+Tensor GraphBuilder::Combine(const std::string& name, const Tensor& y, const Tensor& probs,
+                             const RoutingSpec& spec) {
+  Require(y.shape.size() == 2 && probs.shape.size() == 2 && y.shape[0] == spec.rows &&
+              probs.shape[1] == spec.experts,
+          name,
+          "combines (R, H) expert rows with (S, E) probabilities, got " + ShapeToString(y.shape) +
+              " and " + ShapeToString(probs.shape));
+  Op op = MakeOp(name, OpKind::kReshape, {probs.shape[0], y.shape[1]});
+  op.attrs.view = ViewKind::kCombine;
+  op.attrs.experts = spec.experts;
+  op.attrs.top_k = spec.top_k;
+  op.attrs.expert_load_skew = spec.expert_load_skew;
+  const double rows = Elements(y.shape);
+  op.fwd_flops = 2 * rows;
+  op.bwd_input_flops = 3 * rows;
+  op.read_elements_per_sample = rows + Elements(probs.shape);
+  op.written_elements_per_sample = Elements(op.output_shape);
+  return Emit(std::move(op), {y, probs}, {.inputs = {0, 1}});
 }
 
 // Views: no FLOPs, no traffic, nothing kept.

@@ -78,6 +78,20 @@ struct DenseSpec {
   // are counted by the embedding, not here. FLOPs and the weight gradient
   // are still counted here, where they are computed.
   bool tied_weight = false;
+  // > 0: the routed experts of a mixture-of-experts layer, `experts` dense
+  // layers of this shape of which each row (a routed token) visits one: the
+  // params count all of them, the FLOPs and traffic the rows given.
+  int experts = 0;
+  int top_k = 0;                  // with `experts`: experts per token
+  double expert_load_skew = 1.0;  // with `experts`: OpAttrs::expert_load_skew
+};
+
+// A mixture-of-experts layer's routing (models/transformer_moe.cc).
+struct RoutingSpec {
+  int experts = 0;                // E
+  int top_k = 0;                  // k, experts per token
+  std::int64_t rows = 0;          // R, routed rows per sample (k x S x capacity factor)
+  double expert_load_skew = 1.0;  // OpAttrs::expert_load_skew
 };
 
 // Softmax options.
@@ -193,6 +207,18 @@ class GraphBuilder {
   // place (grouped-query attention's key/value heads for unfused kernels,
   // as Hugging Face's repeat_kv): a copy.
   Tensor RepeatHeads(const std::string& name, const Tensor& x, std::int64_t repeats);
+  // Mixture of experts. Dispatch: x (S, H) and the router's probabilities
+  // probs (S, E) -> (R, H), each token copied to the rows of the experts it
+  // is routed to: a copy, no FLOPs; backward sums each token's R / S row
+  // gradients (R H adds). Keeps nothing but the routing (indices, small).
+  Tensor Dispatch(const std::string& name, const Tensor& x, const Tensor& probs,
+                  const RoutingSpec& spec);
+  // Combine: the experts' rows y (R, H) and probs (S, E) -> (S, H), each
+  // token's rows weighted by its probabilities and summed: 2 R H FLOPs;
+  // backward 3 R H (the rows' gradients, and the probabilities' as dot
+  // products). Keeps y and probs.
+  Tensor Combine(const std::string& name, const Tensor& y, const Tensor& probs,
+                 const RoutingSpec& spec);
 
   // Views (free, share storage): same number of elements in another shape.
   Tensor Reshape(const std::string& name, const Tensor& x, Shape shape);

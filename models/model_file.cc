@@ -173,7 +173,9 @@ ModelGraph LoadModelFile(const std::string& path) {
 TransformerConfig ReadTransformerConfig(const YamlValue& v) {
   const YamlMap m = v.AsMap({"layers", "hidden", "heads", "sequence", "vocab", "ffn_hidden",
                              "max_positions", "tied_embeddings", "causal", "mlp", "norm",
-                             "positions", "kv_heads", "bias", "dropout", "attention"});
+                             "positions", "kv_heads", "bias", "dropout", "attention", "experts",
+                             "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
+                             "capacity_factor", "expert_load_skew"});
   TransformerConfig t;
   if (auto x = m.Get("layers")) t.layers = x->AsInt(1);
   if (auto x = m.Get("hidden")) t.hidden = x->AsInt(1);
@@ -197,6 +199,19 @@ TransformerConfig ReadTransformerConfig(const YamlValue& v) {
   if (auto x = m.Get("dropout")) t.dropout = x->AsBool();
   if (auto x = m.Get("attention"))
     t.attention = static_cast<AttentionKind>(x->AsChoice({"eager", "flash"}, "attention"));
+  if (auto x = m.Get("experts")) t.experts = x->AsInt(0);
+  if (auto x = m.Get("top_k")) t.top_k = x->AsInt(1);
+  if (auto x = m.Get("expert_ffn_hidden")) t.expert_ffn_hidden = x->AsInt(0);
+  if (auto x = m.Get("shared_experts")) t.shared_experts = x->AsInt(0);
+  if (auto x = m.Get("dense_layers")) t.dense_layers = x->AsInt(0);
+  if (auto x = m.Get("capacity_factor")) t.capacity_factor = x->AsNumber();
+  if (auto x = m.Get("expert_load_skew")) t.expert_load_skew = x->AsNumber();
+  if (t.experts == 0) {
+    for (const char* key : {"top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
+                            "capacity_factor", "expert_load_skew"})
+      if (auto x = m.Get(key))
+        x->Fail(std::string(key) + " describes mixture-of-experts layers, and experts is 0 (dense MLPs)");
+  }
   if (t.hidden % t.heads != 0) {
     const YamlValue at = m.Get("heads") ? *m.Get("heads") : v;
     at.Fail("hidden (" + std::to_string(t.hidden) + ") must be divisible by heads (" +

@@ -79,13 +79,17 @@ AttentionSummary SummarizeAttention(const ModelGraph& graph) {
   return a;
 }
 
-// Parameters that multiply activations: all but embedding tables, plus a
-// table that a tied LM head multiplies by.
+// Parameters that multiply a token's activations: all but embedding tables
+// and the routed experts the token is not sent to, plus a table that a tied
+// LM head multiplies by.
 std::int64_t MatmulParams(const ModelGraph& graph) {
   std::int64_t n = 0;
   for (OpId id = 0; id < graph.num_ops(); ++id) {
     const Op& op = graph.op(id);
-    if (op.kind != OpKind::kEmbedding) n += op.params;
+    if (op.kind == OpKind::kDense && op.attrs.experts > 0)
+      n += op.params * op.attrs.expert_split / op.attrs.experts * op.attrs.top_k;
+    else if (op.kind != OpKind::kEmbedding)
+      n += op.params;
     if (op.kind == OpKind::kDense && op.attrs.tied_to >= 0)
       n += graph.op(static_cast<OpId>(op.attrs.tied_to)).params;
   }
@@ -118,6 +122,9 @@ std::string FormatModelTable(const ModelGraph& graph) {
   out += "ops:                        " + std::to_string(t.num_ops) + "\n";
   out += "params:                     " + WithThousands(t.params) + " (" +
          FormatCount(static_cast<double>(t.params)) + ")\n";
+  if (t.active_params != t.params)
+    out += "active params (per token):  " + WithThousands(t.active_params) + " (" +
+           FormatCount(static_cast<double>(t.active_params)) + ")\n";
   out += "forward GFLOP/sample:       " + Fixed(t.fwd_flops / kGiga, 3) + "\n";
   out += "fwd+bwd GFLOP/sample:       " + Fixed((t.fwd_flops + t.bwd_flops) / kGiga, 3) + "\n";
   out += "saved activations/sample:   " + FormatBytes(t.saved_elements * bytes) + "\n";

@@ -52,6 +52,11 @@ const std::vector<OpKind>& AllOpKinds() {
   return kinds;
 }
 
+bool IsCopyView(ViewKind view) {
+  return view == ViewKind::kRepeatHeads || view == ViewKind::kDispatch ||
+         view == ViewKind::kCombine;
+}
+
 const char* RnnCellName(RnnCell cell) {
   switch (cell) {
     case RnnCell::kTanh: return "rnn";

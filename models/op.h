@@ -78,7 +78,18 @@ enum class ViewKind : std::uint8_t {
   // the query heads that share it (grouped-query attention without a fused
   // kernel); a copy, not a view.
   kRepeatHeads,
+  // Mixture of experts (models/transformer_moe.cc): (S, H) -> (R, H), each
+  // token copied to the rows of the experts its router chose (R = its
+  // routed rows, top_k x S x the capacity factor); a copy.
+  kDispatch,
+  // The inverse: (R, H) -> (S, H), each token's expert outputs weighted by
+  // its router probabilities and summed; a copy with FLOPs.
+  kCombine,
 };
+// True for the views that copy their elements (kRepeatHeads, kDispatch,
+// kCombine): they take time, unlike the views that share storage or read a
+// part of it in place.
+bool IsCopyView(ViewKind view);
 
 // The cell of a kRecurrent layer (PyTorch nn.RNN, nn.LSTM, nn.GRU).
 enum class RnnCell : std::uint8_t {
@@ -128,6 +139,20 @@ struct OpAttrs {
   // of its heads (the leading dimension).
   int tensor_split = 1;
   bool tensor_split_input = false;
+  // Mixture of experts: on a kDense of the routed experts, the number of
+  // experts E it stands for (its params are E experts' weights; its rows
+  // are the routed tokens, so its FLOPs are those of the k experts each
+  // token visits); on a kReshape kDispatch/kCombine, the E of the layer.
+  // 0 = not an expert op.
+  int experts = 0;
+  int top_k = 0;  // experts each token is routed to (with `experts`)
+  // The busiest expert's share of the routed tokens over the mean (>= 1;
+  // 1 = balanced), as measured; with expert parallelism the rank holding
+  // it sets the pace (plan/expert_parallel.h).
+  double expert_load_skew = 1.0;
+  // Set by expert-parallel sharding (plan::ExpertParallelShard): this rank
+  // holds experts / expert_split of the experts.
+  int expert_split = 1;
 };
 
 struct Op {

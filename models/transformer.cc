@@ -19,7 +19,10 @@ ModelGraph BuildTransformer(const TransformerConfig& config, std::string name) {
   GraphBuilder b(std::move(name));
   Tensor h = transformer::Embeddings(b, b.Input("tokens", {d.seq}), d, {});
   for (std::int64_t l = 0; l < d.layers; ++l) {
-    h = transformer::Block(b, "layer" + std::to_string(l) + ".", h, d, LayerNormPlacement::kPre);
+    const auto mlp = d.experts > 0 && l >= d.dense_layers ? transformer::BlockMlp::kExperts
+                                                           : transformer::BlockMlp::kDense;
+    h = transformer::Block(b, "layer" + std::to_string(l) + ".", h, d, LayerNormPlacement::kPre,
+                           mlp);
   }
   h = transformer::Norm(b, "final_ln", h, d);
   // A tied head reuses the token table: no params here, but its FLOPs and
@@ -38,6 +41,13 @@ ModelGraph BuildTransformer(const TransformerConfig& config, std::string name) {
               std::to_string(d.kv_heads) + " kv heads, " + AttentionKindName(config.attention) +
               " attention" + (config.bias ? "" : ", no biases") +
               (config.dropout ? "" : ", no dropout");
+  }
+  if (d.experts > 0) {
+    variant += ", " + std::to_string(d.experts) + " experts of MLP " +
+               std::to_string(d.expert_ffn) + " top-" + std::to_string(d.top_k) +
+               (d.shared_experts > 0 ? " + " + std::to_string(d.shared_experts) + " shared" : "") +
+               (d.dense_layers > 0 ? " after " + std::to_string(d.dense_layers) + " dense layers"
+                                   : "");
   }
   return b.Finish(
       std::string(config.causal ? "GPT-style decoder" : "Bidirectional encoder") +

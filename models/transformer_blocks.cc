@@ -66,15 +66,16 @@ Tensor Attention(GraphBuilder& b, const std::string& prefix, const Tensor& x, co
 //   swiglu/geglu:  Dense H -> 2F (gate and up fused, as Megatron-LM's
 //                  linear_fc1 with gated_linear_unit), split into gate and
 //                  up (S, F), SiLU or GELU of gate, times up, Dense F -> H
-Tensor Mlp(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d) {
+Tensor MlpImpl(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d,
+               std::int64_t ffn) {
   if (d.mlp == MlpKind::kGelu) {
     const Tensor h =
-        b.Gelu(prefix + "gelu", b.Dense(prefix + "fc1", x, {.out_features = d.ffn, .bias = d.bias}));
+        b.Gelu(prefix + "gelu", b.Dense(prefix + "fc1", x, {.out_features = ffn, .bias = d.bias}));
     return b.Dense(prefix + "fc2", h, {.out_features = d.hidden, .bias = d.bias});
   }
-  const Tensor fc1 = b.Dense(prefix + "fc1", x, {.out_features = 2 * d.ffn, .bias = d.bias});
-  const Tensor gate = b.Slice(prefix + "gate", fc1, 1, 0, d.ffn);
-  const Tensor up = b.Slice(prefix + "up", fc1, 1, d.ffn, d.ffn);
+  const Tensor fc1 = b.Dense(prefix + "fc1", x, {.out_features = 2 * ffn, .bias = d.bias});
+  const Tensor gate = b.Slice(prefix + "gate", fc1, 1, 0, ffn);
+  const Tensor up = b.Slice(prefix + "up", fc1, 1, ffn, ffn);
   const Tensor act = d.mlp == MlpKind::kSwiglu ? b.Silu(prefix + "silu", gate)
                                                 : b.Gelu(prefix + "gelu", gate);
   const Tensor h = b.Mul(prefix + "mul", act, up);
@@ -163,6 +164,7 @@ Dims Resolve(const TransformerConfig& config) {
   d.bias = config.bias;
   d.dropout = config.dropout;
   d.attention = config.attention;
+  if (config.experts != 0) ResolveExperts(config, &d);
   if (!rotary && d.seq > d.positions) {
     throw UserError("transformer sequence (" + std::to_string(d.seq) +
                         ") exceeds max_positions (" + std::to_string(d.positions) + ")",
@@ -194,13 +196,20 @@ Tensor Norm(GraphBuilder& b, const std::string& name, const Tensor& x, const Dim
   return b.LayerNorm(name, x, {.bias = d.bias});
 }
 
+Tensor Mlp(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d,
+           std::int64_t ffn) {
+  return MlpImpl(b, prefix, x, d, ffn);
+}
+
 Tensor Block(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d,
-             LayerNormPlacement placement) {
+             LayerNormPlacement placement, BlockMlp mlp) {
   const Tensor h = Residual(b, prefix + "attn.", x, d, placement, [&](const Tensor& in) {
     return Attention(b, prefix + "attn.", in, d);
   });
-  return Residual(b, prefix + "mlp.", h, d, placement,
-                  [&](const Tensor& in) { return Mlp(b, prefix + "mlp.", in, d); });
+  return Residual(b, prefix + "mlp.", h, d, placement, [&](const Tensor& in) {
+    return mlp == BlockMlp::kExperts ? MoeMlp(b, prefix, in, d)
+                                     : MlpImpl(b, prefix + "mlp.", in, d, d.ffn);
+  });
 }
 
 }  // namespace dtsim::models::transformer

@@ -38,6 +38,20 @@ struct Dims {
   bool bias = true;            // dense layers and layer norms have biases
   bool dropout = true;         // dropout ops present
   AttentionKind attention = AttentionKind::kEager;
+  // Mixture of experts (TransformerConfig's fields); experts 0 = none.
+  std::int64_t experts = 0;        // E
+  std::int64_t top_k = 0;          // k
+  std::int64_t expert_ffn = 0;     // F_e
+  std::int64_t shared_experts = 0;
+  std::int64_t dense_layers = 0;   // leading layers with a dense MLP
+  std::int64_t routed_rows = 0;    // R = ceil(capacity_factor x k x S), rows per sample
+  double expert_load_skew = 1.0;
+};
+
+// Which MLP a block has.
+enum class BlockMlp {
+  kDense,    // Mlp: one MLP of width F
+  kExperts,  // MoeMlp: router, routed and shared experts
 };
 
 // Fills defaults (ffn = 4 H, or Llama's rule for gated MLPs; positions = S;
@@ -65,6 +79,19 @@ Tensor Norm(GraphBuilder& b, const std::string& name, const Tensor& x, const Dim
 // ops named prefix + "attn.qkv" etc. (the names plan/tensor_parallel.cc
 // splits by).
 Tensor Block(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d,
-             LayerNormPlacement placement);
+             LayerNormPlacement placement, BlockMlp mlp = BlockMlp::kDense);
+
+// The position-wise MLP of width `ffn` on x (S, H), ops named prefix +
+// "fc1" etc.
+Tensor Mlp(GraphBuilder& b, const std::string& prefix, const Tensor& x, const Dims& d,
+           std::int64_t ffn);
+
+// The mixture-of-experts MLP on x (S, H) (models/transformer_moe.cc), ops
+// named after `layer` ("layer3."): see there.
+Tensor MoeMlp(GraphBuilder& b, const std::string& layer, const Tensor& x, const Dims& d);
+
+// Fills and checks the mixture-of-experts fields of `d` from `config`
+// (experts > 0 only); throws UserError naming the field.
+void ResolveExperts(const TransformerConfig& config, Dims* d);
 
 }  // namespace dtsim::models::transformer

@@ -82,6 +82,31 @@ struct TransformerConfig {
   // after each sublayer (GPT-2: 0.1 each); false = none at all (Llama).
   bool dropout = true;
   AttentionKind attention = AttentionKind::kEager;
+
+  // Mixture of experts (models/transformer_moe.cc): > 0 replaces the MLP of
+  // every layer after the first `dense_layers` by `experts` routed experts
+  // (each an MLP of kind `mlp` and width `expert_ffn_hidden`) and a router
+  // (Dense H -> E, softmax, top-k) that sends each token to `top_k` of
+  // them, plus `shared_experts` experts every token visits. 0 = dense MLPs
+  // (every other field below is then ignored).
+  int experts = 0;
+  int top_k = 2;              // experts per token (Mixtral: 2; DeepSeek-MoE: 6)
+  int expert_ffn_hidden = 0;  // each expert's MLP width; 0 = ffn_hidden (resolved)
+  int shared_experts = 0;     // DeepSeek-MoE's always-on experts, of expert_ffn_hidden each
+  // The first layers keep a dense MLP of width ffn_hidden (DeepSeek's
+  // first_k_dense_replace); 0 = every layer has experts.
+  int dense_layers = 0;
+  // Rows each expert computes over the balanced share of the routed tokens
+  // (top_k x sequence / experts per sample): 1 = exactly the routed tokens
+  // (no dropping, no padding); > 1 pads the expert buffers (GShard's
+  // capacity); < 1 drops the rest. Scales the expert FLOPs, activations and
+  // all-to-all bytes.
+  double capacity_factor = 1.0;
+  // The busiest expert's share of the routed tokens over the mean, as
+  // measured (>= 1; at most experts / top_k); 1 = balanced. With expert
+  // parallelism the rank holding the busiest expert computes and receives
+  // more (plan/expert_parallel.h).
+  double expert_load_skew = 1.0;
 };
 
 // Throws UserError when the configuration is inconsistent (hidden not

@@ -1,6 +1,7 @@
 // Transformer presets: BERT (post-LN encoder, pre-training heads), GPT-2, a
-// few GPT-3 sizes, Llama 2, Llama 3, Llama 3.1 405B and Mistral 7B (pre-norm
-// decoders via BuildTransformer).
+// few GPT-3 sizes, Llama 2, Llama 3, Llama 3.1 405B, Mistral 7B and the
+// mixture-of-experts Mixtral 8x7B and DeepSeekMoE 16B (pre-norm decoders via
+// BuildTransformer).
 #include <string>
 
 #include "models/zoo_builders.h"
@@ -55,6 +56,19 @@ TransformerConfig Llama(int layers, int hidden, int heads, int kv_heads, int ffn
   c.bias = false;
   c.dropout = false;
   c.attention = AttentionKind::kFlash;
+  return c;
+}
+
+// A Llama-style decoder whose MLPs after the first `dense_layers` are
+// `experts` routed SwiGLU experts of width `expert_ffn`, `top_k` per token,
+// plus `shared` shared experts (models/transformer_moe.cc).
+TransformerConfig Moe(TransformerConfig c, int experts, int top_k, int expert_ffn, int shared,
+                      int dense_layers) {
+  c.experts = experts;
+  c.top_k = top_k;
+  c.expert_ffn_hidden = expert_ffn;
+  c.shared_experts = shared;
+  c.dense_layers = dense_layers;
   return c;
 }
 
@@ -141,6 +155,27 @@ std::vector<ZooRecipe> TransformerZoo() {
                  "4096, 32 heads, 8 kv heads, MLP 14336, sequence 4096 (sliding window not "
                  "modelled)"},
                 Llama(32, 4096, 32, 8, 14336, 32000, 4096)),
+      // Mixtral 8x7B (Jiang et al. 2024, "Mixtral of Experts"; HF
+      // mistralai/Mixtral-8x7B-v0.1 config.json: num_local_experts 8,
+      // num_experts_per_tok 2, intermediate_size 14336): Mistral 7B's
+      // blocks with 8 experts in every MLP; 46.7 B parameters, 12.9 B
+      // active per token (Mistral AI's announcement).
+      GptRecipe({"mixtral-8x7b",
+                 "Mixtral 8x7B (Jiang et al. 2024; HF mistralai/Mixtral-8x7B-v0.1): 32 layers, "
+                 "hidden 4096, 32 heads, 8 kv heads, 8 experts of MLP 14336, top-2, sequence "
+                 "4096"},
+                Moe(Llama(32, 4096, 32, 8, 14336, 32000, 4096), 8, 2, 14336, 0, 0)),
+      // DeepSeekMoE 16B (Dai et al. 2024; HF deepseek-ai/deepseek-moe-16b-base
+      // config.json: hidden_size 2048, num_hidden_layers 28, 16 heads,
+      // intermediate_size 10944, moe_intermediate_size 1408,
+      // n_routed_experts 64, n_shared_experts 2, num_experts_per_tok 6,
+      // first_k_dense_replace 1, vocab_size 102400, max_position_embeddings
+      // 4096): fine-grained experts; 16.4 B parameters, 2.8 B active.
+      GptRecipe({"deepseek-moe-16b",
+                 "DeepSeekMoE 16B (Dai et al. 2024; HF deepseek-ai/deepseek-moe-16b-base): 28 "
+                 "layers, hidden 2048, 16 heads, first layer dense MLP 10944, then 64 experts of "
+                 "MLP 1408 top-6 + 2 shared, vocab 102400, sequence 4096"},
+                Moe(Llama(28, 2048, 16, 16, 10944, 102400, 4096), 64, 6, 1408, 2, 1)),
   };
 }
 

@@ -10,7 +10,7 @@ double OutputBytes(const models::ModelGraph& graph, models::OpId v, int batch) {
 
 bool IsFreeOp(const models::Op& op) {
   return op.kind == models::OpKind::kInput ||
-         (op.kind == models::OpKind::kReshape && op.attrs.view != models::ViewKind::kRepeatHeads);
+         (op.kind == models::OpKind::kReshape && !models::IsCopyView(op.attrs.view));
 }
 
 StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "plan/compute_tasks.h"
 #include "plan/layers.h"
+#include "plan/expert_parallel.h"
 #include "plan/pipedream.h"
 #include "plan/tensor_parallel.h"
 
@@ -37,6 +38,11 @@ struct Segment {
   // gradient, overlapped with the input gradient (Korthikanti et al. 2022,
   // §4.2.2).
   double regather_bytes = 0;
+  // Expert parallelism: an all-to-all over the expert group before the ops
+  // run (backward: the gradient of the rows that came back) or after them
+  // (forward: the rows leaving a dispatch or the experts), bytes per sample.
+  double a2a_before_bytes = 0;
+  double a2a_after_bytes = 0;
 };
 
 // The bytes per sample of `v`'s first input (its producer's output), 0 when
@@ -60,7 +66,7 @@ double GatherBefore(const models::ModelGraph& g, OpId v) {
 // is all-reduced (reduce-scattered with `sp`), and with `sp` before every op
 // that needs an all-gather of its input.
 std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp,
-                                     bool sp) {
+                                     bool sp, int ep) {
   std::vector<Segment> out;
   Segment cur{begin, begin};
   for (OpId v = begin; v < end; ++v) {
@@ -74,10 +80,18 @@ std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, Op
         cur.gather_before_bytes = bytes;
       }
     }
+    bool cut = false;
     if (tp && TensorParallelCollective(g.op(v)) == TpCollective::kAfterForward) {
-      cur.end = v + 1;
       cur.after = sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
       cur.after_bytes = OutputBytes(g, v, 1);
+      cut = true;
+    }
+    if (const double a2a = ExpertAllToAllBytesPerSample(g, v, ep); a2a > 0) {
+      cur.a2a_after_bytes = a2a;
+      cut = true;
+    }
+    if (cut) {
+      cur.end = v + 1;
       out.push_back(cur);
       cur = Segment{v + 1, v + 1};
     }
@@ -94,16 +108,32 @@ std::vector<Segment> ForwardSegments(const models::ModelGraph& g, OpId begin, Op
 // reaches it last), and with `sp` after every row-parallel op (its output
 // gradient is all-gathered before its backward).
 std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, OpId end, bool tp,
-                                      bool sp) {
+                                      bool sp, int ep) {
   std::vector<Segment> out;
   OpId stop = end;
   double gather = 0;  // the pending all-gather before the next segment
+  double a2a = 0;     // the pending all-to-all before the next segment
   for (OpId v = end; v-- > begin;) {
+    if (const double bytes = ExpertAllToAllBytesPerSample(g, v, ep); bytes > 0) {
+      // The forward's all-to-all after v is mirrored before v's backward.
+      if (v + 1 < stop) {
+        Segment seg{v + 1, stop};
+        seg.gather_before_bytes = gather;
+        seg.a2a_before_bytes = a2a;
+        out.push_back(seg);
+        stop = v + 1;
+        gather = 0;
+        a2a = 0;
+      }
+      a2a += bytes;
+    }
     const TpCollective tc = tp ? TensorParallelCollective(g.op(v)) : TpCollective::kNone;
     if (tc == TpCollective::kAfterForward && sp) {
       if (v + 1 < stop) {
         Segment seg{v + 1, stop};
         seg.gather_before_bytes = gather;
+        seg.a2a_before_bytes = a2a;
+        a2a = 0;
         out.push_back(seg);
       }
       stop = v + 1;
@@ -112,6 +142,8 @@ std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, O
     if (tc == TpCollective::kAfterBackwardInput) {
       Segment seg{v, stop};
       seg.gather_before_bytes = gather;
+      seg.a2a_before_bytes = a2a;
+      a2a = 0;
       seg.after = sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
       seg.after_bytes = InputBytes(g, v);
       if (sp) seg.regather_bytes = InputBytes(g, v);
@@ -123,6 +155,7 @@ std::vector<Segment> BackwardSegments(const models::ModelGraph& g, OpId begin, O
   if (begin < stop) {
     Segment seg{begin, stop};
     seg.gather_before_bytes = gather;
+    seg.a2a_before_bytes = a2a;
     out.push_back(seg);
   }
   return out;
@@ -270,6 +303,12 @@ std::vector<ScheduleStep> StageSchedule(PipelineSchedule schedule, int stage, in
   return steps;
 }
 
+int HybridStageOfRank(const HybridOptions& o, int devices, RankId r) {
+  const int t = o.tensor, p = o.pipeline;
+  if (o.expert > 1) return r / (devices / p);
+  return (r / t) % p;
+}
+
 Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
                      const HybridOptions& o) {
   if (o.schedule == PipelineSchedule::kPipeDream) {
@@ -296,6 +335,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                     "use engine: analytic without stragglers and link_events, or "
                     "context_parallel: 1");
   const int d = n / (t * p * cp);
+  const int ep = o.expert;
+  if (ep < 1 || d % ep != 0 || (ep > 1 && t > 1))
+    throw UserError("expert_parallel (" + std::to_string(ep) + ") must divide data parallelism (" +
+                        std::to_string(d) + ") and is simulated with tensor_parallel 1",
+                    "expert groups are made of data-parallel replicas");
+  if (ep > 1 && (cp > 1 || !o.symmetric))
+    throw UserError("expert_parallel " + std::to_string(ep) +
+                        " is simulated with identical ranks and without context parallelism only",
+                    "use the analytic engine without stragglers or link events, and "
+                    "context_parallel: 1");
   if (o.schedule == PipelineSchedule::kInterleaved && (v < 2 || m % p != 0))
     throw UserError("the interleaved schedule needs virtual_stages >= 2 and a number of "
                     "micro-batches (" + std::to_string(m) + ") divisible by pipeline_parallel (" +
@@ -307,9 +356,11 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   Plan plan;
   for (int r = 0; r < n; ++r)
     plan.ranks.push_back({r / cluster.devices_per_node, r % cluster.devices_per_node});
-  // Context rank 0's; context rank q is q x t further.
+  // Context rank 0's; context rank q is q x t further. Expert parallelism
+  // keeps an expert group's replicas on consecutive devices: data before
+  // pipeline (Megatron-LM's tp-ep-dp-pp order; never with context ranks).
   const auto rank_of = [&](int replica, int stage, int k) {
-    return replica * p * cp * t + stage * cp * t + k;
+    return ep > 1 ? stage * d * t + replica * t + k : replica * p * cp * t + stage * cp * t + k;
   };
   if (o.symmetric) {
     std::vector<bool> mask(static_cast<std::size_t>(n), false);
@@ -348,6 +399,23 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         for (int q = 0; q < cp; ++q) g.push_back(rank_of(r, s, 0) + q * t);
         cp_group[{r, s}] = plan.AddGroup(g);
       }
+  // Expert groups of each (stage, group of `ep` replicas, tensor rank) and
+  // expert-data groups of each (stage, tensor rank, rank in the expert group).
+  std::map<std::tuple<int, int, int>, std::int32_t> ep_group, edp_group;
+  if (ep > 1)
+    for (int s = 0; s < p; ++s)
+      for (int k = 0; k < t; ++k) {
+        for (int j = 0; j < d / ep; ++j) {
+          std::vector<RankId> g;
+          for (int e = 0; e < ep; ++e) g.push_back(rank_of(j * ep + e, s, k));
+          ep_group[{s, j, k}] = plan.AddGroup(g);
+        }
+        for (int e = 0; e < ep && d > ep; ++e) {
+          std::vector<RankId> g;
+          for (int j = 0; j < d / ep; ++j) g.push_back(rank_of(j * ep + e, s, k));
+          edp_group[{s, k, e}] = plan.AddGroup(g);
+        }
+      }
   for (int r = 0; r < d; ++r)
     for (int s = 0; s < p; ++s)
       for (int q = 0; q < cp; ++q)
@@ -361,8 +429,8 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   const std::vector<std::pair<OpId, OpId>> cores =
       cp > 1 ? AttentionCores(graph) : std::vector<std::pair<OpId, OpId>>{};
   const auto segments = [&](OpId b, OpId e, bool backward) {
-    auto segs = backward ? BackwardSegments(graph, b, e, t > 1, sp)
-                         : ForwardSegments(graph, b, e, t > 1, sp);
+    auto segs = backward ? BackwardSegments(graph, b, e, t > 1, sp, ep)
+                         : ForwardSegments(graph, b, e, t > 1, sp, ep);
     return cores.empty() ? segs : SplitAtCores(segs, cores, backward);
   };
   const auto is_core = [&](OpId b, OpId e) {
@@ -402,10 +470,11 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   // schedule (no flush): one block of m x iterations micro-batches, each
   // step's iteration set as it is emitted.
   const bool async = o.schedule == PipelineSchedule::kPipeDream2BW;
-  if (async && (v != 1 || !shared.empty() || replica_ids.size() != 1))
+  if (async && (v != 1 || !shared.empty() || replica_ids.size() != 1 || ep > 1))
     throw UserError(
         "schedule pipedream_2bw is simulated with one model chunk per device, no weights shared "
-        "across stages (tied embeddings) and identical replicas (no stragglers)",
+        "across stages (tied embeddings), identical replicas (no stragglers) and no expert "
+        "parallelism",
         "use schedule 1f1b (PipeDream-Flush), or untie the embeddings");
   const int blocks = async ? 1 : o.iterations;
   const int block_micro_batches = async ? m * o.iterations : m;
@@ -428,6 +497,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           params += graph.op(w.op).params;
         }
     return std::pair<double, std::int64_t>(grad_bytes, params);
+  };
+  // The gradient bytes of the routed experts among them.
+  const auto stage_expert_bytes = [&](int s) {
+    double bytes = 0;
+    for (int j = 0; j < v; ++j) {
+      const auto& [b, e] = o.chunks[static_cast<std::size_t>(s + j * p)];
+      for (OpId x = b; x < e; ++x)
+        if (HoldsExpertParams(graph.op(x))) bytes += graph.op(x).ParamBytes();
+    }
+    return bytes;
   };
   for (int block = 0; block < blocks; ++block) {
     int it = block;  // the iteration of the tasks being emitted
@@ -514,6 +593,26 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         site.algorithm = o.algorithm;
         return EmitContextAttention(plan, graph, o.context, site, kind, dep);
       };
+      // An expert-parallel all-to-all of `bytes_per_sample` x the
+      // micro-batch over each lane's expert group of (replica, stage), after
+      // last[i]; returns the lanes' member tasks.
+      auto ep_collective = [&](int stage, double bytes_per_sample, const Lanes& last) {
+        Lanes out(nl);
+        for (std::size_t i = 0; i < nl; ++i) {
+          Collective c;
+          c.op = CollectiveOp::kAllToAll;
+          c.algorithm = o.algorithm;
+          c.bytes = bytes_per_sample * o.micro_batch;
+          c.group = ep_group.at({stage, replica / ep, lanes[i]});
+          c.activations = true;
+          c.copies = o.symmetric ? d / ep * t : 1;
+          std::vector<std::vector<TaskId>> deps(1);
+          if (last[i] >= 0) deps[0].push_back(last[i]);
+          const auto ci = plan.AddCollective(c, deps, it);
+          out[i] = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+        }
+        return out;
+      };
       // Runs a chain of segment tasks on the lanes' ranks of `stage`, each
       // with its tensor collectives (Segment); returns the last tasks.
       auto chain = [&](int stage, const std::vector<Segment>& segs, TaskKind kind, int mb,
@@ -527,6 +626,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                                           seg.end, kind, mb, last[i]);
             continue;
           }
+          if (seg.a2a_before_bytes > 0) last = ep_collective(stage, seg.a2a_before_bytes, last);
           if (t > 1 && seg.gather_before_bytes > 0)
             last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last));
           const Lanes regather =
@@ -550,6 +650,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
               if (regather[i] >= 0) deps[i].push_back(regather[i]);
             last = tp_collective(seg.after, stage, seg.after_bytes, deps);
           }
+          if (seg.a2a_after_bytes > 0) last = ep_collective(stage, seg.a2a_after_bytes, last);
         }
         return last;
       };
@@ -713,16 +814,36 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           deps.push_back({it_last->second});
         }
         if (replicas.empty()) continue;
-        if (d * cp > 1 && grad_bytes > 0) {
+        // With expert parallelism the experts' gradients go over the
+        // expert-data groups instead, after the rest.
+        const double expert_bytes = ep > 1 ? stage_expert_bytes(s) : 0.0;
+        if (d * cp > 1 && grad_bytes - expert_bytes > 0) {
           Collective c;
           c.op = CollectiveOp::kAllReduce;
           c.algorithm = o.algorithm;
-          c.bytes = grad_bytes;
+          c.bytes = grad_bytes - expert_bytes;
           c.group = dp_group.at({s, k});
           c.copies = o.symmetric ? t : 1;
           const auto ci = plan.AddCollective(c, deps, it);
           const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
           for (std::size_t x = 0; x < deps.size(); ++x) deps[x] = {tasks[x]};
+        }
+        for (int e = 0; e < ep && d > ep && expert_bytes > 0; ++e) {
+          std::vector<std::size_t> members;  // indices into replicas
+          for (std::size_t x = 0; x < replicas.size(); ++x)
+            if (replicas[x] % ep == e) members.push_back(x);
+          if (members.empty()) continue;
+          std::vector<std::vector<TaskId>> member_deps;
+          for (std::size_t x : members) member_deps.push_back(deps[x]);
+          Collective c;
+          c.op = CollectiveOp::kAllReduce;
+          c.algorithm = o.algorithm;
+          c.bytes = expert_bytes;
+          c.group = edp_group.at({s, k, e});
+          c.copies = o.symmetric ? t * ep : 1;
+          const auto ci = plan.AddCollective(c, member_deps, it);
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (std::size_t y = 0; y < members.size(); ++y) deps[members[y]] = {tasks[y]};
         }
         for (std::size_t x = 0; x < replicas.size(); ++x) ready[{replicas[x], s, k}] = deps[x];
       }

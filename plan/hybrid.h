@@ -5,7 +5,8 @@
 // Ranks: r = replica x (p c t) + stage x (c t) + context_rank x t +
 // tensor_rank (c = context-parallel degree, plan/context_parallel.h), so a
 // tensor group sits on consecutive devices (inside a node first), then the
-// context ranks, then the stages, then the data-parallel replicas. Each device of stage s holds the model chunks
+// context ranks, then the stages, then the data-parallel replicas (with expert parallelism:
+// HybridOptions::expert). Each device of stage s holds the model chunks
 // s, s + p, ..., s + (v - 1) p (v = virtual stages, interleaved schedule).
 //
 // Per micro-batch and chunk, the forward runs the chunk's ops in segments
@@ -63,6 +64,14 @@ struct HybridOptions {
   int micro_batches = 1;   // m, per replica and iteration
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int virtual_stages = 1;  // v (interleaved)
+  // Expert parallelism (plan/expert_parallel.h): the routed experts of the
+  // mixture-of-experts layers sharded over groups of `expert` replicas; it
+  // divides d. 1 = every rank holds every expert (no all-to-alls). With
+  // expert > 1 the ranks are laid out as Megatron-LM's tp-ep-dp-pp order:
+  // r = stage x (d t) + replica x t + tensor_rank, an expert group being
+  // `expert` consecutive replicas of a stage (inside a node where it fits);
+  // requires t = 1 for now.
+  int expert = 1;
   // The p x v chunks as op ranges [begin, end) in model order; chunk c runs
   // on stage c % p. Together they cover every op.
   std::vector<std::pair<models::OpId, models::OpId>> chunks;
@@ -101,6 +110,10 @@ struct HybridOptions {
 // s/t of the sequence).
 models::ModelGraph TensorParallelShard(const models::ModelGraph& graph, int t,
                                        bool sequence_parallel = false);
+
+// The pipeline stage of rank `r` of a plan BuildHybridPlan builds with
+// `o` on `devices` devices (the rank layout above).
+int HybridStageOfRank(const HybridOptions& o, int devices, RankId r);
 
 // `graph` is one tensor rank's share of the model (TensorParallelShard).
 // Throws UserError for impossible combinations (devices not divisible by

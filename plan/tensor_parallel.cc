@@ -60,6 +60,23 @@ constexpr Rule kSplitOps[] = {
     {"mlp", "silu", OpKind::kSilu, TpCollective::kNone},
     {"mlp", "mul", OpKind::kMul, TpCollective::kNone},
     {"mlp", "fc2", OpKind::kDense, TpCollective::kAfterForward},
+    // Mixture of experts: the routed experts' MLP (each expert split as
+    // the dense MLP, Megatron-LM's expert tensor parallelism equal to t)
+    // and the shared experts' MLP.
+    {"experts", "fc1", OpKind::kDense, TpCollective::kAfterBackwardInput},
+    {"experts", "gelu", OpKind::kGelu, TpCollective::kNone},
+    {"experts", "gate", OpKind::kReshape, TpCollective::kNone},
+    {"experts", "up", OpKind::kReshape, TpCollective::kNone},
+    {"experts", "silu", OpKind::kSilu, TpCollective::kNone},
+    {"experts", "mul", OpKind::kMul, TpCollective::kNone},
+    {"experts", "fc2", OpKind::kDense, TpCollective::kAfterForward},
+    {"shared", "fc1", OpKind::kDense, TpCollective::kAfterBackwardInput},
+    {"shared", "gelu", OpKind::kGelu, TpCollective::kNone},
+    {"shared", "gate", OpKind::kReshape, TpCollective::kNone},
+    {"shared", "up", OpKind::kReshape, TpCollective::kNone},
+    {"shared", "silu", OpKind::kSilu, TpCollective::kNone},
+    {"shared", "mul", OpKind::kMul, TpCollective::kNone},
+    {"shared", "fc2", OpKind::kDense, TpCollective::kAfterForward},
     {"embed", "tokens", OpKind::kEmbedding, TpCollective::kAfterForward},
     {"", "lm_head", OpKind::kDense, TpCollective::kAfterBackwardInput},
     {"", "loss", OpKind::kSoftmaxCrossEntropy, TpCollective::kNone, true},

@@ -22,6 +22,11 @@
 // proj/fc2 and the residual adds work on the full hidden vector and are
 // replicated on every rank.
 //
+// Mixture-of-experts blocks (models/transformer_moe.cc): the routed
+// experts' MLP ("layerN.experts.*") and the shared experts' ("layerN.shared.*")
+// are split as the dense MLP; the router, dispatch and combine
+// ("layerN.mlp.*") are replicated.
+//
 // Outside the blocks: the token embedding ("embed.tokens") and the LM head
 // ("lm_head", BERT's "mlm.decoder") are split over the vocabulary, and so is
 // the cross-entropy that reads their logits ("loss", "mlm.loss" with S x V

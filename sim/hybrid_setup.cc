@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/units.h"
+#include "plan/expert_parallel.h"
 #include "plan/layers.h"
 #include "plan/partition.h"
 #include "plan/pipedream.h"
@@ -263,7 +264,21 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
                          "parallelism.context_parallel: " + problem,
                          "context parallelism splits the sequence of decoder transformers; use "
                          "a context_parallel that divides it, or 1");
-  x.shard = plan::TensorParallelShard(plan::ContextParallelShard(graph, o.context), o.tensor,
+  o.expert = model ? 1 : h.expert_parallel;
+  if (o.expert > 1) {
+    const int experts = plan::ModelExperts(graph);
+    if (experts == 0 || experts % o.expert != 0 || d % o.expert != 0)
+      throw InfeasiblePlan(s.Where("parallelism.expert_parallel"),
+                           experts == 0 ? "expert_parallel " + std::to_string(o.expert) +
+                                              " shards experts, and model " + graph.name() +
+                                              " has no mixture-of-experts layers"
+                                        : "expert_parallel " + std::to_string(o.expert) +
+                                              " must divide the model's " + std::to_string(experts) +
+                                              " experts and data parallelism " + std::to_string(d),
+                           "each rank of an expert group holds experts / expert_parallel experts");
+  }
+  x.shard = plan::TensorParallelShard(
+      plan::ExpertParallelShard(plan::ContextParallelShard(graph, o.context), o.expert), o.tensor,
                                       o.sequence_parallel);
   const auto units = plan::LayerUnits(x.shard);
   const std::int64_t chunks = std::int64_t{o.pipeline} * o.virtual_stages;
@@ -302,6 +317,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     in.tensor_parallel = o.tensor;
     in.context = o.context;
     in.data_parallel = d * o.context.degree;  // ZeRO shards over data x context ranks
+    in.expert_parallel = o.expert;
     in.zero_stage = s.parallelism.zero_stage;
     in.optimizer = s.parallelism.optimizer;
     in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "plan/expert_parallel.h"
 #include "plan/layers.h"
 #include "plan/tensor_parallel.h"
 
@@ -91,7 +92,8 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
   std::vector<double> kept(graph.num_ops(), 0.0);
   for (models::OpId id : ops) {
     const models::Op& op = graph.op(id);
-    kept[id] = SavedBytesPerSample(op, tensor_parallel, sp);
+    kept[id] = SavedBytesPerSample(op, tensor_parallel, sp) *
+               plan::RoutedLoadFactor(graph, id, o.expert_parallel);
     if (o.fp8 && op.kind == models::OpKind::kDense) kept[id] /= models::DTypeBytes(op.dtype);
   }
   double largest = 0;
@@ -206,22 +208,35 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
       (in.mixed_precision ? kFp32Bytes : 0) + kFp32Bytes * OptimizerBuffers(in.optimizer) +
       in.extra_state_bytes_per_param;
   MemoryBreakdown m;
+  MemoryBreakdown experts;  // the routed experts' share, ZeRO-sharded over d / ep
+  const int ep = in.expert_parallel;
+  DTSIM_CHECK(ep >= 1 && in.data_parallel % ep == 0, "expert_parallel must divide data_parallel");
   std::vector<models::OpId> holds = in.ops;
   holds.insert(holds.end(), in.weight_copies.begin(), in.weight_copies.end());
   for (models::OpId id : holds) {
     DTSIM_CHECK(id < graph.num_ops(), "op id " + std::to_string(id) + " out of range");
     const models::Op& op = graph.op(id);
-    const double params =
-        static_cast<double>(op.params) * Share(plan::IsTensorParallelSplit(op), in.tensor_parallel);
-    m.params_bytes += in.weight_versions * params * models::DTypeBytes(op.dtype);
-    m.grads_bytes += params * models::DTypeBytes(op.dtype);
-    m.optimizer_bytes += params * state_bytes_per_param;
-    if (in.fp8 && op.kind == models::OpKind::kDense) m.params_bytes += 2 * params;
+    const bool expert = plan::HoldsExpertParams(op);
+    MemoryBreakdown& to = expert ? experts : m;
+    const double params = static_cast<double>(op.params) *
+                          Share(plan::IsTensorParallelSplit(op), in.tensor_parallel) /
+                          (expert ? ep : 1);
+    to.params_bytes += in.weight_versions * params * models::DTypeBytes(op.dtype);
+    to.grads_bytes += params * models::DTypeBytes(op.dtype);
+    to.optimizer_bytes += params * state_bytes_per_param;
+    if (in.fp8 && op.kind == models::OpKind::kDense) to.params_bytes += 2 * params;
   }
   const double d = in.data_parallel;
   if (in.zero_stage >= 1) m.optimizer_bytes /= d;
   if (in.zero_stage >= 2) m.grads_bytes /= d;
   if (in.zero_stage >= 3) m.params_bytes /= d;
+  const double expert_d = d / ep;
+  if (in.zero_stage >= 1) experts.optimizer_bytes /= expert_d;
+  if (in.zero_stage >= 2) experts.grads_bytes /= expert_d;
+  if (in.zero_stage >= 3) experts.params_bytes /= expert_d;
+  m.params_bytes += experts.params_bytes;
+  m.grads_bytes += experts.grads_bytes;
+  m.optimizer_bytes += experts.optimizer_bytes;
 
   double largest_unit = 0;
   KeepOptions keep;
@@ -231,6 +246,7 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
   keep.sequence_parallel = in.sequence_parallel;
   keep.selective = in.recompute_selective;
   keep.fp8 = in.fp8;
+  keep.expert_parallel = in.expert_parallel;
   const std::vector<double> kept = KeptBytesPerSample(graph, in.ops, keep, &largest_unit);
   double kept_per_sample = 0;
   for (double bytes : kept) kept_per_sample += bytes;

@@ -86,6 +86,12 @@ struct MemoryInputs {
   int tensor_parallel = 1;
   // d: the data-parallel replicas ZeRO shards over (>= 1).
   int data_parallel = 1;
+  // ep (plan/expert_parallel.h, divides d and the experts): the routed
+  // experts' params, gradients and optimizer state divide by ep, and ZeRO
+  // shards them over the d / ep replicas holding the same experts; their
+  // activations are those of the rank holding the busiest expert
+  // (plan::RoutedLoadFactor).
+  int expert_parallel = 1;
   // 0: no sharding; 1: optimizer state / d; 2: + gradients / d;
   // 3: + parameters / d.
   int zero_stage = 0;
@@ -170,6 +176,7 @@ struct KeepOptions {
   bool selective = false;          // attention's core only
   bool sequence_parallel = false;
   bool fp8 = false;                // dense ops keep their input in FP8 (MemoryInputs::fp8)
+  int expert_parallel = 1;         // MemoryInputs::expert_parallel
 };
 // The same with every option; `*recomputed` then also lists the attention
 // cores selective recomputation re-runs.

@@ -85,6 +85,7 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
   // stream, and communication (its comm stream, plus transfers it sends or
   // receives, which may overlap each other and are merged).
   std::vector<std::vector<Interval>> compute(ranks), comm(ranks);
+  std::vector<SimTime> all_to_all(ranks, 0);  // one comm stream: no overlaps
   for (std::size_t t = 0; t < plan.num_tasks(); ++t) {
     const plan::Task& task = plan.tasks()[t];
     const TaskTiming& tm = result.timing[t];
@@ -97,6 +98,10 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
       continue;
     }
     if (plan.IsServer(task.rank)) continue;
+    if (task.kind == plan::TaskKind::kCollective &&
+        plan.collectives()[static_cast<std::size_t>(task.collective)].op ==
+            plan::CollectiveOp::kAllToAll)
+      all_to_all[static_cast<std::size_t>(task.rank)] += e - b;
     auto& list = task.stream == plan::StreamKind::kCompute ? compute : comm;
     list[static_cast<std::size_t>(task.rank)].push_back({b, e});
   }
@@ -132,6 +137,7 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     Breakdown b;
     b.compute_s = NsToSeconds(busy) * per_iter;
     b.comm_s = NsToSeconds(comm_busy) * per_iter;
+    b.all_to_all_s = NsToSeconds(all_to_all[r]) * per_iter;
     b.exposed_comm_s = NsToSeconds(exposed) * per_iter;
     b.idle_s = NsToSeconds(idle) * per_iter;
     b.host_wait_s = NsToSeconds(host_wait[r]) * per_iter;
@@ -143,6 +149,7 @@ RunMetrics ComputeMetrics(const plan::Plan& plan, const EngineResult& result,
     m.breakdown.exposed_comm_s += b.exposed_comm_s / static_cast<double>(workers);
     m.breakdown.idle_s += b.idle_s / static_cast<double>(workers);
     m.breakdown.comm_s += b.comm_s / static_cast<double>(workers);
+    m.breakdown.all_to_all_s += b.all_to_all_s / static_cast<double>(workers);
     m.breakdown.host_wait_s += b.host_wait_s / static_cast<double>(workers);
     m.breakdown.input_wait_s += b.input_wait_s / static_cast<double>(workers);
   }

@@ -19,6 +19,9 @@ struct Breakdown {
   double exposed_comm_s = 0;
   double idle_s = 0;
   double comm_s = 0;  // all comm-stream busy time, overlapped or not
+  // Of comm_s, the all-to-all collectives' (expert parallelism's token
+  // dispatch and combine), overlapped or not.
+  double all_to_all_s = 0;
   // Of the step, how long the compute stream waited for the host to issue
   // its work (host-bound) and for input batches (input-bound): parts of
   // compute_s and idle_s, 0 without a host model or input pipeline.

@@ -32,13 +32,18 @@ struct CollectiveCounts {
   int gradient_buckets = 0;
   int activations = 0;
   int shared_weights = 0;
+  int all_to_alls = 0;             // expert parallelism's, not among `activations`
+  double all_to_all_bytes = 0;     // their payloads per rank, summed
 };
 
 CollectiveCounts CountCollectives(const Prediction& p) {
   CollectiveCounts n;
   for (const plan::Collective& c : p.plan.collectives()) {
     if (c.iteration != 0) continue;
-    if (c.activations) {
+    if (c.op == plan::CollectiveOp::kAllToAll) {
+      ++n.all_to_alls;
+      n.all_to_all_bytes += c.bytes;
+    } else if (c.activations) {
       ++n.activations;
     } else if (c.shared_op >= 0) {
       ++n.shared_weights;
@@ -201,6 +206,17 @@ void AddCommunication(const config::Scenario& s, const Prediction& p, nlohmann::
         {"exposed_s", fits ? nlohmann::ordered_json(cp.exposed_s) : nullptr},
         {"exposed_share_of_step", fits && step > 0 ? nlohmann::ordered_json(cp.exposed_s / step) : nullptr},
         {"bytes_per_step", fits ? nlohmann::ordered_json(cp.bytes) : nullptr}};
+  }
+  if (counts.all_to_alls > 0) {
+    // Expert parallelism: the token all-to-alls of the materialized ranks
+    // (one per stage in a symmetric plan), and their time on a device's
+    // comm stream as a share of the step.
+    const RunMetrics& m = p.metrics;
+    j["communication"]["all_to_alls_per_iteration"] = counts.all_to_alls;
+    j["communication"]["all_to_all_bytes_per_iteration"] = counts.all_to_all_bytes;
+    j["communication"]["all_to_all_s"] = m.breakdown.all_to_all_s;
+    j["communication"]["all_to_all_share"] =
+        m.step_time_s > 0 ? m.breakdown.all_to_all_s / m.step_time_s : 0.0;
   }
   if (s.parallelism.strategy == config::Strategy::kLocalSgd) {
     j["local_sgd"] = {{"averaging_period", p.comm.averaging_period},
@@ -491,8 +507,11 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
   // of its stage plus the activations its micro-batches keep.
   for (int r = 0; r < ranks; ++r) {
     if (!p.plan.IsMaterialized(r) || p.plan.IsServer(r) || p.memory.stages.empty()) continue;
-    const auto stage = static_cast<std::size_t>((r / (p.layout.tensor_parallel * p.layout.context_parallel)) %
-                                                  p.layout.pipeline_stages);
+    const auto stage = static_cast<std::size_t>(
+        p.layout.hybrid.expert > 1
+            ? plan::HybridStageOfRank(p.layout.hybrid, p.plan.num_ranks(), r)
+            : (r / (p.layout.tensor_parallel * p.layout.context_parallel)) %
+                  p.layout.pipeline_stages);
     const double static_bytes = p.memory.stages[std::min(stage, p.memory.stages.size() - 1)].StaticBytes();
     // The plan's graph is already one tensor rank's share: t = 1 here.
     for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.memory.recompute,
@@ -736,6 +755,14 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   cp.degree, plan::ContextParallelKindName(s.parallelism.hybrid.context_parallel_kind),
                   FormatSeconds(cp.comm_s).c_str(), FormatSeconds(cp.exposed_s).c_str(),
                   100 * cp.exposed_s / step);
+    o << line;
+  }
+  if (const CollectiveCounts counts = CountCollectives(p); counts.all_to_alls > 0) {
+    std::snprintf(line, sizeof line,
+                  "  of which expert all-to-alls %s (%.1f%% of the step; not overlapped: each "
+                  "layer's experts wait for their tokens)\n",
+                  FormatSeconds(m.breakdown.all_to_all_s).c_str(),
+                  100 * m.breakdown.all_to_all_s / step);
     o << line;
   }
   if (Fp8(s)) {

@@ -164,6 +164,7 @@ const std::map<std::string, std::string> kAlternatives = {
     {"parallelism.sequence_parallel", "true"},
     {"parallelism.context_parallel", "2"},
     {"parallelism.context_parallel_kind", "ulysses"},
+    {"parallelism.expert_parallel", "2"},
     {"parallelism.optimizer", "sgd"},
     {"parallelism.zero_stage", "2"},
     {"parallelism.parameter_server.servers", "3"},

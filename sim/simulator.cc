@@ -326,6 +326,7 @@ Breakdown Weighted(const Breakdown& a, double wa, const Breakdown& b, double wb)
   x.exposed_comm_s = wa * a.exposed_comm_s + wb * b.exposed_comm_s;
   x.idle_s = wa * a.idle_s + wb * b.idle_s;
   x.comm_s = wa * a.comm_s + wb * b.comm_s;
+  x.all_to_all_s = wa * a.all_to_all_s + wb * b.all_to_all_s;
   x.host_wait_s = wa * a.host_wait_s + wb * b.host_wait_s;
   x.input_wait_s = wa * a.input_wait_s + wb * b.input_wait_s;
   return x;
@@ -487,6 +488,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     const bool pipedream = o.schedule == plan::PipelineSchedule::kPipeDream;
     if (pipedream) p.layout.stage_replicas = o.stage_replicas;
     in.data_parallel = workers / (o.tensor * o.pipeline);
+    in.expert_parallel = o.expert;
     in.zero_stage = par.zero_stage;
     in.micro_batch_size = o.micro_batch;
     // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
@@ -498,7 +500,8 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     for (const plan::Collective& c : p.plan.collectives()) {
       if (c.shared_op < 0 || c.iteration != 0) continue;
       for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
-        auto& list = copies[static_cast<std::size_t>((r / stage_ranks) % o.pipeline)];
+        auto& list = copies[static_cast<std::size_t>(
+            o.expert > 1 ? plan::HybridStageOfRank(o, workers, r) : (r / stage_ranks) % o.pipeline)];
         const auto op = static_cast<models::OpId>(c.shared_op);
         if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
       }
@@ -608,6 +611,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
     x.exposed_comm_s = lin(x.exposed_comm_s, y.exposed_comm_s);
     x.idle_s = lin(x.idle_s, y.idle_s);
     x.comm_s = lin(x.comm_s, y.comm_s);
+    x.all_to_all_s = lin(x.all_to_all_s, y.all_to_all_s);
     x.host_wait_s = lin(x.host_wait_s, y.host_wait_s);
     x.input_wait_s = lin(x.input_wait_s, y.input_wait_s);
   };
@@ -673,6 +677,20 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     throw UserError(s.Where("link_events"),
                     "link_events are simulated by the analytic engine only for now",
                     "use engine: analytic");
+  // An expert group's all-to-alls are emitted one replica at a time: the
+  // plan is built symmetric only.
+  if ((s.engine == "simgrid" || !s.stragglers.Empty() || !s.link_events.empty()) &&
+      s.parallelism.strategy == Strategy::kHybrid && s.parallelism.hybrid.expert_parallel > 1)
+    throw UserError(s.Where("parallelism.expert_parallel"),
+                    std::string("expert_parallel ") +
+                        std::to_string(s.parallelism.hybrid.expert_parallel) + " with " +
+                        (s.engine == "simgrid"        ? "the simgrid engine"
+                         : s.stragglers.Empty() ? "link events"
+                                                : "stragglers") +
+                        " is not simulated yet: it needs every rank of an expert group simulated "
+                        "on its own",
+                    "use the analytic engine without stragglers or link events for "
+                    "expert-parallel plans");
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 
@@ -864,6 +882,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     h.tensor_parallel = 1;
     h.pipeline_parallel = 1;
     h.context_parallel = 1;
+    h.expert_parallel = 1;
     h.virtual_stages = 1;
     h.schedule = config::PipelineSchedule::kOneFOneB;
     h.stage_layers.clear();

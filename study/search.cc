@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "plan/context_parallel.h"
+#include "plan/expert_parallel.h"
 #include "plan/layers.h"
 #include "sim/memory.h"
 
@@ -24,9 +25,13 @@ const char* RecomputeName(Recompute r) {
   return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
 }
 
-// The axes of the search's sweep, in SearchSweep's order.
-// kContext only for long sequences (SearchSpace::context_min_sequence).
-enum Axis { kDevices, kData, kTensor, kPipeline, kMicroBatch, kSchedule, kZero, kRecompute, kContext };
+// The axes of the search's sweep, in SearchSweep's order: kContext only for
+// long sequences (SearchSpace::context_min_sequence), kExpert only for
+// mixture-of-experts models; their columns follow the others in this order
+// when present.
+enum Axis {
+  kDevices, kData, kTensor, kPipeline, kMicroBatch, kSchedule, kZero, kRecompute, kContext, kExpert
+};
 
 struct Candidate {
   int devices, data, tensor, pipeline, micro_batch;
@@ -34,6 +39,7 @@ struct Candidate {
   int zero_stage;
   Recompute recompute;
   int context = 1;
+  int expert = 1;  // expert_parallel
 };
 
 std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
@@ -55,6 +61,7 @@ std::vector<int> DefaultDeviceCounts(const config::ClusterConfig& c) {
 double StaticLowerBound(sim::MemoryInputs& in, const Candidate& c) {
   in.tensor_parallel = c.tensor;
   in.data_parallel = c.data * c.context;  // ZeRO shards over data x context ranks
+  in.expert_parallel = c.expert;
   in.zero_stage = c.zero_stage;
   in.micro_batch_size = c.micro_batch;
   in.micro_batches_in_flight = 0;
@@ -76,7 +83,7 @@ config::Scenario CandidateScenario(const config::Scenario& base, std::int64_t gl
   par.zero_stage = c.zero_stage;
   par.recompute = c.recompute == Recompute::kFull;
   par.recompute_selective = c.recompute == Recompute::kSelective;
-  if (c.tensor == 1 && c.pipeline == 1 && c.context == 1 &&
+  if (c.tensor == 1 && c.pipeline == 1 && c.context == 1 && c.expert == 1 &&
       static_cast<std::int64_t>(c.data) * c.micro_batch == global_batch) {
     // Plain data parallelism: the simulator's fast path.
     par.strategy = Strategy::kData;
@@ -94,6 +101,7 @@ config::Scenario CandidateScenario(const config::Scenario& base, std::int64_t gl
   h.schedule = c.schedule;
   h.context_parallel = c.context;
   h.virtual_stages = c.schedule == PipelineSchedule::kInterleaved ? 2 : 1;
+  h.expert_parallel = c.expert;
   return s;
 }
 
@@ -173,6 +181,10 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
                 MakeAxis("search.micro_batch_size", true), MakeAxis("search.schedule", false),
                 MakeAxis("search.zero_stage", true),       MakeAxis("search.recompute", false)};
   if (context_axis) sweep.axes.push_back(MakeAxis("search.context_parallel", true));
+  // Mixture of experts: expert_parallel over the divisors of d that divide
+  // the experts (simulated with t = 1).
+  const int experts = plan::ModelExperts(graph);
+  if (experts > 0) sweep.axes.push_back(MakeAxis("search.expert_parallel", true));
   for (const int n : counts) {
     if (n < 1 || (n > base.cluster.devices_per_node && n % base.cluster.devices_per_node != 0))
       throw UserError("dtsim search: " + std::to_string(n) +
@@ -208,37 +220,41 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
               if (z < 0 || z > 3 || (z > 0 && d * cp == 1)) continue;
               for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
                 if (r == Recompute::kSelective && !attention) continue;
-                const Candidate c{n, d, t, p, m, schedule, z, r, cp};
-                ++out.counts.candidates;
-                const double bound = StaticLowerBound(whole, c);
-                out.counts.least_static_bytes = std::min(out.counts.least_static_bytes, bound);
-                SweepPoint point;
-                if (bound > device->memory_bytes) {
-                  ++out.counts.pruned_by_memory;
-                  char why[200];
-                  std::snprintf(why, sizeof why,
-                                "dropped by the memory bound: parameters, gradients and optimizer "
-                                "state alone need at least %.2f GiB per device, the device has "
-                                "%.2f GiB",
-                                bound / kGiB, device->memory_bytes / kGiB);
-                  point.infeasible = why;
+                for (int ep = 1; ep <= std::max(1, std::min(d, experts)); ++ep) {
+                  if (ep > 1 && (d % ep != 0 || experts % ep != 0 || t > 1 || cp > 1)) continue;
+                  const Candidate c{n, d, t, p, m, schedule, z, r, cp, ep};
+                  ++out.counts.candidates;
+                  const double bound = StaticLowerBound(whole, c);
+                  out.counts.least_static_bytes = std::min(out.counts.least_static_bytes, bound);
+                  SweepPoint point;
+                  if (bound > device->memory_bytes) {
+                    ++out.counts.pruned_by_memory;
+                    char why[200];
+                    std::snprintf(why, sizeof why,
+                                  "dropped by the memory bound: parameters, gradients and optimizer "
+                                  "state alone need at least %.2f GiB per device, the device has "
+                                  "%.2f GiB",
+                                  bound / kGiB, device->memory_bytes / kGiB);
+                    point.infeasible = why;
+                  }
+                  point.scenario = CandidateScenario(base, out.global_batch, c);
+                  std::vector<std::string> values = {std::to_string(n),
+                                                std::to_string(d),
+                                                std::to_string(t),
+                                                std::to_string(p),
+                                                std::to_string(m),
+                                                p > 1 ? config::PipelineScheduleName(schedule) : "none",
+                                                std::to_string(z),
+                                                RecomputeName(r)};
+                  if (context_axis) values.push_back(std::to_string(cp));
+                  if (experts > 0) values.push_back(std::to_string(ep));
+                  point.name = base.name + "/";
+                  for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+                    point.choice.push_back(ValueIndex(sweep.axes[a], values[a]));
+                    point.name += (a > 0 ? "," : "") + sweep.axes[a].path + "=" + values[a];
+                  }
+                  sweep.points.push_back(std::move(point));
                 }
-                point.scenario = CandidateScenario(base, out.global_batch, c);
-                const std::string values[] = {std::to_string(n),
-                                              std::to_string(d),
-                                              std::to_string(t),
-                                              std::to_string(p),
-                                              std::to_string(m),
-                                              p > 1 ? config::PipelineScheduleName(schedule) : "none",
-                                              std::to_string(z),
-                                              RecomputeName(r),
-                                              std::to_string(cp)};
-                point.name = base.name + "/";
-                for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-                  point.choice.push_back(ValueIndex(sweep.axes[a], values[a]));
-                  point.name += (a > 0 ? "," : "") + sweep.axes[a].path + "=" + values[a];
-                }
-                sweep.points.push_back(std::move(point));
               }
             }
           }

@@ -294,8 +294,8 @@ TEST(ReadmeFigures, RunExampleOutput) {
   EXPECT_NE(doc.find(first), std::string::npos) << first;
 }
 
-// docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B and FP8 GPT-3
-// examples as printed, the eager-attention comparison and FP8's speed-up.
+// docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B, FP8 GPT-3 and
+// Mixtral 8x7B examples as printed, the eager-attention comparison and FP8's speed-up.
 TEST(ReadmeFigures, LanguageModelExamples) {
   const std::string doc = Doc(kPredictions);
   const std::pair<const char*, std::vector<const char*>> examples[] = {
@@ -307,7 +307,10 @@ TEST(ReadmeFigures, LanguageModelExamples) {
         "  compute by kernel (fp8)"}},
       {"llama2-7b-128k-cp8-8xH100",
        {"llama2-7b-128k-cp8-8xH100: ", "memory per device: ", "throughput: ", "tokens: ",
-        "  context parallel "}}};
+        "  context parallel "}},
+      {"mixtral-8x7b-64xH100-ep8",
+       {"mixtral-8x7b-64xH100-ep8: ", "memory stage 0: ", "throughput: ", "tokens: ",
+        "model FLOPs: ", "  of which expert all-to-alls"}}};
   for (const auto& [name, prefixes] : examples) {
     const config::Scenario s = config::LoadScenario("scenarios/" + std::string(name) + ".yaml");
     const std::string log = sim::StepLog(s, sim::Simulate(s));

@@ -90,11 +90,13 @@ std::int64_t ModelRuntime::BufferFloats(const models::ModelGraph& graph,
 std::string ModelRuntime::UnsupportedOps(const models::ModelGraph& graph) {
   for (OpId v = 0; v < graph.num_ops(); ++v) {
     const Op& op = graph.op(v);
-    const bool runs = HasKernels(op.kind) && !(op.kind == OpKind::kReshape &&
-                                               op.attrs.view == models::ViewKind::kRepeatHeads);
+    const bool copy_view = op.kind == OpKind::kReshape && models::IsCopyView(op.attrs.view);
+    const bool runs = HasKernels(op.kind) && !copy_view && op.attrs.experts == 0;
     if (!runs) {
       return "op '" + op.name + "' (" + models::OpKindName(op.kind) +
-             (op.kind == OpKind::kReshape ? ", repeated heads" : "") +
+             (op.attrs.experts > 0                          ? ", mixture of experts"
+              : op.kind == OpKind::kReshape && copy_view ? ", repeated heads"
+                                                            : "") +
              ") has no kernel in dtsim exec yet; dtsim run and dtsim search price it";
     }
   }

@@ -230,6 +230,8 @@ void ModelRuntime::Forward(OpId v, int slot) {
           return;
         }
         case ViewKind::kRepeatHeads:
+        case ViewKind::kDispatch:
+        case ViewKind::kCombine:
           DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
           return;
       }
@@ -417,6 +419,8 @@ void ModelRuntime::Backward(OpId v, int slot) {
           return;
         }
         case ViewKind::kRepeatHeads:
+        case ViewKind::kDispatch:
+        case ViewKind::kCombine:
           DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
           return;
       }

@@ -174,7 +174,7 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
       }
       break;
     case models::OpKind::kReshape:
-      if (op.attrs.view == models::ViewKind::kRepeatHeads) break;  // a copy
+      if (models::IsCopyView(op.attrs.view)) break;  // a copy
       return out;
     case models::OpKind::kInput:
       return out;

@@ -25,6 +25,19 @@
 #include "sim/engine/simgrid_child.h"
 #include "sim/engine/stragglers.h"
 
+// GCC defines __SANITIZE_ADDRESS__ under -fsanitize=address; clang reports
+// it through __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define DTSIM_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DTSIM_ADDRESS_SANITIZER 1
+#endif
+#endif
+#ifndef DTSIM_ADDRESS_SANITIZER
+#define DTSIM_ADDRESS_SANITIZER 0
+#endif
+
 namespace dtsim::sim {
 namespace {
 
@@ -445,6 +458,12 @@ void ChildMain(int fd, const plan::Plan& plan, const TaskCosts& costs, const Net
       sg4::Engine::set_config("contexts/guard-size:0");
       mallopt(M_MMAP_THRESHOLD, 1 << 20);
     }
+#if DTSIM_ADDRESS_SANITIZER
+    // SimGrid's default contexts switch stacks by hand (without ASan's
+    // fiber annotations in Debian's build), which ASan's stack checks take
+    // for use-after-return; system threads are contexts it understands.
+    sg4::Engine::set_config("contexts/factory:thread");
+#endif
     for (const std::string& c : options.config) sg4::Engine::set_config(c);
     Network network(spec);
     Run run(plan, costs, network, options);

@@ -225,10 +225,10 @@ std::vector<GroupFigures> ComputeGroupFigures(const config::Scenario& s,
     in.zero_stage = servers ? 0 : par.zero_stage;
     in.micro_batch_size = f.max_batch_per_device;
     in.micro_batches_in_flight = 1;
-    const MemoryBreakdown memory = DeviceMemory(in);
-    f.memory_bytes = memory.Total();
+    f.memory = DeviceMemory(in);
+    f.memory_bytes = f.memory.Total();
     f.capacity_bytes = devices[i]->memory_bytes;
-    f.does_not_fit = DoesNotFit(rank, memory, f.capacity_bytes);
+    f.does_not_fit = DoesNotFit(rank, f.memory, f.capacity_bytes);
     out.push_back(std::move(f));
     node += g.nodes;
     rank += out.back().ranks;
@@ -248,6 +248,18 @@ void SetNodeGroupFigures(const config::Scenario& s, const hw::HardwareCatalog& c
   p->scaling.reference = "each device alone, data parallel alone, batch " +
                          std::to_string(s.workload.batch_per_device) +
                          " per step (single device: the mean over the node groups' devices)";
+  const GroupFigures* fullest = &p->groups.front();
+  for (const GroupFigures& g : p->groups)
+    if (g.memory_bytes / g.capacity_bytes > fullest->memory_bytes / fullest->capacity_bytes)
+      fullest = &g;
+  // Mixed clusters run data-parallel workers only (CheckNodeGroups): one
+  // entry, the first group's at batch_per_device until here.
+  if (p->memory.stages.size() == 1) {
+    p->does_not_fit.clear();
+    p->memory.stages[0] = fullest->memory;
+    p->memory.stage_rank[0] = fullest->first_rank;
+    p->memory.capacity_bytes = fullest->capacity_bytes;
+  }
   for (const GroupFigures& g : p->groups)
     if (p->does_not_fit.empty() && !g.does_not_fit.empty())
       p->does_not_fit = g.does_not_fit + " (node group '" + g.name + "')";

@@ -17,8 +17,11 @@
 // largest fractions (in rank order on ties), so the shares add up to N B.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "config/scenario.h"
 #include "hw/catalog.h"
@@ -47,7 +50,8 @@ struct GroupFigures {
   double compute_s = 0;
   double exposed_comm_s = 0;
   double idle_s = 0;
-  double memory_bytes = 0;    // peak per device at its largest batch (sim/memory.h)
+  MemoryBreakdown memory;     // per device at its largest batch (sim/memory.h)
+  double memory_bytes = 0;    // memory.Total()
   double capacity_bytes = 0;  // its device's memory
   std::string does_not_fit;   // "" when memory_bytes fits, else why (sim/memory.h DoesNotFit)
 };
@@ -106,11 +110,23 @@ std::vector<GroupFigures> ComputeGroupFigures(const config::Scenario& s,
 // Sets `p`'s per-group figures (Prediction::groups) and, for the mixed
 // cluster, its scaling reference (each device alone: efficiency =
 // throughput / sum over devices of batch_per_device / its group's
-// single_device_step_s) and does_not_fit (the first group whose devices do
-// not hold their batch), from a simulated run of `s` (p.metrics, every
+// single_device_step_s), its memory (the group whose devices' peak is the
+// largest share of their capacity) and does_not_fit (the first group whose
+// devices do not hold their batch), from a simulated run of `s` (p.metrics, every
 // worker materialized). REQUIRES: IsMixed(s).
 void SetNodeGroupFigures(const config::Scenario& s, const hw::HardwareCatalog& catalog,
                          const models::ModelGraph& graph, const std::vector<int>& batches,
                          const std::vector<double>& group_steps, Prediction* p);
+
+// The report's parts (sim/node_groups_report.cc): report.json's
+// "node_groups" {placement, balance_batch, groups: [{name, device,
+// first_node, nodes, first_rank, ranks, batch_per_device_min,
+// batch_per_device_max, samples_per_step, single_device_step_s, compute_s,
+// exposed_comm_s, idle_s, memory_bytes, capacity_bytes}]}; the text
+// summary's lines; "64 x A100-SXM4-80GB + 64 x H100-SXM".
+nlohmann::ordered_json NodeGroupsJson(const config::Scenario& s,
+                                      const std::vector<GroupFigures>& groups);
+std::string NodeGroupsText(const config::Scenario& s, const std::vector<GroupFigures>& groups);
+std::string NodeGroupsDevices(const std::vector<GroupFigures>& groups);
 
 }  // namespace dtsim::sim

@@ -49,6 +49,23 @@ const char* SyncModeName(SyncMode s) {
   return "?";
 }
 
+const NodeGroup* ClusterConfig::GroupOfNode(int node) const {
+  for (const NodeGroup& g : node_groups) {
+    if (node >= 0 && node < g.nodes) return &g;
+    node -= g.nodes;
+  }
+  return nullptr;
+}
+
+int ClusterConfig::NicsOfNode(int node) const {
+  const NodeGroup* g = GroupOfNode(node);
+  return g != nullptr ? g->nics_per_node : network.nics_per_node;
+}
+
+const char* BatchBalanceName(BatchBalance b) {
+  return b == BatchBalance::kBySpeed ? "by_speed" : "even";
+}
+
 const char* ServerPlacementName(ServerPlacement p) {
   return p == ServerPlacement::kDedicated ? "dedicated" : "colocated";
 }

@@ -59,6 +59,21 @@ struct NetworkConfig {
   TransportProfile intra_node_transport;
 };
 
+// One group of identical nodes in a mixed cluster (cluster.node_groups).
+// The loader fills the fields a group leaves out from the cluster's keys:
+// devices_per_node, device, intra_node_link, network.nics_per_node and
+// network.link.
+struct NodeGroup {
+  std::string name;                 // unique in the cluster
+  int nodes = 1;                    // >= 1
+  int devices_per_node = 1;         // >= 1
+  std::string device;               // catalog device of its ranks
+  std::string intra_node_link;      // catalog link between devices of one of its nodes
+  int nics_per_node = 1;            // NICs per node; their bandwidth adds up
+  std::string link;                 // catalog link of each NIC
+  SourceLocation where;             // of the group in the scenario file
+};
+
 struct ClusterConfig {
   int nodes = 1;                    // >= 1
   int devices_per_node = 1;         // >= 1
@@ -77,8 +92,19 @@ struct ClusterConfig {
   // its numbers are already in custom_devices, custom_links and workload
   // (ApplyDeviceProfile); setting it in code applies nothing.
   std::string device_profile;
+  // Mixed hardware (sim/node_groups.h): the nodes in groups, ranks numbered
+  // group by group, node by node. When non-empty the loader sets `nodes` to
+  // the groups' total, and `devices_per_node`, `device` and
+  // `intra_node_link` to the first group's; `network` stays the cluster's
+  // (the links of dedicated parameter-server nodes). Empty = every node
+  // alike.
+  std::vector<NodeGroup> node_groups;
 
   int num_devices() const { return nodes * devices_per_node; }
+  // The group node `node` is in; nullptr without groups or past them.
+  const NodeGroup* GroupOfNode(int node) const;
+  // NICs of node `node`: its group's, else network.nics_per_node.
+  int NicsOfNode(int node) const;
 };
 
 // Which model to train: a zoo name, a parametric transformer or a file.
@@ -285,6 +311,13 @@ struct OuterOptimizer {
 enum class AveragingCompression { kNone, kFp16, kInt8, kInt4 };
 const char* AveragingCompressionName(AveragingCompression c);  // "none", "fp16", "int8", "int4"
 
+// How a mixed cluster's data-parallel workers share the global batch.
+enum class BatchBalance {
+  kEven,     // batch_per_device samples on every device
+  kBySpeed,  // in proportion to each device's speed alone (sim/node_groups.h)
+};
+const char* BatchBalanceName(BatchBalance b);  // "even", "by_speed"
+
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;
   SyncMode sync = SyncMode::kSynchronous;
@@ -337,6 +370,10 @@ struct ParallelismConfig {
   bool recompute_selective = false;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   int zero_stage = 0;
+  // balance_batch (data, local_sgd over all-reduce, cluster.node_groups):
+  // by_speed keeps the global batch (batch_per_device x devices) and gives
+  // each device a share in proportion to its speed.
+  BatchBalance balance_batch = BatchBalance::kEven;
 };
 
 // Slow and noisy devices. Ranks are worker indices (0-based, node-major).

@@ -33,6 +33,7 @@ constexpr std::array kSchedules = {PipelineSchedule::kGpipe, PipelineSchedule::k
                                    PipelineSchedule::kPipeDream};
 constexpr std::array kOptimizers = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
                                     OptimizerKind::kAdam};
+constexpr std::array kBatchBalances = {BatchBalance::kEven, BatchBalance::kBySpeed};
 constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};
 constexpr std::array kPlacements = {ServerPlacement::kDedicated, ServerPlacement::kColocated};
 constexpr std::array kPayloads = {PsPayload::kGradients, PsPayload::kParameters};
@@ -53,7 +54,7 @@ const std::vector<std::string> kWorkloadKeys = {
     "input"};
 const std::vector<std::string> kClusterKeys = {
     "nodes", "devices_per_node", "device", "intra_node_link", "host_link", "network", "devices",
-    "links", "device_profile"};
+    "links", "device_profile", "node_groups"};
 const std::vector<std::string> kNetworkKeys = {
     "link", "topology", "nics_per_node", "nodes_per_leaf", "oversubscription", "spine_latency",
     "collective_latency", "protocols", "transport", "intra_node_transport"};
@@ -67,7 +68,7 @@ const std::vector<std::string> kParallelismKeys = {
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel", "stage_replicas", "context_parallel",
-    "context_parallel_kind", "expert_parallel"};
+    "context_parallel_kind", "expert_parallel", "balance_batch"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -151,8 +152,8 @@ hw::LinkSpec ReadLink(const YamlValue& v) {
   return l;
 }
 
-// The canonical spelling of a device or link name, or an error at `v`
-// listing the known ones.
+}  // namespace
+
 std::string ResolveDevice(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const std::string name = v.AsString();
   if (const hw::DeviceSpec* d = catalog.FindDevice(name)) return d->name;
@@ -170,6 +171,8 @@ std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) 
   v.Fail("unknown link '" + name + "'",
          UnknownNameHint(name, known, "known links (or define it under cluster.links)"));
 }
+
+namespace {
 
 NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const YamlMap m = v.AsMap(kNetworkKeys);
@@ -232,6 +235,7 @@ ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
   if (auto x = m.Get("intra_node_link")) c.intra_node_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("host_link")) c.host_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("network")) c.network = ReadNetwork(*x, catalog);
+  if (auto x = m.Get("node_groups")) ReadNodeGroups(*x, m.Get("nodes"), catalog, &c);
   if (auto x = m.Get("device_profile")) {
     fs::path file = x->AsString();
     if (file.is_relative()) file = fs::path(base).parent_path() / file;
@@ -567,6 +571,8 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     p.recompute_selective = k == 8;
   }
   if (auto x = m.Get("optimizer")) p.optimizer = ReadEnum(*x, kOptimizers, OptimizerKindName, "optimizer");
+  if (auto x = m.Get("balance_batch"))
+    p.balance_batch = ReadEnum(*x, kBatchBalances, BatchBalanceName, "batch balance");
   if (auto x = m.Get("zero_stage")) {
     p.zero_stage = x->AsInt(0);
     if (p.zero_stage > 3) x->Fail("expected a ZeRO stage 0, 1, 2 or 3, got " + x->Describe());

@@ -23,6 +23,7 @@
 #include "sim/memory.h"
 #include "sim/metrics.h"
 #include "sim/network/network.h"
+#include "sim/node_groups.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {
@@ -132,6 +133,9 @@ struct Prediction {
   std::optional<PostLocal> post_local;
   std::optional<AsyncFigures> async;
   std::optional<GoodputResult> failures;
+  // Mixed clusters (cluster.node_groups): each group's placement, batch and
+  // time per step; empty otherwise.
+  std::vector<GroupFigures> groups;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)
 };
 
@@ -164,8 +168,10 @@ struct SimulateOptions {
 // Everything the engine needs that comes from the scenario and the catalog.
 NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::HardwareCatalog& catalog);
 // `materialize` > 0: build only that many workers' tasks (symmetric plans).
+// `batch_of_rank`: each data-parallel rank's batch (RankBatches; empty =
+// even); nullptr = as the scenario's balance_batch gives them.
 plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph,
-                    int materialize = 0);
+                    int materialize = 0, const std::vector<int>* batch_of_rank = nullptr);
 
 // True when every worker of the scenario behaves the same (no stragglers,
 // no servers): the plan may be built symmetric.

@@ -83,18 +83,21 @@ class Platform {
       if (bw <= 0) return nullptr;  // never routed over (one device per node, one node)
       return zone_->create_link(name, bw)->set_latency(latency)->seal();
     };
+    // Each node's own links (NetworkSpec's per-node values of a mixed
+    // cluster); the bandwidths are Network's, link by link.
     for (int i = 0; i < r; ++i) {
-      dev_up_.push_back(
-          link("dev_up" + std::to_string(i), s.intra_bw_bytes_per_s, s.intra_latency_s));
-      dev_down_.push_back(link("dev_down" + std::to_string(i), s.intra_bw_bytes_per_s, 0));
+      const int node = network.NodeOf(i);
+      const double bw = network.LinkBandwidth(network.DeviceLink(i, true));
+      dev_up_.push_back(link("dev_up" + std::to_string(i), bw, s.IntraLatency(node)));
+      dev_down_.push_back(link("dev_down" + std::to_string(i), bw, 0));
     }
     for (int i = 0; i < n; ++i) {
-      nic_up_.push_back(link("nic_up" + std::to_string(i), s.nic_bw_bytes_per_s, s.net_latency_s));
-      nic_down_.push_back(link("nic_down" + std::to_string(i), s.nic_bw_bytes_per_s, 0));
+      const double bw = network.LinkBandwidth(network.NicLink(i, true));
+      nic_up_.push_back(link("nic_up" + std::to_string(i), bw, s.NetLatency(i)));
+      nic_down_.push_back(link("nic_down" + std::to_string(i), bw, 0));
     }
-    const double leaf_bw =
-        s.nodes_per_leaf * s.nic_bw_bytes_per_s / std::max(1.0, s.oversubscription);
     for (int i = 0; i < leaves; ++i) {
+      const double leaf_bw = network.LinkBandwidth(network.LeafLink(i, true));
       leaf_up_.push_back(link("leaf_up" + std::to_string(i), leaf_bw, s.spine_latency_s));
       leaf_down_.push_back(link("leaf_down" + std::to_string(i), leaf_bw, 0));
     }

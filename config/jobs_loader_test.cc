@@ -89,5 +89,13 @@ TEST(JobsLoader, RefusesKeysThatDoNotApply) {
                       9, "nosuchmodel"));
 }
 
+TEST(JobsLoader, OnlyTheJobsHaveModels) {
+  const Scenario s = ParseScenario(kHeader + "  - {name: a, nodes: 1, workload: {model: resnet50}}\n",
+                                   "test.yaml");
+  // Commands that take one job's model (plan, exec, search, profile) refuse it.
+  EXPECT_THROW(BuildWorkloadModel(s), UserError);
+  EXPECT_EQ(BuildWorkloadModel(s.jobs[0].scenario).name(), "resnet50");
+}
+
 }  // namespace
 }  // namespace dtsim::config

@@ -510,6 +510,8 @@ Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename,
 // The catalog of the scenario: built-in entries plus the scenario's own.
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);
 // Builds the model graph the workload names, in the workload's precision.
+// Throws UserError for a scenario with jobs (each job has its own model:
+// build the graph of a job's scenario).
 models::ModelGraph BuildWorkloadModel(const Scenario& s);
 // How tensors are stored when training at `p`: mixed precision keeps
 // weights, activations and gradients in 16 bits; fp32 and tf32 (a

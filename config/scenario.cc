@@ -135,6 +135,12 @@ hw::HardwareCatalog ScenarioCatalog(const Scenario& s) {
 }
 
 models::ModelGraph BuildWorkloadModel(const Scenario& s) {
+  if (!s.jobs.empty())
+    throw UserError(s.Where("jobs"),
+                    "this scenario lists jobs, each with its own model: only `dtsim run` (and "
+                    "sweeps of it) simulate jobs together",
+                    "run it with dtsim run, or copy one job's workload and parallelism into a "
+                    "scenario of its own");
   const ModelRef& ref = s.workload.model;
   models::ModelGraph graph = ref.transformer ? models::BuildTransformer(*ref.transformer)
                              : !ref.file.empty() ? models::LoadModelFile(ref.file)

@@ -473,6 +473,8 @@ struct SimgridConfig {
   std::string log_threshold = "critical";  // SimGrid's log level for all categories
 };
 
+struct Job;  // below: a job of a scenario that lists several
+
 struct Scenario {
   std::string name = "scenario";  // default: file name without extension
   std::string source_path;        // file it was loaded from ("" when built in code)
@@ -486,6 +488,9 @@ struct Scenario {
   std::vector<LinkEvent> link_events;  // in the order given
   SimgridConfig simgrid;
   OutputConfig outputs;
+  // Several jobs sharing the cluster (`jobs:`, config/jobs_loader.h); empty:
+  // one job, the workload and parallelism above.
+  std::vector<Job> jobs;
   // Where the file gave each key of its top level, workload and parallelism
   // sections, at the key's value ("parallelism.tensor_parallel" ->
   // file:line:column), for errors found after loading (sim/hybrid_setup.cc).
@@ -495,6 +500,19 @@ struct Scenario {
   // key_locations[path], or the file itself (source_path) when the key was
   // not given.
   SourceLocation Where(const std::string& path) const;
+};
+
+// One of several jobs sharing a scenario's cluster (`jobs:`).
+struct Job {
+  std::string name;
+  double start_s = 0;      // when its work begins (seconds after the run starts)
+  std::vector<int> nodes;  // the cluster's nodes it runs on; its rank r sits on
+                           // nodes[r / devices_per_node]
+  // The job alone: the shared cluster cut to its nodes (cluster.nodes =
+  // nodes.size()), its own workload and parallelism, the scenario's engine,
+  // seed and simgrid settings; named after the job.
+  Scenario scenario;
+  SourceLocation where;    // of the job in the scenario file
 };
 
 // Loads and validates a scenario file. Throws UserError with file:line:column
@@ -529,6 +547,8 @@ Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename,
 // The catalog of the scenario: built-in entries plus the scenario's own.
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);
 // Builds the model graph the workload names, in the workload's precision.
+// Throws UserError for a scenario with jobs (each job has its own model:
+// build the graph of a job's scenario).
 models::ModelGraph BuildWorkloadModel(const Scenario& s);
 // How tensors are stored when training at `p`: mixed precision keeps
 // weights, activations and gradients in 16 bits; fp32 and tf32 (a

@@ -16,6 +16,7 @@
 #include "common/yaml_reader.h"
 #include "config/device_profile.h"
 #include "config/scenario.h"
+#include "config/jobs_loader.h"
 #include "config/section_readers.h"
 #include "config/strategy_keys.h"
 #include "models/model_file.h"
@@ -47,7 +48,7 @@ const std::vector<std::string> kEngines = {"analytic", "simgrid"};
 const std::vector<std::string> kTopLevelKeys = {
     "name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
     "link_events",
-    "simgrid", "outputs"};
+    "simgrid", "outputs", "jobs"};
 const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
     "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model", "cost_table", "framework",
@@ -958,6 +959,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   }
   if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
   if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;
+  if (auto x = m.Get("jobs")) s.jobs = ReadJobs(*x, m, s, check_plan_shape);
   for (const YamlMap::Entry& e : MainEntries(m)) s.key_locations[e.value.path()] = e.value.where();
   CheckKeysUsed(s, m, unused);
   return s;

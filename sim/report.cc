@@ -1,4 +1,5 @@
 #include "sim/report.h"
+#include "sim/jobs_report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -358,6 +359,13 @@ void AddTimes(const Prediction& p, nlohmann::ordered_json& j) {
 }  // namespace
 
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
+  // Jobs: the first job's report, named after the scenario, and every job's figures.
+  if (!s.jobs.empty() && !p.jobs.empty()) {
+    nlohmann::ordered_json j = ReportJson(s.jobs.front().scenario, p.jobs.front().shared);
+    j["scenario"] = s.name;
+    j["jobs"] = JobsJson(p);
+    return j;
+  }
   const RunMetrics& m = p.metrics;
   nlohmann::ordered_json j;
   j["scenario"] = s.name;
@@ -441,6 +449,7 @@ std::string CsvHeader() {
 }
 
 std::string CsvRow(const config::Scenario& s, const Prediction& p) {
+  if (!s.jobs.empty() && !p.jobs.empty()) return CsvRow(s.jobs.front().scenario, p.jobs.front().shared);
   const RunMetrics& m = p.metrics;
   const bool fits = p.does_not_fit.empty();
   std::ostringstream o;
@@ -487,6 +496,7 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
 }
 
 void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
+  if (!p.jobs.empty()) return WriteJobsChromeTrace(out, p, max_ranks);
   const int ranks = std::min(max_ranks, p.plan.num_ranks());
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
@@ -574,6 +584,8 @@ std::string RepeatsLog(const std::vector<double>& throughput, const std::vector<
 }
 
 std::string StepLog(const config::Scenario& s, const Prediction& p) {
+  if (!s.jobs.empty() && !p.jobs.empty())
+    return "first job: " + StepLog(s.jobs.front().scenario, p.jobs.front().shared) + JobsLog(p);
   const RunMetrics& m = p.metrics;
   std::ostringstream o;
   char line[256];

@@ -193,6 +193,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"stragglers.interference.ranks", "{period: 10ms, duration: 5ms, slowdown: 3, ranks: [0]}"},
     // Node 1's NICs at a tenth of their bandwidth for the whole run.
     {"link_events", "[{at: 0s, node: 1, bandwidth: 0.1}]"},
+    // Refused beside the bases' own workload and parallelism (each job gives its own).
+    {"jobs", "[{name: a, nodes: 1, workload: {model: resnet50}}]"},
     {"failures.mtbf", "{mtbf: 1h, horizon: 10h}"},
     {"failures.scope", "{mtbf: 1h, horizon: 10h, scope: node}"},
     {"failures.checkpoint_interval", "{mtbf: 1h, horizon: 10h, checkpoint_interval: 5min}"},

@@ -22,6 +22,7 @@
 #include "sim/cost/plan_costs.h"
 #include "sim/plan_size.h"
 #include "sim/engine/simgrid_engine.h"
+#include "sim/jobs.h"
 #include "sim/network/link_events.h"
 #include "sim/engine/stragglers.h"
 
@@ -665,6 +666,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
 }  // namespace
 
 Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
+  if (!s.jobs.empty()) return SimulateJobs(s);
   if (options.fast) {
     if (std::optional<Prediction> x = PipelineFastPath(s, options)) return std::move(*x);
   }

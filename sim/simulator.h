@@ -101,6 +101,8 @@ struct Layout {
   std::pair<int, int> extrapolated_from{0, 0};
 };
 
+struct JobRun;  // below: one job of a scenario with several
+
 struct Prediction {
   models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
   models::GraphTotals model_totals;  // of the whole model
@@ -137,6 +139,22 @@ struct Prediction {
   // time per step; empty otherwise.
   std::vector<GroupFigures> groups;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)
+  // A scenario with jobs (config::Scenario::jobs): each job's run on the
+  // shared cluster (sim/jobs.h); the figures above are then the first job's.
+  std::vector<JobRun> jobs;
+};
+
+// One job of a scenario with several, run on the shared cluster.
+struct JobRun {
+  std::string name;
+  double start_s = 0;
+  std::vector<int> nodes;           // the cluster's nodes it ran on
+  std::vector<plan::RankId> ranks;  // the shared cluster's rank of each of its ranks
+  // The job's own prediction (its plan, graph, costs, memory, ...), with
+  // engine and metrics from the shared run, times counted from its start.
+  Prediction shared;
+  RunMetrics alone;   // the job alone on the same nodes (same engine)
+  double slowdown = 0;  // shared step time / alone step time
 };
 
 struct SimulateOptions {

@@ -90,9 +90,9 @@ TEST(JobsLoader, RefusesKeysThatDoNotApply) {
                       "  node_groups:\n"
                       "    - {name: a, nodes: 1, device: A100-SXM4-80GB}\n"
                       "    - {name: h, nodes: 1, device: H100-SXM}\n"
-                      "jobs:\n"  // 6
-                      "  - {name: a, nodes: 1, workload: {model: resnet50}}\n",
-                      6, "node groups"));
+                      "jobs:\n"
+                      "  - {name: a, nodes: 1, workload: {model: resnet50}}\n",  // 7
+                      7, "node groups"));
   // A job's own keys are checked as a scenario's, where the file gives them.
   EXPECT_TRUE(FailsAt(kHeader + "  - name: a\n    nodes: 1\n    workload: {model: nosuchmodel}\n",
                       9, "nosuchmodel"));

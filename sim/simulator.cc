@@ -276,6 +276,7 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
     options.max_step_repeats = simgrid.max_step_repeats;
     options.log_threshold = simgrid.log_threshold;
     options.stragglers = stragglers;  // host speeds, speed profiles and the same draws
+    options.link_events = SimgridLinkEvents(link_events, cluster);
     run.engine = RunSimgridEngine(plan, run.costs, spec, options);
     return run;
   }
@@ -673,10 +674,6 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                           "'",
                       "use a catalog device (dtsim devices), e.g. cpu-host or a GPU name");
   }
-  if (s.engine == "simgrid" && !s.link_events.empty())
-    throw UserError(s.Where("link_events"),
-                    "link_events are simulated by the analytic engine only for now",
-                    "use engine: analytic");
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
 

@@ -295,7 +295,8 @@ TEST(ReadmeFigures, RunExampleOutput) {
 }
 
 // docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B, FP8 GPT-3 and
-// Mixtral 8x7B examples as printed, the eager-attention comparison and FP8's speed-up.
+// Mixtral 8x7B and DeepSeekMoE 16B examples as printed, the eager-attention comparison and
+// FP8's speed-up.
 TEST(ReadmeFigures, LanguageModelExamples) {
   const std::string doc = Doc(kPredictions);
   const std::pair<const char*, std::vector<const char*>> examples[] = {
@@ -310,6 +311,9 @@ TEST(ReadmeFigures, LanguageModelExamples) {
         "  context parallel "}},
       {"mixtral-8x7b-64xH100-ep8",
        {"mixtral-8x7b-64xH100-ep8: ", "memory stage 0: ", "throughput: ", "tokens: ",
+        "model FLOPs: ", "  of which expert all-to-alls"}},
+      {"deepseek-moe-16b-32xH100-ep8",
+       {"deepseek-moe-16b-32xH100-ep8: ", "memory per device: ", "throughput: ", "tokens: ",
         "model FLOPs: ", "  of which expert all-to-alls"}}};
   for (const auto& [name, prefixes] : examples) {
     const config::Scenario s = config::LoadScenario("scenarios/" + std::string(name) + ".yaml");

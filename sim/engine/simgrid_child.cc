@@ -19,6 +19,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "sim/cost/collectives.h"
@@ -480,7 +481,18 @@ void ChildMain(int fd, const plan::Plan& plan, const TaskCosts& costs, const Net
   try {
     const std::string log = "root.thres:" + options.log_threshold;
     xbt_log_control_set(log.c_str());
-    sg4::Engine engine("dtsim");
+    // The context factory is chosen when the engine starts, from its
+    // command line. Under AddressSanitizer, SimGrid's default contexts
+    // switch stacks by hand (Debian's build lacks ASan's fiber
+    // annotations), which ASan's stack checks take for use-after-return;
+    // system threads are contexts it understands.
+    std::string program = "dtsim";
+    std::string factory = "--cfg=contexts/factory:thread";
+    std::vector<char*> argv{program.data()};
+    if (DTSIM_ADDRESS_SANITIZER) argv.push_back(factory.data());
+    int argc = static_cast<int>(argv.size());
+    argv.push_back(nullptr);
+    sg4::Engine engine(&argc, argv.data());
     sg4::Engine::set_config("network/model:CM02");
     sg4::Engine::set_config("network/crosstraffic:0");
     sg4::Engine::set_config("network/TCP-gamma:0");
@@ -496,12 +508,6 @@ void ChildMain(int fd, const plan::Plan& plan, const TaskCosts& costs, const Net
       sg4::Engine::set_config("contexts/guard-size:0");
       mallopt(M_MMAP_THRESHOLD, 1 << 20);
     }
-#if DTSIM_ADDRESS_SANITIZER
-    // SimGrid's default contexts switch stacks by hand (without ASan's
-    // fiber annotations in Debian's build), which ASan's stack checks take
-    // for use-after-return; system threads are contexts it understands.
-    sg4::Engine::set_config("contexts/factory:thread");
-#endif
     for (const std::string& c : options.config) sg4::Engine::set_config(c);
     Network network(spec);
     Run run(plan, costs, network, options);

@@ -579,13 +579,14 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
 }
 
 OutputConfig ReadOutputs(const YamlValue& v) {
-  const YamlMap m = v.AsMap({"dir", "json", "csv", "trace", "trace_max_ranks"});
+  const YamlMap m = v.AsMap({"dir", "json", "csv", "trace", "trace_max_ranks", "link_traffic"});
   OutputConfig o;
   if (auto x = m.Get("dir")) o.dir = x->AsString();
   if (auto x = m.Get("json")) o.json = x->AsBool();
   if (auto x = m.Get("csv")) o.csv = x->AsBool();
   if (auto x = m.Get("trace")) o.trace = x->AsBool();
   if (auto x = m.Get("trace_max_ranks")) o.trace_max_ranks = x->AsInt(1);
+  if (auto x = m.Get("link_traffic")) o.link_traffic = x->AsInt(0);
   return o;
 }
 

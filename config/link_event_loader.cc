@@ -58,7 +58,7 @@ LinkEvent ReadLinkEvent(const YamlValue& v, const ClusterConfig& c) {
                                                                   : LinkDownPolicy::kReroute;
   }
   if (e.bandwidth == 0 && e.when_down == LinkDownPolicy::kReroute &&
-      (e.node < 0 || e.device >= 0 || c.network.nics_per_node < 2))
+      (e.node < 0 || e.device >= 0 || c.NicsOfNode(e.node) < 2))
     m.Require("when_down")
         .Fail("reroute moves a node's traffic to its other NICs, and this link has no other beside "
               "it",

@@ -49,6 +49,23 @@ const char* SyncModeName(SyncMode s) {
   return "?";
 }
 
+const NodeGroup* ClusterConfig::GroupOfNode(int node) const {
+  for (const NodeGroup& g : node_groups) {
+    if (node >= 0 && node < g.nodes) return &g;
+    node -= g.nodes;
+  }
+  return nullptr;
+}
+
+int ClusterConfig::NicsOfNode(int node) const {
+  const NodeGroup* g = GroupOfNode(node);
+  return g != nullptr ? g->nics_per_node : network.nics_per_node;
+}
+
+const char* BatchBalanceName(BatchBalance b) {
+  return b == BatchBalance::kBySpeed ? "by_speed" : "even";
+}
+
 const char* ServerPlacementName(ServerPlacement p) {
   return p == ServerPlacement::kDedicated ? "dedicated" : "colocated";
 }
@@ -118,6 +135,12 @@ hw::HardwareCatalog ScenarioCatalog(const Scenario& s) {
 }
 
 models::ModelGraph BuildWorkloadModel(const Scenario& s) {
+  if (!s.jobs.empty())
+    throw UserError(s.Where("jobs"),
+                    "this scenario lists jobs, each with its own model: only `dtsim run` (and "
+                    "sweeps of it) simulate jobs together",
+                    "run it with dtsim run, or copy one job's workload and parallelism into a "
+                    "scenario of its own");
   const ModelRef& ref = s.workload.model;
   models::ModelGraph graph = ref.transformer ? models::BuildTransformer(*ref.transformer)
                              : !ref.file.empty() ? models::LoadModelFile(ref.file)

@@ -59,6 +59,21 @@ struct NetworkConfig {
   TransportProfile intra_node_transport;
 };
 
+// One group of identical nodes in a mixed cluster (cluster.node_groups).
+// The loader fills the fields a group leaves out from the cluster's keys:
+// devices_per_node, device, intra_node_link, network.nics_per_node and
+// network.link.
+struct NodeGroup {
+  std::string name;                 // unique in the cluster
+  int nodes = 1;                    // >= 1
+  int devices_per_node = 1;         // >= 1
+  std::string device;               // catalog device of its ranks
+  std::string intra_node_link;      // catalog link between devices of one of its nodes
+  int nics_per_node = 1;            // NICs per node; their bandwidth adds up
+  std::string link;                 // catalog link of each NIC
+  SourceLocation where;             // of the group in the scenario file
+};
+
 struct ClusterConfig {
   int nodes = 1;                    // >= 1
   int devices_per_node = 1;         // >= 1
@@ -77,8 +92,19 @@ struct ClusterConfig {
   // its numbers are already in custom_devices, custom_links and workload
   // (ApplyDeviceProfile); setting it in code applies nothing.
   std::string device_profile;
+  // Mixed hardware (sim/node_groups.h): the nodes in groups, ranks numbered
+  // group by group, node by node. When non-empty the loader sets `nodes` to
+  // the groups' total, and `devices_per_node`, `device` and
+  // `intra_node_link` to the first group's; `network` stays the cluster's
+  // (the links of dedicated parameter-server nodes). Empty = every node
+  // alike.
+  std::vector<NodeGroup> node_groups;
 
   int num_devices() const { return nodes * devices_per_node; }
+  // The group node `node` is in; nullptr without groups or past them.
+  const NodeGroup* GroupOfNode(int node) const;
+  // NICs of node `node`: its group's, else network.nics_per_node.
+  int NicsOfNode(int node) const;
 };
 
 // Which model to train: a zoo name, a parametric transformer or a file.
@@ -285,6 +311,13 @@ struct OuterOptimizer {
 enum class AveragingCompression { kNone, kFp16, kInt8, kInt4 };
 const char* AveragingCompressionName(AveragingCompression c);  // "none", "fp16", "int8", "int4"
 
+// How a mixed cluster's data-parallel workers share the global batch.
+enum class BatchBalance {
+  kEven,     // batch_per_device samples on every device
+  kBySpeed,  // in proportion to each device's speed alone (sim/node_groups.h)
+};
+const char* BatchBalanceName(BatchBalance b);  // "even", "by_speed"
+
 struct ParallelismConfig {
   Strategy strategy = Strategy::kData;
   SyncMode sync = SyncMode::kSynchronous;
@@ -337,6 +370,10 @@ struct ParallelismConfig {
   bool recompute_selective = false;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   int zero_stage = 0;
+  // balance_batch (data, local_sgd over all-reduce, cluster.node_groups):
+  // by_speed keeps the global batch (batch_per_device x devices) and gives
+  // each device a share in proportion to its speed.
+  BatchBalance balance_batch = BatchBalance::kEven;
 };
 
 // Slow and noisy devices. Ranks are worker indices (0-based, node-major).
@@ -440,6 +477,8 @@ struct SimgridConfig {
   std::string log_threshold = "critical";  // SimGrid's log level for all categories
 };
 
+struct Job;  // below: a job of a scenario that lists several
+
 struct Scenario {
   std::string name = "scenario";  // default: file name without extension
   std::string source_path;        // file it was loaded from ("" when built in code)
@@ -453,6 +492,9 @@ struct Scenario {
   std::vector<LinkEvent> link_events;  // in the order given
   SimgridConfig simgrid;
   OutputConfig outputs;
+  // Several jobs sharing the cluster (`jobs:`, config/jobs_loader.h); empty:
+  // one job, the workload and parallelism above.
+  std::vector<Job> jobs;
   // Where the file gave each key of its top level, workload and parallelism
   // sections, at the key's value ("parallelism.tensor_parallel" ->
   // file:line:column), for errors found after loading (sim/hybrid_setup.cc).
@@ -462,6 +504,19 @@ struct Scenario {
   // key_locations[path], or the file itself (source_path) when the key was
   // not given.
   SourceLocation Where(const std::string& path) const;
+};
+
+// One of several jobs sharing a scenario's cluster (`jobs:`).
+struct Job {
+  std::string name;
+  double start_s = 0;      // when its work begins (seconds after the run starts)
+  std::vector<int> nodes;  // the cluster's nodes it runs on; its rank r sits on
+                           // nodes[r / devices_per_node]
+  // The job alone: the shared cluster cut to its nodes (cluster.nodes =
+  // nodes.size()), its own workload and parallelism, the scenario's engine,
+  // seed and simgrid settings; named after the job.
+  Scenario scenario;
+  SourceLocation where;    // of the job in the scenario file
 };
 
 // Loads and validates a scenario file. Throws UserError with file:line:column
@@ -496,6 +551,8 @@ Scenario ParseScenarioNode(const YAML::Node& root, const std::string& filename,
 // The catalog of the scenario: built-in entries plus the scenario's own.
 hw::HardwareCatalog ScenarioCatalog(const Scenario& s);
 // Builds the model graph the workload names, in the workload's precision.
+// Throws UserError for a scenario with jobs (each job has its own model:
+// build the graph of a job's scenario).
 models::ModelGraph BuildWorkloadModel(const Scenario& s);
 // How tensors are stored when training at `p`: mixed precision keeps
 // weights, activations and gradients in 16 bits; fp32 and tf32 (a

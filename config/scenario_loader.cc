@@ -16,6 +16,7 @@
 #include "common/yaml_reader.h"
 #include "config/device_profile.h"
 #include "config/scenario.h"
+#include "config/jobs_loader.h"
 #include "config/section_readers.h"
 #include "config/strategy_keys.h"
 #include "models/model_file.h"
@@ -33,6 +34,7 @@ constexpr std::array kSchedules = {PipelineSchedule::kGpipe, PipelineSchedule::k
                                    PipelineSchedule::kPipeDream};
 constexpr std::array kOptimizers = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
                                     OptimizerKind::kAdam};
+constexpr std::array kBatchBalances = {BatchBalance::kEven, BatchBalance::kBySpeed};
 constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};
 constexpr std::array kPlacements = {ServerPlacement::kDedicated, ServerPlacement::kColocated};
 constexpr std::array kPayloads = {PsPayload::kGradients, PsPayload::kParameters};
@@ -46,14 +48,14 @@ const std::vector<std::string> kEngines = {"analytic", "simgrid"};
 const std::vector<std::string> kTopLevelKeys = {
     "name", "seed", "engine", "cluster", "workload", "parallelism", "stragglers", "failures",
     "link_events",
-    "simgrid", "outputs"};
+    "simgrid", "outputs", "jobs"};
 const std::vector<std::string> kWorkloadKeys = {
     "model", "batch_per_device", "precision", "iterations", "compute_efficiency",
     "memory_efficiency", "kernel_launch", "optimizer_bytes_per_param", "cost_model", "cost_table", "framework",
     "input"};
 const std::vector<std::string> kClusterKeys = {
     "nodes", "devices_per_node", "device", "intra_node_link", "host_link", "network", "devices",
-    "links", "device_profile"};
+    "links", "device_profile", "node_groups"};
 const std::vector<std::string> kNetworkKeys = {
     "link", "topology", "nics_per_node", "nodes_per_leaf", "oversubscription", "spine_latency",
     "collective_latency", "protocols", "transport", "intra_node_transport"};
@@ -67,7 +69,7 @@ const std::vector<std::string> kParallelismKeys = {
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
     "zero_stage", "partition", "sequence_parallel", "stage_replicas", "context_parallel",
-    "context_parallel_kind", "expert_parallel"};
+    "context_parallel_kind", "expert_parallel", "balance_batch"};
 
 // One of `all`, spelled as `name` spells it.
 template <typename E, std::size_t N>
@@ -151,8 +153,8 @@ hw::LinkSpec ReadLink(const YamlValue& v) {
   return l;
 }
 
-// The canonical spelling of a device or link name, or an error at `v`
-// listing the known ones.
+}  // namespace
+
 std::string ResolveDevice(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const std::string name = v.AsString();
   if (const hw::DeviceSpec* d = catalog.FindDevice(name)) return d->name;
@@ -170,6 +172,8 @@ std::string ResolveLink(const YamlValue& v, const hw::HardwareCatalog& catalog) 
   v.Fail("unknown link '" + name + "'",
          UnknownNameHint(name, known, "known links (or define it under cluster.links)"));
 }
+
+namespace {
 
 NetworkConfig ReadNetwork(const YamlValue& v, const hw::HardwareCatalog& catalog) {
   const YamlMap m = v.AsMap(kNetworkKeys);
@@ -232,6 +236,7 @@ ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
   if (auto x = m.Get("intra_node_link")) c.intra_node_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("host_link")) c.host_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("network")) c.network = ReadNetwork(*x, catalog);
+  if (auto x = m.Get("node_groups")) ReadNodeGroups(*x, m.Get("nodes"), catalog, &c);
   if (auto x = m.Get("device_profile")) {
     fs::path file = x->AsString();
     if (file.is_relative()) file = fs::path(base).parent_path() / file;
@@ -567,6 +572,8 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     p.recompute_selective = k == 8;
   }
   if (auto x = m.Get("optimizer")) p.optimizer = ReadEnum(*x, kOptimizers, OptimizerKindName, "optimizer");
+  if (auto x = m.Get("balance_batch"))
+    p.balance_batch = ReadEnum(*x, kBatchBalances, BatchBalanceName, "batch balance");
   if (auto x = m.Get("zero_stage")) {
     p.zero_stage = x->AsInt(0);
     if (p.zero_stage > 3) x->Fail("expected a ZeRO stage 0, 1, 2 or 3, got " + x->Describe());
@@ -944,6 +951,7 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
   }
   if (auto x = m.Get("outputs")) s.outputs = ReadOutputs(*x);
   if (s.outputs.dir.empty()) s.outputs.dir = "results/" + s.name;
+  if (auto x = m.Get("jobs")) s.jobs = ReadJobs(*x, m, s, check_plan_shape);
   for (const YamlMap::Entry& e : MainEntries(m)) s.key_locations[e.value.path()] = e.value.where();
   CheckKeysUsed(s, m, unused);
   return s;

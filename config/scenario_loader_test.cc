@@ -738,7 +738,11 @@ TEST(ScenarioLoaderTest, EveryShippedScenarioLoads) {
       EXPECT_NE(catalog.FindDevice(s.cluster.device), nullptr);
       EXPECT_NE(catalog.FindLink(s.cluster.intra_node_link), nullptr);
       EXPECT_NE(catalog.FindLink(s.cluster.network.link), nullptr);
-      EXPECT_GT(BuildWorkloadModel(s).num_ops(), 0u);
+      // A scenario with jobs: each job's model.
+      if (s.jobs.empty()) {
+        EXPECT_GT(BuildWorkloadModel(s).num_ops(), 0u);
+      }
+      for (const Job& job : s.jobs) EXPECT_GT(BuildWorkloadModel(job.scenario).num_ops(), 0u);
     } catch (const UserError& e) {
       ADD_FAILURE() << e.what();
     }

@@ -135,6 +135,14 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
     return Unused(s, path, "expert parallelism shards the experts over data-parallel replicas of "
                            "strategy hybrid");
   }
+  if (path == "parallelism.balance_batch" && !BucketedAllReduce(s)) {
+    return Unused(s, path, "it shares the batch of the data-parallel workers of strategies data "
+                           "and local_sgd with averaging all_reduce");
+  }
+  if (path == "parallelism.balance_batch" && s.cluster.node_groups.empty()) {
+    return "parallelism.balance_batch has no effect without cluster.node_groups (every device "
+           "is alike)";
+  }
   // Keys that other keys make moot.
   const NetworkConfig& net = s.cluster.network;
   if ((path == "cluster.network.nodes_per_leaf" || path == "cluster.network.oversubscription" ||

@@ -40,6 +40,16 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
   plan.iterations = options.iterations;
   plan.batch_per_rank = options.batch_per_rank;
   plan.samples_per_iteration = static_cast<std::int64_t>(num_ranks) * options.batch_per_rank;
+  const bool uneven = !options.batch_of_rank.empty();
+  if (uneven) {
+    DTSIM_CHECK(static_cast<int>(options.batch_of_rank.size()) == num_ranks && built == num_ranks,
+                "one batch per rank, every rank materialized");
+    plan.samples_per_iteration = 0;
+    for (int b : options.batch_of_rank) {
+      DTSIM_CHECK(b >= 1, "a rank's batch must be >= 1");
+      plan.samples_per_iteration += b;
+    }
+  }
 
   std::vector<std::int32_t> all_ops;
   std::int64_t total_params = 0;
@@ -112,7 +122,9 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         buckets.size(), std::vector<std::vector<TaskId>>(static_cast<std::size_t>(built)));
     for (int r = 0; r < built; ++r) {
       const StepTasks step = AddStepTasks(
-          &plan, graph, r, it, options.batch_per_rank, {}, [&](OpId v, TaskId w) {
+          &plan, graph, r, it,
+          uneven ? options.batch_of_rank[static_cast<std::size_t>(r)] : options.batch_per_rank, {},
+          [&](OpId v, TaskId w) {
             bucket_deps[static_cast<std::size_t>(bucket_of_op[v])][static_cast<std::size_t>(r)]
                 .push_back(w);
           },

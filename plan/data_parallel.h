@@ -19,6 +19,10 @@ struct ClusterShape {
 
 struct DataParallelOptions {
   int batch_per_rank = 32;   // samples per rank per iteration, >= 1
+  // Samples per iteration of each rank when they differ (a mixed cluster's
+  // batch balanced by speed), each >= 1; empty = batch_per_rank on every
+  // rank. REQUIRES: empty or one entry per rank, every rank materialized.
+  std::vector<int> batch_of_rank;
   int iterations = 1;        // >= 1
   // Gradients are packed, in the order backward produces them, into buckets
   // of at least this many bytes (a bucket closes once it reaches the cap,

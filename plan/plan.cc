@@ -115,4 +115,23 @@ std::int32_t Plan::AddCollective(Collective c, const std::vector<std::vector<Tas
   return index;
 }
 
+std::int32_t Plan::AddCollectiveRecord(Collective c) {
+  DTSIM_CHECK(c.group >= 0 && c.group < static_cast<std::int32_t>(groups_.size()),
+              "collective group out of range");
+  const auto index = static_cast<std::int32_t>(collectives_.size());
+  std::size_t m = 0;
+  for (RankId r : groups_[static_cast<std::size_t>(c.group)]) {
+    if (!IsMaterialized(r)) continue;
+    DTSIM_CHECK(m < c.tasks.size(), "a collective record lacks a member task");
+    const TaskId id = c.tasks[m++];
+    DTSIM_CHECK(id >= 0 && static_cast<std::size_t>(id) < tasks_.size(), "member task out of range");
+    const Task& t = tasks_[static_cast<std::size_t>(id)];
+    DTSIM_CHECK(t.kind == TaskKind::kCollective && t.rank == r && t.collective == index,
+                "a collective record's member task does not match its group");
+  }
+  DTSIM_CHECK(m == c.tasks.size(), "a collective record has more member tasks than its group");
+  collectives_.push_back(std::move(c));
+  return index;
+}
+
 }  // namespace dtsim::plan

@@ -159,6 +159,11 @@ class Plan {
   std::int32_t AddCollective(Collective c, const std::vector<std::vector<TaskId>>& deps_per_member,
                              std::int32_t iteration);
   std::int32_t AddGroup(std::vector<RankId> ranks);
+  // Adds a collective whose member tasks are already in the plan: c.tasks
+  // holds one kCollective task per materialized member of c.group, in group
+  // order, each naming this collective's index (plan/merge.cc copies plans
+  // this way). Returns the collective's index.
+  std::int32_t AddCollectiveRecord(Collective c);
   // Room for `tasks` tasks and `deps` dependencies in all (a hint; nothing
   // changes but the capacity).
   void Reserve(std::size_t tasks, std::size_t deps);

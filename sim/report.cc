@@ -1,4 +1,5 @@
 #include "sim/report.h"
+#include "sim/jobs_report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -102,8 +103,12 @@ ModelFigures ComputeModelFigures(const config::Scenario& scenario, const Predict
   if (devices <= 0 || !(samples_per_s > 0)) return f;
   f.model_flops_per_device_per_s = f.model_flops_per_sample * samples_per_s / devices;
   const bool fp8 = scenario.workload.precision == hw::Precision::kFp8;
-  f.mfu = f.model_flops_per_device_per_s /
-          p.device.PeakFlopRate(fp8 ? hw::Precision::kBf16 : scenario.workload.precision);
+  double peak = p.device.PeakFlopRate(fp8 ? hw::Precision::kBf16 : scenario.workload.precision);
+  if (!p.groups.empty()) {  // mixed: the devices' mean peak
+    peak = 0;
+    for (const GroupFigures& g : p.groups) peak += g.peak_flop_per_s * g.ranks / devices;
+  }
+  f.mfu = f.model_flops_per_device_per_s / peak;
   if (fp8) f.mfu_fp8_peak = f.model_flops_per_device_per_s / p.device.PeakFlopRate(hw::Precision::kFp8);
   f.tokens_per_s = samples_per_s * p.tokens_per_sample;
   return f;
@@ -355,13 +360,20 @@ void AddTimes(const Prediction& p, nlohmann::ordered_json& j) {
 }  // namespace
 
 nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p) {
+  // Jobs: the first job's report, named after the scenario, and every job's figures.
+  if (!s.jobs.empty() && !p.jobs.empty()) {
+    nlohmann::ordered_json j = ReportJson(s.jobs.front().scenario, p.jobs.front().shared);
+    j["scenario"] = s.name;
+    j["jobs"] = JobsJson(p);
+    return j;
+  }
   const RunMetrics& m = p.metrics;
   nlohmann::ordered_json j;
   j["scenario"] = s.name;
   j["engine"] = s.engine;
   j["seed"] = s.seed;
   j["model"] = p.graph.name();
-  j["device"] = p.device.name;
+  j["device"] = p.groups.empty() ? p.device.name : NodeGroupsDevices(p.groups);
   j["nodes"] = s.cluster.nodes;
   j["devices_per_node"] = s.cluster.devices_per_node;
   j["devices"] = s.cluster.num_devices();
@@ -412,6 +424,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   if (HasHostSide(p)) j["framework"] = p.setup.framework;
   if (!p.setup.transport.empty()) j["transport"] = p.setup.transport;
   AddBreakdown(s, p, j);
+  if (!p.groups.empty()) j["node_groups"] = NodeGroupsJson(s, p.groups);
   const models::GraphTotals& totals = p.model_totals;
   j["model_totals"] = {{"params", totals.params},
                        {"fwd_flops_per_sample", totals.fwd_flops},
@@ -439,6 +452,7 @@ std::string CsvHeader() {
 }
 
 std::string CsvRow(const config::Scenario& s, const Prediction& p) {
+  if (!s.jobs.empty() && !p.jobs.empty()) return CsvRow(s.jobs.front().scenario, p.jobs.front().shared);
   const RunMetrics& m = p.metrics;
   const bool fits = p.does_not_fit.empty();
   std::ostringstream o;
@@ -485,6 +499,7 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
 }
 
 void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks, int link_counters) {
+  if (!p.jobs.empty()) return WriteJobsChromeTrace(out, p, max_ranks);
   const int ranks = std::min(max_ranks, p.plan.num_ranks());
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
@@ -574,6 +589,8 @@ std::string RepeatsLog(const std::vector<double>& throughput, const std::vector<
 }
 
 std::string StepLog(const config::Scenario& s, const Prediction& p) {
+  if (!s.jobs.empty() && !p.jobs.empty())
+    return "first job: " + StepLog(s.jobs.front().scenario, p.jobs.front().shared) + JobsLog(p);
   const RunMetrics& m = p.metrics;
   std::ostringstream o;
   char line[256];
@@ -585,8 +602,11 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     how += std::string(", ") + config::CollectiveAlgorithmName(s.parallelism.algorithm) +
            " all-reduce";
   }
-  std::snprintf(line, sizeof line, "%s: %s on %d x %s (%d node%s), %s, %s\n", s.name.c_str(),
-                p.graph.name().c_str(), s.cluster.num_devices(), p.device.name.c_str(),
+  const std::string devices = p.groups.empty()
+                                  ? std::to_string(s.cluster.num_devices()) + " x " + p.device.name
+                                  : NodeGroupsDevices(p.groups);
+  std::snprintf(line, sizeof line, "%s: %s on %s (%d node%s), %s, %s\n", s.name.c_str(),
+                p.graph.name().c_str(), devices.c_str(),
                 s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s",
                 hw::PrecisionName(s.workload.precision), how.c_str());
   o << line;
@@ -727,11 +747,12 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   figures.tokens_per_s, p.tokens_per_sample);
     o << line;
   }
+  const std::string peak_of = p.groups.empty() ? p.device.name + "'s" : "the devices' mean";
   std::snprintf(line, sizeof line,
-                "model FLOPs: %.2f TFLOP/s per device, MFU %.1f%% of %s's %s peak "
+                "model FLOPs: %.2f TFLOP/s per device, MFU %.1f%% of %s %s peak "
                 "(forward + backward of the model, %.4g GFLOP per sample, no recomputation)\n",
                 figures.model_flops_per_device_per_s / 1e12, 100.0 * figures.mfu,
-                p.device.name.c_str(),
+                peak_of.c_str(),
                 hw::PrecisionName(Fp8(s) ? hw::Precision::kBf16 : s.workload.precision),
                 figures.model_flops_per_sample / 1e9);
   o << line;
@@ -804,6 +825,7 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
                   FormatSeconds(m.breakdown.input_wait_s).c_str());
     o << line;
   }
+  if (!p.groups.empty()) o << NodeGroupsText(s, p.groups);
   double lo = 1, hi = 0, sum = 0;
   for (double u : m.compute_utilization) {
     lo = std::min(lo, u);
@@ -818,9 +840,12 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
     for (std::size_t r = 0; r < m.per_rank.size(); ++r) {
       const Breakdown& b = m.per_rank[r];
       const auto& where = p.plan.ranks[static_cast<std::size_t>(m.ranks[r])];
+      std::string device = p.device.name;
+      for (const GroupFigures& g : p.groups)
+        if (m.ranks[r] >= g.first_rank && m.ranks[r] < g.first_rank + g.ranks) device = g.device;
       std::snprintf(line, sizeof line,
                     "  rank %d (node %d, %s %d): compute %.1f%%, exposed comm %.1f%%, idle %.1f%%\n",
-                    m.ranks[r], where.node, p.device.name.c_str(), where.local,
+                    m.ranks[r], where.node, device.c_str(), where.local,
                     100 * b.compute_s / step, 100 * b.exposed_comm_s / step, 100 * b.idle_s / step);
       o << line;
     }

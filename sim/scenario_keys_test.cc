@@ -100,6 +100,9 @@ const std::map<std::string, std::string> kAlternatives = {
     {"cluster.device", "A100-SXM4-40GB"},
     {"cluster.intra_node_link", "1GbE"},
     {"cluster.host_link", "pcie4-x16"},
+    // Refused beside the bases' cluster.nodes (sim/node_groups_test.cc
+    // covers the groups' effect).
+    {"cluster.node_groups", "[{name: a, nodes: 1}, {name: b, nodes: 1, device: A100-SXM4-40GB}]"},
     {"cluster.network.link", "100GbE"},
     {"cluster.network.topology", "{link: 10GbE, topology: fat_tree, nodes_per_leaf: 1, "
                                  "oversubscription: 4}"},
@@ -167,6 +170,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"parallelism.context_parallel_kind", "ulysses"},
     {"parallelism.expert_parallel", "2"},
     {"parallelism.optimizer", "sgd"},
+    // Refused without cluster.node_groups (sim/node_groups_test.cc covers it).
+    {"parallelism.balance_batch", "by_speed"},
     {"parallelism.zero_stage", "2"},
     {"parallelism.parameter_server.servers", "3"},
     {"parallelism.parameter_server.placement", "colocated"},
@@ -189,6 +194,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"stragglers.interference.ranks", "{period: 10ms, duration: 5ms, slowdown: 3, ranks: [0]}"},
     // Node 1's NICs at a tenth of their bandwidth for the whole run.
     {"link_events", "[{at: 0s, node: 1, bandwidth: 0.1}]"},
+    // Refused beside the bases' own workload and parallelism (each job gives its own).
+    {"jobs", "[{name: a, nodes: 1, workload: {model: resnet50}}]"},
     {"failures.mtbf", "{mtbf: 1h, horizon: 10h}"},
     {"failures.scope", "{mtbf: 1h, horizon: 10h, scope: node}"},
     {"failures.checkpoint_interval", "{mtbf: 1h, horizon: 10h, checkpoint_interval: 5min}"},

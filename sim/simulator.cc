@@ -22,6 +22,7 @@
 #include "sim/cost/plan_costs.h"
 #include "sim/plan_size.h"
 #include "sim/engine/simgrid_engine.h"
+#include "sim/jobs.h"
 #include "sim/network/link_events.h"
 #include "sim/engine/stragglers.h"
 
@@ -360,7 +361,8 @@ void CheckFusedAttention(const config::Scenario& s, const models::ModelGraph& gr
 }  // namespace
 
 bool WorkersAreAlike(const config::Scenario& s) {
-  return !UsesServers(s) && !IsPipelined(s) && s.stragglers.Empty() && s.link_events.empty();
+  return !UsesServers(s) && !IsPipelined(s) && s.stragglers.Empty() && s.link_events.empty() &&
+         !IsMixed(s);
 }
 
 NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog& catalog) {
@@ -409,10 +411,12 @@ NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog
     n.nccl_ll128 = nvlink && (arch == hw::GpuArch::kVolta || arch == hw::GpuArch::kAmpere ||
                               arch == hw::GpuArch::kHopper);
   }
+  if (IsMixed(s)) SetNodeGroupLinks(s, catalog, &n);
   return n;
 }
 
-plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, int materialize) {
+plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, int materialize,
+                    const std::vector<int>* batch_of_rank) {
   CheckPlanSize(s, graph);  // refuses plans that would not fit in memory
   const plan::ClusterShape shape{s.cluster.nodes, s.cluster.devices_per_node};
   if (IsPipelined(s)) {
@@ -450,9 +454,14 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
                       "k of n: at most the number of workers; 0 means all");
     return plan::BuildParameterServerPlan(graph, shape, o);
   }
-  return plan::BuildDataParallelPlan(
-      graph, shape,
-      DataParallelOptionsFor(s, graph, IterationsToSimulate(s), config::AveragingPeriod(s), materialize));
+  plan::DataParallelOptions o =
+      DataParallelOptionsFor(s, graph, IterationsToSimulate(s), config::AveragingPeriod(s), materialize);
+  if (batch_of_rank != nullptr) {
+    o.batch_of_rank = *batch_of_rank;
+  } else if (IsMixed(s) && s.parallelism.balance_batch == config::BatchBalance::kBySpeed) {
+    o.batch_of_rank = RankBatches(s, GroupSingleDeviceSteps(s, graph));
+  }
+  return plan::BuildDataParallelPlan(graph, shape, o);
 }
 
 namespace {
@@ -658,6 +667,7 @@ std::optional<Prediction> PipelineFastPath(const config::Scenario& s,
 }  // namespace
 
 Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
+  if (!s.jobs.empty()) return SimulateJobs(s);
   if (options.fast) {
     if (std::optional<Prediction> x = PipelineFastPath(s, options)) return std::move(*x);
   }
@@ -676,6 +686,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   }
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
+  if (IsMixed(s)) CheckNodeGroups(s);
 
   Prediction p;
   std::optional<models::ModelGraph> built;
@@ -704,15 +715,22 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   p.comm.averaging_period = config::AveragingPeriod(s);
   CostModelOptions cost_options = MakeCostOptions(s.workload);
   cost_options.measured = WorkloadMeasuredCosts(s.workload, full);
-  if (s.workload.cost_model == config::CostModelKind::kKernels && !device->HasMicroarchitecture())
-    throw UserError(s.workload.cost_model_where,
-                    "cost_model: kernels needs a GPU whose architecture and SM count the catalog "
-                    "knows; device '" + device->name + "' has none",
-                    "use cost_model: roofline, or a built-in GPU (dtsim devices)");
-  CheckFusedAttention(s, full, *device);
-  const std::vector<CostModel> cost_models{
-      CostModel(*device, s.workload.precision, cost_options),
-      CostModel(*server_device, s.workload.precision, cost_options)};
+  for (const hw::DeviceSpec* worker : WorkerDevices(s, catalog)) {
+    if (s.workload.cost_model == config::CostModelKind::kKernels && !worker->HasMicroarchitecture())
+      throw UserError(s.workload.cost_model_where,
+                      "cost_model: kernels needs a GPU whose architecture and SM count the catalog "
+                      "knows; device '" + worker->name + "' has none",
+                      "use cost_model: roofline, or a built-in GPU (dtsim devices)");
+    CheckFusedAttention(s, full, *worker);
+  }
+  // One cost model per kind of worker device (node groups), then the servers'.
+  const std::vector<CostModel> cost_models =
+      IsMixed(s) ? NodeGroupCostModels(s, catalog, cost_options, *server_device)
+                 : std::vector<CostModel>{CostModel(*device, s.workload.precision, cost_options),
+                                          CostModel(*server_device, s.workload.precision, cost_options)};
+  // Mixed clusters: each group's device alone, and the batches balanced on it.
+  const std::vector<double> group_steps = IsMixed(s) ? GroupSingleDeviceSteps(s, full) : std::vector<double>{};
+  const std::vector<int> batches = IsMixed(s) ? RankBatches(s, group_steps) : std::vector<int>{};
   p.setup.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
   if (cost_options.measured != nullptr) p.setup.cost_model = "measured, else " + p.setup.cost_model;
   const int workers = s.cluster.num_devices();
@@ -755,7 +773,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
         DataParallelOptionsFor(s, p.graph, 2, p.comm.averaging_period > 1 ? 2 : 1, 1));
   } else {
     p.graph = full;
-    p.plan = MakePlan(s, p.graph, materialize);
+    p.plan = MakePlan(s, p.graph, materialize, &batches);
   }
   p.layout.materialized_workers = 0;
   for (plan::RankId r = 0; r < p.plan.num_ranks(); ++r)
@@ -764,8 +782,13 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   p.network = MakeNetworkSpec(s, catalog);
   AddServerEndpoints(p.plan, &p.network);
   std::vector<int> cost_of_rank(static_cast<std::size_t>(p.plan.num_ranks()), 0);
+  if (IsMixed(s)) {
+    const std::vector<int> group = GroupOfRank(s.cluster);
+    std::copy(group.begin(), group.end(), cost_of_rank.begin());
+  }
   for (plan::RankId r = 0; r < p.plan.num_ranks(); ++r)
-    if (p.plan.IsServer(r)) cost_of_rank[static_cast<std::size_t>(r)] = 1;
+    if (p.plan.IsServer(r))
+      cost_of_rank[static_cast<std::size_t>(r)] = static_cast<int>(cost_models.size()) - 1;
   std::optional<StragglerModel> stragglers;
   if (!s.stragglers.Empty()) stragglers.emplace(s.stragglers, s.seed, workers);
   Run run = Execute(p.plan, p.graph, cost_models, cost_of_rank, p.network,
@@ -856,6 +879,8 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   config::Scenario one = s;
   one.cluster.nodes = 1;
   one.cluster.devices_per_node = 1;
+  one.cluster.node_groups.clear();
+  one.parallelism.balance_batch = config::BatchBalance::kEven;
   one.stragglers = {};
   one.failures = {};
   one.workload.iterations = 1;
@@ -896,6 +921,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
 
   SetStageMemory(s, full, device->memory_bytes, pipelined, servers, workers, hybrid, &p);
   if (pipelined) p.layout.hybrid = hybrid;
+  if (IsMixed(s)) SetNodeGroupFigures(s, catalog, full, batches, group_steps, &p);
 
   if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.post_local_steps > 0) {
     config::Scenario sync = s;

@@ -23,6 +23,7 @@
 #include "sim/memory.h"
 #include "sim/metrics.h"
 #include "sim/network/network.h"
+#include "sim/node_groups.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {
@@ -100,6 +101,8 @@ struct Layout {
   std::pair<int, int> extrapolated_from{0, 0};
 };
 
+struct JobRun;  // below: one job of a scenario with several
+
 struct Prediction {
   models::ModelGraph graph;  // the graph the plan's tasks refer to (one tensor rank's share)
   models::GraphTotals model_totals;  // of the whole model
@@ -132,7 +135,26 @@ struct Prediction {
   std::optional<PostLocal> post_local;
   std::optional<AsyncFigures> async;
   std::optional<GoodputResult> failures;
+  // Mixed clusters (cluster.node_groups): each group's placement, batch and
+  // time per step; empty otherwise.
+  std::vector<GroupFigures> groups;
   double wall_seconds = 0;  // host time spent simulating (not part of reports)
+  // A scenario with jobs (config::Scenario::jobs): each job's run on the
+  // shared cluster (sim/jobs.h); the figures above are then the first job's.
+  std::vector<JobRun> jobs;
+};
+
+// One job of a scenario with several, run on the shared cluster.
+struct JobRun {
+  std::string name;
+  double start_s = 0;
+  std::vector<int> nodes;           // the cluster's nodes it ran on
+  std::vector<plan::RankId> ranks;  // the shared cluster's rank of each of its ranks
+  // The job's own prediction (its plan, graph, costs, memory, ...), with
+  // engine and metrics from the shared run, times counted from its start.
+  Prediction shared;
+  RunMetrics alone;   // the job alone on the same nodes (same engine)
+  double slowdown = 0;  // shared step time / alone step time
 };
 
 struct SimulateOptions {
@@ -164,8 +186,10 @@ struct SimulateOptions {
 // Everything the engine needs that comes from the scenario and the catalog.
 NetworkSpec MakeNetworkSpec(const config::Scenario& scenario, const hw::HardwareCatalog& catalog);
 // `materialize` > 0: build only that many workers' tasks (symmetric plans).
+// `batch_of_rank`: each data-parallel rank's batch (RankBatches; empty =
+// even); nullptr = as the scenario's balance_batch gives them.
 plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& graph,
-                    int materialize = 0);
+                    int materialize = 0, const std::vector<int>* batch_of_rank = nullptr);
 
 // True when every worker of the scenario behaves the same (no stragglers,
 // no servers): the plan may be built symmetric.

@@ -134,6 +134,11 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
     throw UserError(base.Where("stragglers"),
                     "dtsim search assumes identical devices; the scenario has stragglers",
                     "remove the stragglers section to search");
+  if (!base.cluster.node_groups.empty())
+    throw UserError(base.Where("cluster.node_groups"),
+                    "dtsim search assumes identical devices; the cluster has node groups",
+                    "search one group's hardware as a cluster of its own (cluster.nodes, "
+                    "cluster.device)");
   Search out;
   out.global_batch = par.strategy == Strategy::kHybrid && par.hybrid.global_batch > 0
                          ? par.hybrid.global_batch

@@ -294,6 +294,21 @@ TEST(ReadmeFigures, RunExampleOutput) {
   EXPECT_NE(doc.find(first), std::string::npos) << first;
 }
 
+// docs/predictions.md's "Jobs sharing a fabric": each job's step-log line as printed.
+TEST(ReadmeFigures, JobsSharingAFabric) {
+  const std::string doc = Doc(kPredictions);
+  const config::Scenario s = config::LoadScenario("scenarios/two-jobs-shared-fabric.yaml");
+  const sim::Prediction p = sim::Simulate(s);
+  ASSERT_EQ(p.jobs.size(), 2u);
+  const std::string log = sim::StepLog(s, p);
+  for (const char* prefix : {"job resnet50 ", "job bert-large "}) {
+    const std::string line = LineStartingWith(log, prefix);
+    ASSERT_FALSE(line.empty()) << "the step log has no line " << prefix;
+    EXPECT_NE(doc.find("\n" + line + "\n"), std::string::npos)
+        << kPredictions << " lacks the line\n" << line;
+  }
+}
+
 // docs/predictions.md's "Language models": the step-log lines of the Llama 2 7B, FP8 GPT-3 and
 // Mixtral 8x7B and DeepSeekMoE 16B examples as printed, the eager-attention comparison and
 // FP8's speed-up.

@@ -88,21 +88,21 @@ class Platform {
         l->set_bandwidth_profile(p);
       return l->seal();
     };
+    // Each node's own links (NetworkSpec's per-node values of a mixed
+    // cluster); the bandwidths are Network's, link by link.
     for (int i = 0; i < r; ++i) {
-      dev_up_.push_back(link("dev_up" + std::to_string(i), s.intra_bw_bytes_per_s,
-                             s.intra_latency_s, Kind::kDevice, i));
-      dev_down_.push_back(
-          link("dev_down" + std::to_string(i), s.intra_bw_bytes_per_s, 0, Kind::kDevice, i));
+      const int node = network.NodeOf(i);
+      const double bw = network.LinkBandwidth(network.DeviceLink(i, true));
+      dev_up_.push_back(link("dev_up" + std::to_string(i), bw, s.IntraLatency(node), Kind::kDevice, i));
+      dev_down_.push_back(link("dev_down" + std::to_string(i), bw, 0, Kind::kDevice, i));
     }
     for (int i = 0; i < n; ++i) {
-      nic_up_.push_back(link("nic_up" + std::to_string(i), s.nic_bw_bytes_per_s, s.net_latency_s,
-                             Kind::kNic, i));
-      nic_down_.push_back(
-          link("nic_down" + std::to_string(i), s.nic_bw_bytes_per_s, 0, Kind::kNic, i));
+      const double bw = network.LinkBandwidth(network.NicLink(i, true));
+      nic_up_.push_back(link("nic_up" + std::to_string(i), bw, s.NetLatency(i), Kind::kNic, i));
+      nic_down_.push_back(link("nic_down" + std::to_string(i), bw, 0, Kind::kNic, i));
     }
-    const double leaf_bw =
-        s.nodes_per_leaf * s.nic_bw_bytes_per_s / std::max(1.0, s.oversubscription);
     for (int i = 0; i < leaves; ++i) {
+      const double leaf_bw = network.LinkBandwidth(network.LeafLink(i, true));
       leaf_up_.push_back(
           link("leaf_up" + std::to_string(i), leaf_bw, s.spine_latency_s, Kind::kLeaf, i));
       leaf_down_.push_back(link("leaf_down" + std::to_string(i), leaf_bw, 0, Kind::kLeaf, i));

@@ -147,5 +147,31 @@ TEST(SimgridScenarios, IncastIntoOneServerLinkAgreesAcrossEngines) {
   EXPECT_GE(g, 16 * m / b);
 }
 
+TEST(SimgridScenarios, MixedClusterAgreesAcrossEngines) {
+  // Two node groups (sim/node_groups.h): 2 V100 nodes on one 25 GbE NIC and
+  // 2 A100 nodes on two, one device each. Each ring step sends one chunk per
+  // node, each over its own NIC pair, at the pace of the slower NIC (25
+  // GbE) on both engines, and the A100s wait for the V100s: the engines
+  // see the same per-node links and devices, so they agree.
+  Scenario s = DataParallel(4);
+  config::NodeGroup slow;
+  slow.name = "v100";
+  slow.nodes = 2;
+  slow.device = "V100-SXM2-32GB";
+  slow.intra_node_link = "nvlink2";
+  slow.link = "25GbE";
+  config::NodeGroup fast = slow;
+  fast.name = "a100";
+  fast.device = "A100-SXM4-80GB";
+  fast.intra_node_link = "nvlink3";
+  fast.nics_per_node = 2;
+  s.cluster.node_groups = {slow, fast};
+  const BothEngines r = RunBoth(s, "mixed V100 + A100, data parallel");
+  EXPECT_LT(r.step_diff, 0.01);
+  ASSERT_EQ(r.simgrid.groups.size(), 2u);
+  EXPECT_LT(r.simgrid.groups[1].compute_s, r.simgrid.groups[0].compute_s);
+  EXPECT_GT(r.simgrid.groups[1].idle_s, r.simgrid.groups[0].idle_s);
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -26,7 +26,7 @@ LinkEventTimeline::LinkEventTimeline(const Network& nominal,
     }
     ev.factor = e.bandwidth;
     if (e.bandwidth == 0 && e.when_down == config::LinkDownPolicy::kReroute)
-      ev.factor = (cluster.network.nics_per_node - 1.0) / cluster.network.nics_per_node;
+      ev.factor = (cluster.NicsOfNode(e.node) - 1.0) / cluster.NicsOfNode(e.node);
     breakpoints_.push_back(ev.begin);
     if (ev.end < kMaxSimTime) breakpoints_.push_back(ev.end);
     events_.push_back(std::move(ev));

@@ -18,6 +18,10 @@ Network::Network(const NetworkSpec& spec) : spec_(spec) {
   DTSIM_CHECK(spec.nodes >= 1 && spec.devices_per_node >= 1, "bad cluster shape");
   DTSIM_CHECK(spec.intra_bw_bytes_per_s > 0 || spec.devices_per_node == 1,
               "intra-node bandwidth must be positive");
+  for (double bw : spec.node_intra_bw_bytes_per_s)
+    DTSIM_CHECK(bw > 0 || spec.devices_per_node == 1, "intra-node bandwidth must be positive");
+  for (double bw : spec.node_nic_bw_bytes_per_s)
+    DTSIM_CHECK(bw > 0 || spec.nodes == 1, "NIC bandwidth must be positive");
   DTSIM_CHECK(spec.nic_bw_bytes_per_s > 0 || spec.nodes == 1, "NIC bandwidth must be positive");
   DTSIM_CHECK(!spec.fat_tree || (spec.nodes_per_leaf >= 1 && spec.oversubscription >= 1.0),
               "bad fat-tree parameters");
@@ -28,11 +32,28 @@ Network::Network(const NetworkSpec& spec) : spec_(spec) {
   }
   const int r = num_ranks(), n = num_nodes_, l = NumLeaves(spec, n);
   bw_.assign(static_cast<std::size_t>(2 * r + 2 * n + 2 * l), 0.0);
-  for (int i = 0; i < 2 * r; ++i) bw_[static_cast<std::size_t>(i)] = spec.intra_bw_bytes_per_s;
-  for (int i = 0; i < 2 * n; ++i) bw_[static_cast<std::size_t>(2 * r + i)] = spec.nic_bw_bytes_per_s;
-  const double leaf_bw =
-      spec.nodes_per_leaf * spec.nic_bw_bytes_per_s / std::max(1.0, spec.oversubscription);
-  for (int i = 0; i < 2 * l; ++i) bw_[static_cast<std::size_t>(2 * r + 2 * n + i)] = leaf_bw;
+  for (int i = 0; i < r; ++i) {
+    const double bw = spec.IntraBw(NodeOf(i));
+    bw_[static_cast<std::size_t>(i)] = bw;
+    bw_[static_cast<std::size_t>(r + i)] = bw;
+  }
+  for (int i = 0; i < n; ++i) {
+    bw_[static_cast<std::size_t>(2 * r + i)] = spec.NicBw(i);
+    bw_[static_cast<std::size_t>(2 * r + n + i)] = spec.NicBw(i);
+  }
+  // A leaf's uplinks: its nodes' NICs together over the oversubscription
+  // (nodes_per_leaf x the NIC bandwidth when the nodes are alike).
+  for (int leaf = 0; leaf < l; ++leaf) {
+    double down = 0;
+    if (spec.node_nic_bw_bytes_per_s.empty()) {
+      down = spec.nodes_per_leaf * spec.nic_bw_bytes_per_s;
+    } else {
+      for (int k = 0; k < spec.nodes_per_leaf; ++k) down += spec.NicBw(leaf * spec.nodes_per_leaf + k);
+    }
+    const double leaf_bw = down / std::max(1.0, spec.oversubscription);
+    bw_[static_cast<std::size_t>(2 * r + 2 * n + leaf)] = leaf_bw;
+    bw_[static_cast<std::size_t>(2 * r + 2 * n + l + leaf)] = leaf_bw;
+  }
   load_.assign(bw_.size(), 0.0);
   busy_until_.assign(bw_.size(), 0);
 }
@@ -67,12 +88,12 @@ Network::Path Network::Route(int src, int dst) const {
   if (src_node == dst_node) {
     p.links[p.num_links++] = src;
     p.links[p.num_links++] = r + dst;
-    p.latency_s = spec_.intra_latency_s;
+    p.latency_s = spec_.IntraLatency(src_node);
     return p;
   }
   p.links[p.num_links++] = 2 * r + src_node;
   p.links[p.num_links++] = 2 * r + n + dst_node;
-  p.latency_s = spec_.net_latency_s;
+  p.latency_s = spec_.NetLatency(src_node);
   if (spec_.fat_tree) {
     const int src_leaf = src_node / spec_.nodes_per_leaf;
     const int dst_leaf = dst_node / spec_.nodes_per_leaf;

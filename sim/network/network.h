@@ -50,6 +50,28 @@ struct NetworkSpec {
   // `nodes` adds a node (a dedicated server machine with its own NIC). Their
   // port into the node runs at intra_bw_bytes_per_s.
   std::vector<int> extra_endpoint_nodes;
+  // Mixed clusters (sim/node_groups.h): per node, its NICs' bandwidth and
+  // latency and its device ports' bandwidth and latency; empty = the values
+  // above on every node, and nodes past a vector's end (dedicated server
+  // nodes) take them too. A path takes its sending node's latency.
+  std::vector<double> node_nic_bw_bytes_per_s;
+  std::vector<double> node_net_latency_s;
+  std::vector<double> node_intra_bw_bytes_per_s;
+  std::vector<double> node_intra_latency_s;
+
+  double NicBw(int node) const { return Of(node_nic_bw_bytes_per_s, node, nic_bw_bytes_per_s); }
+  double NetLatency(int node) const { return Of(node_net_latency_s, node, net_latency_s); }
+  double IntraBw(int node) const {
+    return Of(node_intra_bw_bytes_per_s, node, intra_bw_bytes_per_s);
+  }
+  double IntraLatency(int node) const { return Of(node_intra_latency_s, node, intra_latency_s); }
+
+ private:
+  static double Of(const std::vector<double>& per_node, int node, double fallback) {
+    return node >= 0 && static_cast<std::size_t>(node) < per_node.size()
+               ? per_node[static_cast<std::size_t>(node)]
+               : fallback;
+  }
 };
 
 struct Transfer {
@@ -102,9 +124,9 @@ class Network {
   int LeafLink(int leaf, bool up) const;
   int num_leaves() const;
   // The links a transfer from `src` to `dst` crosses, in path order (none
-  // when src == dst), and a link's bandwidth in bytes/s.
+  // when src == dst).
   std::vector<int> RouteLinks(int src, int dst) const;
-  double LinkBandwidth(int link) const { return bw_[static_cast<std::size_t>(link)]; }
+  double LinkBandwidth(int link) const { return bw_[static_cast<std::size_t>(link)]; }  // bytes/s
   // Multiplies link `link`'s bandwidth by `factor` (> 0).
   void ScaleLink(int link, double factor);
   // While `used` is not null, StepSeconds, TransferSeconds and the

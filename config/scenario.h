@@ -461,6 +461,10 @@ struct OutputConfig {
   bool csv = true;        // summary.csv (one row)
   bool trace = true;      // trace.json (Chrome trace / Perfetto)
   int trace_max_ranks = 16;  // trace only the first N ranks (keeps files small)
+  // > 0: per-link traffic in the report and the step log (per link class
+  // and the N busiest links) and the N busiest links' bandwidth as trace
+  // counters (sim/link_traffic.h); 0 = none.
+  int link_traffic = 0;
 };
 
 // Settings of the SimGrid engine (engine: simgrid).

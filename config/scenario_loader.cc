@@ -586,13 +586,14 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
 }
 
 OutputConfig ReadOutputs(const YamlValue& v) {
-  const YamlMap m = v.AsMap({"dir", "json", "csv", "trace", "trace_max_ranks"});
+  const YamlMap m = v.AsMap({"dir", "json", "csv", "trace", "trace_max_ranks", "link_traffic"});
   OutputConfig o;
   if (auto x = m.Get("dir")) o.dir = x->AsString();
   if (auto x = m.Get("json")) o.json = x->AsBool();
   if (auto x = m.Get("csv")) o.csv = x->AsBool();
   if (auto x = m.Get("trace")) o.trace = x->AsBool();
   if (auto x = m.Get("trace_max_ranks")) o.trace_max_ranks = x->AsInt(1);
+  if (auto x = m.Get("link_traffic")) o.link_traffic = x->AsInt(0);
   return o;
 }
 
@@ -666,10 +667,6 @@ void CheckHybridShape(const Scenario& s, const YamlValue& parallelism, bool divi
   if (h.context_parallel > 1 && h.schedule == PipelineSchedule::kPipeDream)
     at("context_parallel").Fail("schedule pipedream is simulated without context parallelism",
                                 "use schedule 1f1b, or context_parallel: 1");
-  if (h.context_parallel > 1 && s.engine == "simgrid")
-    at("context_parallel").Fail("context_parallel > 1 with the simgrid engine is not simulated "
-                                "yet: it needs every context rank simulated on its own",
-                                "use engine: analytic");
   if (h.expert_parallel > 1 && (h.tensor_parallel > 1 || h.schedule == PipelineSchedule::kPipeDream ||
                                 h.schedule == PipelineSchedule::kPipeDream2BW))
     at("expert_parallel")
@@ -911,11 +908,6 @@ Scenario ParseScenarioNode(const YAML::Node& root_node, const std::string& filen
     if (const std::string problem = StragglerRanksProblem(s.stragglers, s.cluster.num_devices());
         !problem.empty())
       x->Fail(problem, "ranks are worker indices, 0-based and node-major");
-    if (s.parallelism.strategy == Strategy::kHybrid &&
-        s.parallelism.hybrid.context_parallel > 1 && !s.stragglers.Empty())
-      x->Fail("context_parallel > 1 is simulated with identical ranks, and stragglers make them "
-              "differ",
-              "remove the stragglers, or use parallelism.context_parallel: 1");
   }
   if (auto x = m.Get("link_events")) s.link_events = ReadLinkEvents(*x, s.cluster);
   if (auto x = m.Get("failures")) {

@@ -242,4 +242,91 @@ TaskId EmitContextAttention(Plan& plan, const models::ModelGraph& shard, const C
   return send(block, deps_of({sent, step}));
 }
 
+std::vector<TaskId> EmitContextAttentionGroup(Plan& plan, const models::ModelGraph& shard,
+                                              const ContextParallel& cp,
+                                              const std::vector<AttentionSite>& sites,
+                                              TaskKind kind, const std::vector<TaskId>& deps) {
+  const int c = cp.degree;
+  DTSIM_CHECK(static_cast<int>(sites.size()) == c && deps.size() == sites.size(),
+              "one site and one dependency per member of the context group");
+  DTSIM_CHECK(kind == TaskKind::kForward || kind == TaskKind::kBackward,
+              "attention's core runs as a forward or a backward task");
+  const bool forward = kind == TaskKind::kForward;
+  const auto n = sites.size();
+  const AttentionSite& first = sites.front();
+  const auto list = [](std::initializer_list<TaskId> ids) {
+    std::vector<TaskId> out;
+    for (TaskId x : ids)
+      if (x >= 0) out.push_back(x);
+    return out;
+  };
+  const auto compute = [&](std::size_t q, const std::vector<TaskId>& on) {
+    Task task;
+    task.kind = kind;
+    task.rank = sites[q].rank;
+    task.iteration = first.iteration;
+    task.micro_batch = first.micro_batch;
+    task.op = static_cast<std::int32_t>(first.begin);
+    task.op_count = static_cast<std::int32_t>(first.end - first.begin);
+    task.batch = first.batch;
+    return plan.AddTask(task, on);
+  };
+  std::vector<TaskId> out(n, -1);
+  if (cp.kind == ContextParallelKind::kUlysses) {
+    const UlyssesBytes bytes = UlyssesAllToAllBytes(shard, first.begin, first.end);
+    const auto all_to_all = [&](double per_sample, const std::vector<std::vector<TaskId>>& on) {
+      Collective col;
+      col.op = CollectiveOp::kAllToAll;
+      col.algorithm = first.algorithm;
+      col.bytes = per_sample * first.batch;
+      col.group = first.group;
+      col.activations = true;
+      const auto ci = plan.AddCollective(col, on, first.iteration);
+      return plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+    };
+    std::vector<std::vector<TaskId>> on(n);
+    for (std::size_t q = 0; q < n; ++q) on[q] = list({deps[q]});
+    const std::vector<TaskId> in = all_to_all(forward ? bytes.before : bytes.after, on);
+    for (std::size_t q = 0; q < n; ++q) on[q] = {compute(q, {in[q]})};
+    return all_to_all(forward ? bytes.after : bytes.before, on);
+  }
+  const double block = RingBlockBytes(shard.op(first.begin)) * first.batch;
+  const auto send = [&](std::size_t q, double bytes, const std::vector<TaskId>& on) {
+    Task task;
+    task.kind = TaskKind::kSend;
+    task.stream = StreamKind::kComm;
+    task.rank = sites[q].rank;
+    task.peer = sites[(q + 1) % n].rank;
+    task.bytes = bytes;
+    task.iteration = first.iteration;
+    task.micro_batch = first.micro_batch;
+    return plan.AddTask(task, on);
+  };
+  const auto pred = [n](std::size_t q) { return (q + n - 1) % n; };
+  std::vector<TaskId> step(n, -1), sent(n, -1), next_sent(n, -1);
+  for (int j = 0; j < c; ++j) {
+    for (std::size_t q = 0; q < n; ++q) {
+      // The block of step j is in hand once the predecessor's send of step
+      // j - 1 arrived.
+      const std::vector<TaskId> arrived =
+          j == 0 ? list({deps[q]}) : list({sent[pred(q)], sent[q], step[q]});
+      if (forward) {
+        next_sent[q] = j + 1 < c ? send(q, block, j == 0 ? list({deps[q]}) : list({sent[pred(q)], sent[q]}))
+                                 : -1;
+      } else {
+        const double bytes = (j + 1 < c ? block : 0) + (j > 0 ? block : 0);
+        next_sent[q] = send(q, bytes, arrived);
+      }
+      step[q] = compute(q, j == 0 ? list({deps[q]}) : list({step[q], sent[pred(q)]}));
+    }
+    sent = next_sent;
+  }
+  if (forward) return step;
+  // The dK/dV of the last step's block returns to its owner, the successor.
+  std::vector<TaskId> last(n);
+  for (std::size_t q = 0; q < n; ++q) last[q] = send(q, block, list({sent[pred(q)], sent[q], step[q]}));
+  for (std::size_t q = 0; q < n; ++q) out[q] = last[pred(q)];
+  return out;
+}
+
 }  // namespace dtsim::plan

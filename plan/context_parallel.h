@@ -111,4 +111,20 @@ struct AttentionSite {
 TaskId EmitContextAttention(Plan& plan, const models::ModelGraph& shard, const ContextParallel& cp,
                             const AttentionSite& site, TaskKind kind, TaskId dep);
 
+// EmitContextAttention for a materialized context group: `sites` are its
+// c members in ring order (site q sends to site q + 1 mod c; its `next` is
+// ignored), `deps[q]` member q's dependency (-1: none). Returns per member
+// the task whose end makes its core's result available.
+//   ring:    member q's step j + 1 and its send of that block wait for the
+//            block to arrive, i.e. for its predecessor's send of step j
+//            (and for its own step j and send j); backward, member q's
+//            dK/dV comes back with its predecessor's last send.
+//   ulysses: one all-to-all over the group with a member task per site.
+// With identical members this is the timing EmitContextAttention gives one
+// member standing for the group.
+std::vector<TaskId> EmitContextAttentionGroup(Plan& plan, const models::ModelGraph& shard,
+                                              const ContextParallel& cp,
+                                              const std::vector<AttentionSite>& sites,
+                                              TaskKind kind, const std::vector<TaskId>& deps);
+
 }  // namespace dtsim::plan

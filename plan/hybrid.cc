@@ -328,23 +328,16 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                         (cp > 1 ? " x " + std::to_string(cp) : "") + ") must divide the " +
                         std::to_string(n) + " devices",
                     "data parallelism is devices / (t x p)");
-  if (cp > 1 && !o.symmetric)
-    throw UserError("context_parallel " + std::to_string(cp) +
-                        " is simulated with identical ranks only: the engine analytic, without "
-                        "stragglers or link events",
-                    "use engine: analytic without stragglers and link_events, or "
-                    "context_parallel: 1");
   const int d = n / (t * p * cp);
   const int ep = o.expert;
   if (ep < 1 || d % ep != 0 || (ep > 1 && t > 1))
     throw UserError("expert_parallel (" + std::to_string(ep) + ") must divide data parallelism (" +
                         std::to_string(d) + ") and is simulated with tensor_parallel 1",
                     "expert groups are made of data-parallel replicas");
-  if (ep > 1 && (cp > 1 || !o.symmetric))
+  if (ep > 1 && cp > 1)
     throw UserError("expert_parallel " + std::to_string(ep) +
-                        " is simulated with identical ranks and without context parallelism only",
-                    "use the analytic engine without stragglers or link events, and "
-                    "context_parallel: 1");
+                        " is simulated without context parallelism",
+                    "use context_parallel: 1");
   if (o.schedule == PipelineSchedule::kInterleaved && (v < 2 || m % p != 0))
     throw UserError("the interleaved schedule needs virtual_stages >= 2 and a number of "
                     "micro-batches (" + std::to_string(m) + ") divisible by pipeline_parallel (" +
@@ -399,6 +392,30 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         for (int q = 0; q < cp; ++q) g.push_back(rank_of(r, s, 0) + q * t);
         cp_group[{r, s}] = plan.AddGroup(g);
       }
+  // Every rank materialized: the tensor groups of context ranks q > 0 and
+  // the context groups of tensor ranks k > 0 (the collectives of a
+  // symmetric plan run on context and tensor rank 0 only).
+  std::map<std::tuple<int, int, int>, std::int32_t> tp_group_q, cp_group_k;  // (r, s, q / k)
+  if (cp > 1 && !o.symmetric)
+    for (int r = 0; r < d; ++r)
+      for (int s = 0; s < p; ++s) {
+        for (int q = 1; q < cp && t > 1; ++q) {
+          std::vector<RankId> g;
+          for (int k = 0; k < t; ++k) g.push_back(rank_of(r, s, k) + q * t);
+          tp_group_q[{r, s, q}] = plan.AddGroup(g);
+        }
+        for (int k = 1; k < t; ++k) {
+          std::vector<RankId> g;
+          for (int q = 0; q < cp; ++q) g.push_back(rank_of(r, s, k) + q * t);
+          cp_group_k[{r, s, k}] = plan.AddGroup(g);
+        }
+      }
+  const auto tp_group_of = [&](int r, int s, int q) {
+    return q == 0 ? tp_group.at({r, s}) : tp_group_q.at({r, s, q});
+  };
+  const auto cp_group_of = [&](int r, int s, int k) {
+    return k == 0 ? cp_group.at({r, s}) : cp_group_k.at({r, s, k});
+  };
   // Expert groups of each (stage, group of `ep` replicas, tensor rank) and
   // expert-data groups of each (stage, tensor rank, rank in the expert group).
   std::map<std::tuple<int, int, int>, std::int32_t> ep_group, edp_group;
@@ -441,36 +458,53 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   // embedding table): the head's stage holds a copy, and each replica's
   // and tensor rank's stages holding the table or a copy form a group.
   const std::vector<SharedWeight> shared = SharedWeights(graph, o.chunks, p);
-  std::map<std::tuple<OpId, int, int>, std::int32_t> embedding_group;  // (op, replica, tensor rank)
-  for (const SharedWeight& w : shared)
-    for (int r = 0; r < d; ++r)
-      for (int k = 0; k < t; ++k) {
-        std::vector<RankId> g;
-        for (int s : w.group_stages) g.push_back(rank_of(r, s, k));
-        embedding_group[{w.op, r, k}] = plan.AddGroup(g);
-      }
+  // (op, replica, tensor rank, context rank); context ranks q > 0 only
+  // when every rank is materialized.
+  std::map<std::tuple<OpId, int, int, int>, std::int32_t> embedding_group;
+  for (int q = 0; q < (o.symmetric ? 1 : cp); ++q)
+    for (const SharedWeight& w : shared)
+      for (int r = 0; r < d; ++r)
+        for (int k = 0; k < t; ++k) {
+          std::vector<RankId> g;
+          for (int s : w.group_stages) g.push_back(rank_of(r, s, k) + q * t);
+          embedding_group[{w.op, r, k, q}] = plan.AddGroup(g);
+        }
 
-  // Materialized replicas, and per replica its materialized tensor ranks
-  // (all, or replica 0 / tensor rank 0 when symmetric). A replica's tensor
-  // ranks are emitted together, as lanes: each task of the schedule once per
-  // lane, each tensor-parallel collective once over the lanes' tasks.
+  // Materialized replicas, and per replica its materialized (context rank,
+  // tensor rank) pairs (all, or replica 0's rank 0 when symmetric). The
+  // replicas are emitted in blocks (one replica; with expert parallelism
+  // and every rank materialized, an expert group's `ep`), and a block's
+  // ranks together, as lanes: each task of the schedule once per lane, each
+  // tensor-, context- or expert-parallel collective once over its members'
+  // lanes.
+  struct Lane {
+    int replica, k, q;  // replica, tensor rank, context rank
+  };
   std::vector<int> replica_ids;
-  std::vector<int> lanes;  // tensor ranks of a materialized replica (the same for all)
-  for (int k = 0; k < t; ++k)
-    if (plan.IsMaterialized(rank_of(0, 0, k))) lanes.push_back(k);
+  std::vector<std::pair<int, int>> ranks_in_replica;  // (q, k) materialized in each replica
+  for (int q = 0; q < cp; ++q)
+    for (int k = 0; k < t; ++k)
+      if (plan.IsMaterialized(rank_of(0, 0, k) + q * t)) ranks_in_replica.push_back({q, k});
   for (int r = 0; r < d; ++r)
     if (plan.IsMaterialized(rank_of(r, 0, 0))) replica_ids.push_back(r);
-  std::vector<std::pair<int, int>> reps;  // (replica, tensor rank)
+  std::vector<Lane> reps;  // every materialized rank of a stage
   for (int r : replica_ids)
-    for (int k : lanes) reps.push_back({r, k});
-  const std::size_t nl = lanes.size();
+    for (const auto& [q, k] : ranks_in_replica) reps.push_back({r, k, q});
+  std::vector<std::vector<int>> blocks_of_replicas;
+  const int block_size = ep > 1 && !o.symmetric ? ep : 1;
+  for (std::size_t x = 0; x < replica_ids.size(); x += static_cast<std::size_t>(block_size))
+    blocks_of_replicas.emplace_back(replica_ids.begin() + static_cast<std::ptrdiff_t>(x),
+                                    replica_ids.begin() + static_cast<std::ptrdiff_t>(x + block_size));
+  const auto rank_of_lane = [&](const Lane& l, int stage) {
+    return rank_of(l.replica, stage, l.k) + l.q * t;
+  };
 
   const int chunks = p * v;
   // PipeDream-2BW runs every iteration's micro-batches as one 1F1B
   // schedule (no flush): one block of m x iterations micro-batches, each
   // step's iteration set as it is emitted.
   const bool async = o.schedule == PipelineSchedule::kPipeDream2BW;
-  if (async && (v != 1 || !shared.empty() || replica_ids.size() != 1 || ep > 1))
+  if (async && (v != 1 || !shared.empty() || reps.size() != 1 || ep > 1))
     throw UserError(
         "schedule pipedream_2bw is simulated with one model chunk per device, no weights shared "
         "across stages (tied embeddings), identical replicas (no stragglers) and no expert "
@@ -510,8 +544,19 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
   };
   for (int block = 0; block < blocks; ++block) {
     int it = block;  // the iteration of the tasks being emitted
-    std::map<std::tuple<int, int, int>, TaskId> last_of;  // (replica, stage, tensor rank)
-    for (const int replica : replica_ids) {
+    std::map<RankId, TaskId> last_of;  // each materialized rank's last backward
+    for (const std::vector<int>& block_replicas : blocks_of_replicas) {
+      std::vector<Lane> lanes;
+      for (int r : block_replicas)
+        for (const auto& [q, k] : ranks_in_replica) lanes.push_back({r, k, q});
+      const std::size_t nl = lanes.size();
+      // The lanes' indices grouped by `key` (lanes equal under it share a
+      // group), each group in lane order.
+      const auto lanes_by = [&](auto key) {
+        std::map<decltype(key(lanes[0])), std::vector<std::size_t>> by;
+        for (std::size_t i = 0; i < nl; ++i) by[key(lanes[i])].push_back(i);
+        return by;
+      };
       // fwd_out[c][mb]: per lane, the task whose end makes chunk c's output
       // of mb available to chunk c + 1 (a send, or the last forward task);
       // bwd_out[c][mb]: likewise for the gradient going to chunk c - 1.
@@ -533,7 +578,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         if (update.second < 0) return;
         Task opt;
         opt.kind = TaskKind::kOptimizer;
-        opt.rank = rank_of(replica, stage, lanes[lane]);
+        opt.rank = rank_of_lane(lanes[lane], stage);
         // It runs during the next iteration (the last one's at the end):
         // counted there, so an iteration ends with its own last backward.
         opt.iteration = std::min(update.second + 1, o.iterations - 1);
@@ -548,15 +593,23 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
       // deps[i]; returns the lanes' member tasks.
       auto tp_collective = [&](CollectiveOp op, int stage, double bytes_per_sample,
                                const std::vector<std::vector<TaskId>>& deps) {
-        Collective c;
-        c.op = op;
-        c.algorithm = o.algorithm;
-        c.bytes = bytes_per_sample * o.micro_batch;
-        c.group = tp_group.at({replica, stage});
-        c.activations = true;
-        c.copies = o.symmetric ? d * cp : 1;
-        const auto ci = plan.AddCollective(c, deps, it);
-        return plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+        Lanes out(nl);
+        for (const auto& [key, members] :
+             lanes_by([](const Lane& l) { return std::pair(l.replica, l.q); })) {
+          Collective c;
+          c.op = op;
+          c.algorithm = o.algorithm;
+          c.bytes = bytes_per_sample * o.micro_batch;
+          c.group = tp_group_of(key.first, stage, key.second);
+          c.activations = true;
+          c.copies = o.symmetric ? d * cp : 1;
+          std::vector<std::vector<TaskId>> member_deps;
+          for (std::size_t i : members) member_deps.push_back(deps[i]);
+          const auto ci = plan.AddCollective(c, member_deps, it);
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (std::size_t y = 0; y < members.size(); ++y) out[members[y]] = tasks[y];
+        }
+        return out;
       };
       // Lane i's dependency list: last[i] unless none (-1).
       const auto after = [nl](const Lanes& last) {
@@ -565,10 +618,10 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           if (last[i] >= 0) deps[i].push_back(last[i]);
         return deps;
       };
-      // Attention's core [b, e) of one micro-batch under context
-      // parallelism, on context rank 0 of (replica, stage).
-      auto context_attention = [&](RankId rank, int stage, OpId b, OpId e, TaskKind kind, int mb,
-                                   TaskId dep) {
+      // On a symmetric plan: attention's core on `rank`, context rank 0 of
+      // (replica, stage), standing for its group.
+      auto context_attention_on = [&](int replica, RankId rank, int stage, OpId b, OpId e,
+                                      TaskKind kind, int mb, TaskId dep) {
         AttentionSite site;
         site.rank = rank;
         // The ring moves at the pace of its slowest hop: a group spanning
@@ -593,23 +646,59 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
         site.algorithm = o.algorithm;
         return EmitContextAttention(plan, graph, o.context, site, kind, dep);
       };
+      // Attention's core [b, e) of one micro-batch under context
+      // parallelism on each lane of `stage`, after last[i]: symmetric, on
+      // context rank 0 standing for its group; else over each context
+      // group's lanes.
+      auto context_attention = [&](int stage, OpId b, OpId e, TaskKind kind, int mb, Lanes last) {
+        for (const auto& [key, members] :
+             lanes_by([](const Lane& l) { return std::pair(l.replica, l.k); })) {
+          const Lane& l = lanes[members.front()];
+          if (members.size() == 1) {
+            last[members.front()] =
+                context_attention_on(l.replica, rank_of_lane(l, stage), stage, b, e, kind, mb,
+                                     last[members.front()]);
+            continue;
+          }
+          std::vector<AttentionSite> sites(members.size());
+          std::vector<TaskId> deps;
+          for (std::size_t y = 0; y < members.size(); ++y) {
+            AttentionSite& site = sites[y];
+            site.rank = rank_of_lane(lanes[members[y]], stage);
+            site.group = cp_group_of(l.replica, stage, l.k);
+            site.begin = b;
+            site.end = e;
+            site.iteration = it;
+            site.micro_batch = mb;
+            site.batch = o.micro_batch;
+            site.algorithm = o.algorithm;
+            deps.push_back(last[members[y]]);
+          }
+          const std::vector<TaskId> ends =
+              EmitContextAttentionGroup(plan, graph, o.context, sites, kind, deps);
+          for (std::size_t y = 0; y < members.size(); ++y) last[members[y]] = ends[y];
+        }
+        return last;
+      };
       // An expert-parallel all-to-all of `bytes_per_sample` x the
       // micro-batch over each lane's expert group of (replica, stage), after
       // last[i]; returns the lanes' member tasks.
       auto ep_collective = [&](int stage, double bytes_per_sample, const Lanes& last) {
         Lanes out(nl);
-        for (std::size_t i = 0; i < nl; ++i) {
+        for (const auto& [key, members] : lanes_by([](const Lane& l) { return l.k; })) {
           Collective c;
           c.op = CollectiveOp::kAllToAll;
           c.algorithm = o.algorithm;
           c.bytes = bytes_per_sample * o.micro_batch;
-          c.group = ep_group.at({stage, replica / ep, lanes[i]});
+          c.group = ep_group.at({stage, lanes[members.front()].replica / ep, key});
           c.activations = true;
           c.copies = o.symmetric ? d / ep * t : 1;
-          std::vector<std::vector<TaskId>> deps(1);
-          if (last[i] >= 0) deps[0].push_back(last[i]);
+          std::vector<std::vector<TaskId>> deps(members.size());
+          for (std::size_t y = 0; y < members.size(); ++y)
+            if (last[members[y]] >= 0) deps[y].push_back(last[members[y]]);
           const auto ci = plan.AddCollective(c, deps, it);
-          out[i] = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
+          const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
+          for (std::size_t y = 0; y < members.size(); ++y) out[members[y]] = tasks[y];
         }
         return out;
       };
@@ -621,9 +710,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           if (is_core(seg.begin, seg.end)) {
             DTSIM_CHECK(seg.gather_before_bytes == 0 && seg.after_bytes == 0,
                         "attention's core carries no tensor-parallel collective");
-            for (std::size_t i = 0; i < nl; ++i)
-              last[i] = context_attention(rank_of(replica, stage, lanes[i]), stage, seg.begin,
-                                          seg.end, kind, mb, last[i]);
+            last = context_attention(stage, seg.begin, seg.end, kind, mb, last);
             continue;
           }
           if (seg.a2a_before_bytes > 0) last = ep_collective(stage, seg.a2a_before_bytes, last);
@@ -636,7 +723,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           for (std::size_t i = 0; i < nl; ++i) {
             Task task;
             task.kind = kind;
-            task.rank = rank_of(replica, stage, lanes[i]);
+            task.rank = rank_of_lane(lanes[i], stage);
             task.iteration = it;
             task.micro_batch = mb;
             task.op = static_cast<std::int32_t>(seg.begin);
@@ -661,8 +748,8 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           Task task;
           task.kind = TaskKind::kSend;
           task.stream = StreamKind::kComm;
-          task.rank = rank_of(replica, from_stage, lanes[i]);
-          task.peer = rank_of(replica, to_stage, lanes[i]);
+          task.rank = rank_of_lane(lanes[i], from_stage);
+          task.peer = rank_of_lane(lanes[i], to_stage);
           task.bytes = bytes;
           task.iteration = it;
           task.micro_batch = mb;
@@ -722,15 +809,13 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
               for (const auto& [rb, re] : o.recompute_ranges) {
                 if (rb < b || re > e) continue;
                 if (is_core(rb, re)) {
-                  for (std::size_t x = 0; x < nl; ++x)
-                    dep[x] = context_attention(rank_of(replica, s, lanes[x]), s, rb, re,
-                                               TaskKind::kForward, st.micro_batch, dep[x]);
+                  dep = context_attention(s, rb, re, TaskKind::kForward, st.micro_batch, dep);
                   continue;
                 }
                 for (std::size_t x = 0; x < nl; ++x) {
                   Task task;
                   task.kind = TaskKind::kForward;
-                  task.rank = rank_of(replica, s, lanes[x]);
+                  task.rank = rank_of_lane(lanes[x], s);
                   task.iteration = it;
                   task.micro_batch = st.micro_batch;
                   task.op = static_cast<std::int32_t>(rb);
@@ -764,7 +849,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
                     col.op = CollectiveOp::kAllReduce;
                     col.algorithm = o.algorithm;
                     col.bytes = grad_bytes;
-                    col.group = dp_group.at({s, lanes[x]});
+                    col.group = dp_group.at({s, lanes[x].k});
                     col.copies = o.symmetric ? t : 1;
                     const auto ci = plan.AddCollective(col, {{ready}}, it);
                     ready = plan.collectives()[static_cast<std::size_t>(ci)].tasks[0];
@@ -786,7 +871,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
 
       for (int s = 0; s < p; ++s)
         for (std::size_t x = 0; x < nl; ++x)
-          last_of[{replica, s, lanes[x]}] = last_backward[static_cast<std::size_t>(s)][x];
+          last_of[rank_of_lane(lanes[x], s)] = last_backward[static_cast<std::size_t>(s)][x];
       for (int s = 0; s < p; ++s)
         for (std::size_t x = 0; x < nl; ++x)
           emit_update(s, x, pending_update[static_cast<std::size_t>(s)][x]);
@@ -799,20 +884,24 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
     // stage holding it and the stages holding copies; then every member runs
     // its optimizer step. Megatron-LM orders them so (finalize_model_grads:
     // the data-parallel sync, then _allreduce_embedding_grads).
-    std::map<std::tuple<int, int, int>, std::vector<TaskId>> ready;  // (replica, stage, tensor rank)
+    std::map<RankId, std::vector<TaskId>> ready;  // each materialized rank's update dependencies
     std::vector<std::int64_t> stage_params(static_cast<std::size_t>(p), 0);
     for (int s = 0; s < p; ++s)
       for (int k = 0; k < t; ++k) {
         const auto [grad_bytes, params] = stage_sizes(s);
         stage_params[static_cast<std::size_t>(s)] = params;
+        // The materialized members of the data group, in its order.
         std::vector<int> replicas;
+        std::vector<RankId> members_rank;
         std::vector<std::vector<TaskId>> deps;
-        for (int r = 0; r < d; ++r) {
-          auto it_last = last_of.find({r, s, k});
-          if (it_last == last_of.end()) continue;  // not materialized
-          replicas.push_back(r);
-          deps.push_back({it_last->second});
-        }
+        for (int r = 0; r < d; ++r)
+          for (int q = 0; q < cp; ++q) {
+            auto it_last = last_of.find(rank_of(r, s, k) + q * t);
+            if (it_last == last_of.end()) continue;  // not materialized
+            replicas.push_back(r);
+            members_rank.push_back(it_last->first);
+            deps.push_back({it_last->second});
+          }
         if (replicas.empty()) continue;
         // With expert parallelism the experts' gradients go over the
         // expert-data groups instead, after the rest.
@@ -845,32 +934,32 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
           for (std::size_t y = 0; y < members.size(); ++y) deps[members[y]] = {tasks[y]};
         }
-        for (std::size_t x = 0; x < replicas.size(); ++x) ready[{replicas[x], s, k}] = deps[x];
+        for (std::size_t x = 0; x < replicas.size(); ++x) ready[members_rank[x]] = deps[x];
       }
     for (const SharedWeight& w : shared)
-      for (const auto& [replica, k] : reps) {
+      for (const Lane& l : reps) {
         std::vector<std::vector<TaskId>> deps;
-        for (int s : w.group_stages) deps.push_back(ready.at({replica, s, k}));
+        for (int s : w.group_stages) deps.push_back(ready.at(rank_of_lane(l, s)));
         Collective c;
         c.op = CollectiveOp::kAllReduce;
         c.algorithm = o.algorithm;
         c.bytes = graph.op(w.op).ParamBytes();
-        c.group = embedding_group.at({w.op, replica, k});
+        c.group = embedding_group.at({w.op, l.replica, l.k, l.q});
         c.shared_op = static_cast<std::int32_t>(w.op);
         c.copies = o.symmetric ? d * t * cp : 1;
         const auto ci = plan.AddCollective(c, deps, it);
         const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
         for (std::size_t x = 0; x < w.group_stages.size(); ++x)
-          ready[{replica, w.group_stages[x], k}] = {tasks[x]};
+          ready[rank_of_lane(l, w.group_stages[x])] = {tasks[x]};
       }
     for (int s = 0; s < p; ++s)
-      for (const auto& [replica, k] : reps) {
+      for (const Lane& l : reps) {
         Task opt;
         opt.kind = TaskKind::kOptimizer;
-        opt.rank = rank_of(replica, s, k);
+        opt.rank = rank_of_lane(l, s);
         opt.iteration = it;
         opt.params = stage_params[static_cast<std::size_t>(s)];
-        plan.AddTask(opt, ready.at({replica, s, k}));
+        plan.AddTask(opt, ready.at(rank_of_lane(l, s)));
       }
   }
   return plan;

@@ -19,10 +19,13 @@
 // Replicas and tensor ranks do exactly what their representative does, so
 // only replica 0, tensor rank 0 of each stage is materialized when
 // `symmetric`; collectives are still priced over their whole groups.
-// Otherwise every rank is materialized: the t ranks of a tensor group run
-// the same schedule, and each tensor-parallel collective has one member task
-// per rank (flows between the real members on the SimGrid engine; a slow
-// rank holds up its whole group).
+// Otherwise every rank is materialized: the t ranks of a tensor group (and
+// the c context ranks of a replica) run the same schedule, and each tensor-
+// parallel collective has one member task per rank (flows between the real
+// members on the SimGrid engine; a slow rank holds up its whole group); an
+// expert group's replicas are emitted together, so each of its all-to-alls
+// has a member per rank, and each ring-attention member sends to its real
+// successor (EmitContextAttentionGroup).
 #pragma once
 
 #include <utility>
@@ -70,7 +73,7 @@ struct HybridOptions {
   // expert > 1 the ranks are laid out as Megatron-LM's tp-ep-dp-pp order:
   // r = stage x (d t) + replica x t + tensor_rank, an expert group being
   // `expert` consecutive replicas of a stage (inside a node where it fits);
-  // requires t = 1 for now.
+  // requires t = 1 and c = 1 for now.
   int expert = 1;
   // The p x v chunks as op ranges [begin, end) in model order; chunk c runs
   // on stage c % p. Together they cover every op.
@@ -84,7 +87,6 @@ struct HybridOptions {
   bool sequence_parallel = false;
   // Context parallelism (plan/context_parallel.h): `graph` is then a
   // context rank's shard (ContextParallelShard), and d = devices / (t p c).
-  // c > 1 needs `symmetric`.
   ContextParallel context;
   int iterations = 1;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;

@@ -81,12 +81,5 @@ TEST(LinkEventsSim, ADevicePortSlowsTheRingThroughIt) {
   }
 }
 
-TEST(LinkEventsSim, SimgridRefusesLinkEventsForNow) {
-  config::Scenario s = Cluster(1);
-  s.engine = "simgrid";
-  s.link_events.push_back(Event(0, 0, 0, 0.5));
-  EXPECT_THROW(Simulate(s), UserError);
-}
-
 }  // namespace
 }  // namespace dtsim::sim

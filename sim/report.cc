@@ -9,6 +9,7 @@
 #include "plan/pipedream.h"
 #include "plan/plan_export.h"
 #include "sim/cost/kernel_evidence.h"
+#include "sim/link_traffic.h"
 #include "sim/statistics.h"
 
 namespace dtsim::sim {
@@ -437,6 +438,8 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
                      {"collectives", p.plan.collectives().size()},
                      {"events", p.engine.events},
                      {"simulated_time_s", NsToSeconds(p.engine.makespan)}};
+  if (s.outputs.link_traffic > 0 && p.does_not_fit.empty())
+    j["link_traffic"] = LinkTrafficJson(ComputeLinkTraffic(p, s.outputs.link_traffic));
   return j;
 }
 
@@ -495,7 +498,7 @@ std::string CsvRow(const config::Scenario& s, const Prediction& p) {
   return o.str();
 }
 
-void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
+void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks, int link_counters) {
   if (!p.jobs.empty()) return WriteJobsChromeTrace(out, p, max_ranks);
   const int ranks = std::min(max_ranks, p.plan.num_ranks());
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -557,6 +560,8 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks) {
             {"dur", static_cast<double>(p.engine.host_end[t] - p.engine.host_begin[t]) / 1000.0},
             {"args", {{"iteration", task.iteration}}}});
   }
+  if (link_counters > 0 && p.does_not_fit.empty())
+    for (const auto& e : LinkCounterEvents(ComputeLinkTraffic(p, link_counters), ranks)) emit(e);
   out << "\n]}\n";
 }
 
@@ -845,6 +850,7 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
       o << line;
     }
   }
+  if (s.outputs.link_traffic > 0) o << LinkTrafficLog(ComputeLinkTraffic(p, s.outputs.link_traffic));
   return o.str();
 }
 

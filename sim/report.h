@@ -55,8 +55,11 @@ std::string CsvField(const std::string& text);
 
 // Chrome trace event format (JSON object with traceEvents); opens in
 // ui.perfetto.dev and chrome://tracing. One process per rank, one thread per
-// stream; only ranks < max_ranks are written.
-void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks);
+// stream; only ranks < max_ranks are written. `link_counters` > 0 adds
+// that many busiest links' bandwidth as counter tracks of a "network links"
+// process after the ranks' (sim/link_traffic.h).
+void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks,
+                      int link_counters = 0);
 
 // The "repeats" section of a report: N seeds from `first_seed`, and for
 // throughput and step time the mean, 95% confidence half-width (Student's t),

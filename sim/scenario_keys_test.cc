@@ -70,6 +70,7 @@ const std::map<std::string, std::string> kNotPredictions = {
     {"outputs.csv", "which files are written"},
     {"outputs.trace", "which files are written"},
     {"outputs.trace_max_ranks", "how much of the timeline is written"},
+    {"outputs.link_traffic", "which figures the report and the timeline add"},
     {"cluster.devices", "adds catalog entries, used when named (cluster.device)"},
     {"cluster.links", "adds catalog entries, used when named"},
     {"cluster.device_profile", "a file dtsim calibrate writes (config/device_profile_test.cc)"},

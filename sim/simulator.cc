@@ -277,6 +277,7 @@ Run Execute(const plan::Plan& plan, const models::ModelGraph& graph,
     options.max_step_repeats = simgrid.max_step_repeats;
     options.log_threshold = simgrid.log_threshold;
     options.stragglers = stragglers;  // host speeds, speed profiles and the same draws
+    options.link_events = SimgridLinkEvents(link_events, cluster);
     run.engine = RunSimgridEngine(plan, run.costs, spec, options);
     return run;
   }
@@ -683,24 +684,6 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
                           "'",
                       "use a catalog device (dtsim devices), e.g. cpu-host or a GPU name");
   }
-  if (s.engine == "simgrid" && !s.link_events.empty())
-    throw UserError(s.Where("link_events"),
-                    "link_events are simulated by the analytic engine only for now",
-                    "use engine: analytic");
-  // An expert group's all-to-alls are emitted one replica at a time: the
-  // plan is built symmetric only.
-  if ((s.engine == "simgrid" || !s.stragglers.Empty() || !s.link_events.empty()) &&
-      s.parallelism.strategy == Strategy::kHybrid && s.parallelism.hybrid.expert_parallel > 1)
-    throw UserError(s.Where("parallelism.expert_parallel"),
-                    std::string("expert_parallel ") +
-                        std::to_string(s.parallelism.hybrid.expert_parallel) + " with " +
-                        (s.engine == "simgrid"        ? "the simgrid engine"
-                         : s.stragglers.Empty() ? "link events"
-                                                : "stragglers") +
-                        " is not simulated yet: it needs every rank of an expert group simulated "
-                        "on its own",
-                    "use the analytic engine without stragglers or link events for "
-                    "expert-parallel plans");
   if (s.parallelism.algorithm == config::CollectiveAlgorithm::kHierarchical && servers)
     throw UserError("a hierarchical all-reduce needs strategy data or local_sgd");
   if (IsMixed(s)) CheckNodeGroups(s);

@@ -74,7 +74,7 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   // No timeline for a plan that cannot run: it would read as a prediction.
   if (scenario.outputs.trace && !o.no_trace && fits) {
     auto f = files.Open("trace.json");
-    sim::WriteChromeTrace(f, p, scenario.outputs.trace_max_ranks);
+    sim::WriteChromeTrace(f, p, scenario.outputs.trace_max_ranks, scenario.outputs.link_traffic);
     CloseOutput(f, "trace.json");
   }
   if (fits) {

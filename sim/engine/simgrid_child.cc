@@ -61,7 +61,7 @@ class Platform {
   // `stragglers` (may be nullptr) sets the speed and speed profile of the
   // first stragglers->num_ranks() hosts.
   Platform(const Network& network, const std::set<std::pair<int, int>>& pairs,
-           const StragglerModel* stragglers)
+           const StragglerModel* stragglers, const std::vector<SimgridLinkEvent>& events)
       : net_(network) {
     const NetworkSpec& s = network.spec();
     const int r = network.num_ranks(), n = network.num_nodes();
@@ -79,27 +79,33 @@ class Platform {
       if (interfered && interference != nullptr) host->set_speed_profile(interference);
       hosts_.push_back(host->seal());
     }
-    auto link = [&](const std::string& name, double bw, double latency) -> sg4::Link* {
+    using Kind = SimgridLinkEvent::Link;
+    auto link = [&](const std::string& name, double bw, double latency, Kind kind,
+                    int index) -> sg4::Link* {
       if (bw <= 0) return nullptr;  // never routed over (one device per node, one node)
-      return zone_->create_link(name, bw)->set_latency(latency)->seal();
+      sg4::Link* l = zone_->create_link(name, bw)->set_latency(latency);
+      if (simgrid::kernel::profile::Profile* p = BandwidthProfile(name, bw, events, kind, index))
+        l->set_bandwidth_profile(p);
+      return l->seal();
     };
     // Each node's own links (NetworkSpec's per-node values of a mixed
     // cluster); the bandwidths are Network's, link by link.
     for (int i = 0; i < r; ++i) {
       const int node = network.NodeOf(i);
       const double bw = network.LinkBandwidth(network.DeviceLink(i, true));
-      dev_up_.push_back(link("dev_up" + std::to_string(i), bw, s.IntraLatency(node)));
-      dev_down_.push_back(link("dev_down" + std::to_string(i), bw, 0));
+      dev_up_.push_back(link("dev_up" + std::to_string(i), bw, s.IntraLatency(node), Kind::kDevice, i));
+      dev_down_.push_back(link("dev_down" + std::to_string(i), bw, 0, Kind::kDevice, i));
     }
     for (int i = 0; i < n; ++i) {
       const double bw = network.LinkBandwidth(network.NicLink(i, true));
-      nic_up_.push_back(link("nic_up" + std::to_string(i), bw, s.NetLatency(i)));
-      nic_down_.push_back(link("nic_down" + std::to_string(i), bw, 0));
+      nic_up_.push_back(link("nic_up" + std::to_string(i), bw, s.NetLatency(i), Kind::kNic, i));
+      nic_down_.push_back(link("nic_down" + std::to_string(i), bw, 0, Kind::kNic, i));
     }
     for (int i = 0; i < leaves; ++i) {
       const double leaf_bw = network.LinkBandwidth(network.LeafLink(i, true));
-      leaf_up_.push_back(link("leaf_up" + std::to_string(i), leaf_bw, s.spine_latency_s));
-      leaf_down_.push_back(link("leaf_down" + std::to_string(i), leaf_bw, 0));
+      leaf_up_.push_back(
+          link("leaf_up" + std::to_string(i), leaf_bw, s.spine_latency_s, Kind::kLeaf, i));
+      leaf_down_.push_back(link("leaf_down" + std::to_string(i), leaf_bw, 0, Kind::kLeaf, i));
     }
     for (const auto& [src, dst] : pairs) {
       std::vector<sg4::LinkInRoute> route;
@@ -137,6 +143,35 @@ class Platform {
                   1.0 / stragglers->InterferenceSlowdown(), NsToSeconds(window));
     return simgrid::kernel::profile::ProfileBuilder::from_string("interference", events,
                                                                  NsToSeconds(period));
+  }
+
+  // The bandwidth profile of link `name` (of `kind` and `index`, `bw`
+  // bytes/s) under `events`: at each event's start and end, the lowest
+  // factor of the events then active (1 when none) x `bw` (SimGrid's link
+  // bandwidth profiles hold absolute values, not a share of the peak as
+  // host speed profiles do); nullptr when no event names it.
+  static simgrid::kernel::profile::Profile* BandwidthProfile(
+      const std::string& name, double bw, const std::vector<SimgridLinkEvent>& events,
+      SimgridLinkEvent::Link kind, int index) {
+    std::vector<const SimgridLinkEvent*> mine;
+    std::set<double> dates;
+    for (const SimgridLinkEvent& e : events)
+      if (e.link == kind && e.index == index) {
+        mine.push_back(&e);
+        dates.insert(e.begin_s);
+        if (e.end_s >= 0) dates.insert(e.end_s);
+      }
+    if (mine.empty()) return nullptr;
+    std::string text;
+    char line[96];
+    for (const double t : dates) {
+      double factor = 1;
+      for (const SimgridLinkEvent* e : mine)
+        if (e->begin_s <= t && (e->end_s < 0 || t < e->end_s)) factor = std::min(factor, e->factor);
+      std::snprintf(line, sizeof line, "%.17g %.17g\n", t, factor * bw);
+      text += line;
+    }
+    return simgrid::kernel::profile::ProfileBuilder::from_string(name + "_events", text, -1);
   }
 
   // Network::Route's links and latency.
@@ -211,7 +246,7 @@ class Run {
     }
     for (const plan::Task& t : plan.tasks())
       if (t.kind == plan::TaskKind::kSend && t.rank != t.peer) pairs.emplace(t.rank, t.peer);
-    platform_.emplace(network, pairs, options.stragglers);
+    platform_.emplace(network, pairs, options.stragglers, options.link_events);
     collective_latency_s_ = network.spec().collective_latency_s;
     stragglers_ = options.stragglers;
     delayed_until_.assign(static_cast<std::size_t>(plan.num_ranks()), -1);

@@ -17,6 +17,35 @@
 #include "sim/engine/stragglers.h"
 
 namespace dtsim::sim {
+
+std::vector<SimgridLinkEvent> SimgridLinkEvents(const std::vector<config::LinkEvent>& events,
+                                                const config::ClusterConfig& cluster) {
+  std::vector<SimgridLinkEvent> out;
+  for (const config::LinkEvent& e : events) {
+    SimgridLinkEvent x;
+    if (e.leaf >= 0) {
+      x.link = SimgridLinkEvent::Link::kLeaf;
+      x.index = e.leaf;
+    } else if (e.device >= 0) {
+      x.link = SimgridLinkEvent::Link::kDevice;
+      x.index = e.node * cluster.devices_per_node + e.device;
+    } else {
+      x.link = SimgridLinkEvent::Link::kNic;
+      x.index = e.node;
+    }
+    x.begin_s = e.at_s;
+    x.end_s = e.duration_s > 0 ? e.at_s + e.duration_s : -1;
+    x.factor = e.bandwidth;
+    if (e.bandwidth == 0)
+      x.factor = e.when_down == config::LinkDownPolicy::kReroute
+                     ? (cluster.network.nics_per_node - 1.0) / cluster.network.nics_per_node
+                     : kDownBandwidthFraction;
+    if (x.factor <= 0) x.factor = kDownBandwidthFraction;
+    out.push_back(x);
+  }
+  return out;
+}
+
 namespace {
 
 void RequireSupported(const plan::Plan& plan, const NetworkSpec& spec,

@@ -46,6 +46,18 @@
 //     ExtraDelayNs before the rank's first compute task of the iteration, as
 //     the analytic engine adds it (wall time: interference does not stretch
 //     it).
+// Link events (config::LinkEvent, SimgridLinkEvents) map onto SimGrid as
+// bandwidth profiles of the event's links, both directions: a node's NICs
+// (nic_up/nic_down: one link of nics_per_node x the NIC bandwidth), a
+// device's port (dev_up/dev_down) or a leaf's uplinks (leaf_up/leaf_down):
+//   - bandwidth f: the links run at f x their bandwidth from `at` to
+//     `at + duration` (two events on one link: the lower holds);
+//   - down, when_down: wait: bandwidth kDownBandwidthFraction of nominal,
+//     so flows crossing the link stall and resume when it comes back.
+//     SimGrid's state profile (link off) would fail those flows instead
+//     (a NetworkFailureException in the sender), which no plan handles;
+//   - down, when_down: reroute: the node's other NICs carry its traffic,
+//     (nics - 1) / nics of the bandwidth, as the analytic engine prices it.
 // Failures (sim/failures.h) are not part of either engine: they are
 // simulated afterwards over the measured step time, whichever engine gave it.
 //
@@ -63,9 +75,11 @@
 // collectives other than all-reduce.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "config/scenario.h"
 #include "plan/plan.h"
 #include "sim/engine/engine.h"
 #include "sim/network/network.h"
@@ -73,6 +87,25 @@
 namespace dtsim::sim {
 
 class StragglerModel;
+
+// Bandwidth left to a link that is down and waited for: flows stall (a
+// 10 s outage moves 1e-8 s worth of traffic).
+inline constexpr double kDownBandwidthFraction = 1e-9;
+
+// One link event as SimGrid applies it (see above).
+struct SimgridLinkEvent {
+  enum class Link : std::uint8_t { kNic, kDevice, kLeaf };
+  Link link = Link::kNic;
+  int index = 0;       // node (kNic), rank (kDevice) or leaf (kLeaf)
+  double begin_s = 0;  // simulated seconds
+  double end_s = -1;   // < 0: until the end of the run
+  double factor = 1;   // bandwidth kept, of nominal, both directions, in (0, 1]
+};
+
+// `events` (checked against `cluster` by the loader) as SimGrid applies
+// them.
+std::vector<SimgridLinkEvent> SimgridLinkEvents(const std::vector<config::LinkEvent>& events,
+                                                const config::ClusterConfig& cluster);
 
 struct SimgridOptions {
   // Steps repeating more often are played in coarse mode (see above).
@@ -87,6 +120,8 @@ struct SimgridOptions {
   // beyond them run at full speed), mapped as described above. nullptr =
   // none. Must outlive the call.
   const StragglerModel* stragglers = nullptr;
+  // Bandwidth profiles of links (see above); empty = nominal throughout.
+  std::vector<SimgridLinkEvent> link_events;
 };
 
 // Runs `plan` with the task durations of `costs` (collective_ns is not used:

@@ -75,6 +75,12 @@ void Network::MarkUsed(const Path& p) const {
   for (int i = 0; i < p.num_links; ++i) (*used_)[static_cast<std::size_t>(p.links[i])] = 1;
 }
 
+std::vector<int> Network::RouteLinks(int src, int dst) const {
+  if (src == dst) return {};
+  const Path p = Route(src, dst);
+  return std::vector<int>(p.links, p.links + p.num_links);
+}
+
 Network::Path Network::Route(int src, int dst) const {
   Path p;
   const int r = num_ranks(), n = num_nodes_;

@@ -123,6 +123,9 @@ class Network {
   int NicLink(int node, bool up) const { return 2 * num_ranks() + (up ? 0 : num_nodes_) + node; }
   int LeafLink(int leaf, bool up) const;
   int num_leaves() const;
+  // The links a transfer from `src` to `dst` crosses, in path order (none
+  // when src == dst).
+  std::vector<int> RouteLinks(int src, int dst) const;
   double LinkBandwidth(int link) const { return bw_[static_cast<std::size_t>(link)]; }  // bytes/s
   // Multiplies link `link`'s bandwidth by `factor` (> 0).
   void ScaleLink(int link, double factor);

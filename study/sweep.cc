@@ -38,6 +38,9 @@ const std::vector<std::string> kListValuedKeys = {
     "parallelism.stage_layers",
     "simgrid.config",
     "workload.framework.fused",
+    "jobs[].nodes",
+    "jobs[].parallelism.stage_layers",
+    "jobs[].workload.framework.fused",
 };
 
 // Keys whose value is a scalar or a mapping: any list there is an axis,
@@ -269,7 +272,10 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   PointResult r;
   for (std::size_t a = 0; a < axes.size(); ++a) r.csv_row += AxisCell(point, axes, a) + ',';
   r.csv_row += SweepCsvRow(point, p);
-  r.devices = point.scenario.cluster.num_devices();
+  // With jobs, the prediction's top level is the first job's (sim/jobs.h).
+  const config::Scenario& s =
+      point.scenario.jobs.empty() ? point.scenario : point.scenario.jobs.front().scenario;
+  r.devices = s.cluster.num_devices();
   for (const sim::MemoryBreakdown& m : p.memory.stages)
     r.memory_per_device_bytes = std::max(r.memory_per_device_bytes, m.Total());
   if (!p.does_not_fit.empty()) {
@@ -283,7 +289,7 @@ PointResult Summarize(const SweepPoint& point, const std::vector<SweepAxis>& axe
   r.compute_s = p.metrics.breakdown.compute_s;
   r.exposed_comm_s = p.metrics.breakdown.exposed_comm_s;
   r.idle_s = p.metrics.breakdown.idle_s;
-  r.mfu = sim::ComputeModelFigures(point.scenario, p).mfu;
+  r.mfu = sim::ComputeModelFigures(s, p).mfu;
   r.extrapolated = p.layout.extrapolated_from.first > 0;
   return r;
 }
@@ -459,6 +465,7 @@ std::vector<PointResult> RunSweep(const Sweep& sweep, const SweepRunOptions& opt
   for (std::size_t i = 0; i < sweep.points.size(); ++i) {
     if (!mine[i] || !sweep.points[i].infeasible.empty()) continue;
     const config::Scenario& s = sweep.points[i].scenario;
+    if (!s.jobs.empty()) continue;  // each job builds its own model (sim/jobs.h)
     const std::string key = GraphKey(s);
     auto it = graphs.find(key);
     if (it == graphs.end()) {

@@ -65,6 +65,21 @@ TEST(SweepAxes, StragglerRanksAreValuesNotAxes) {
   EXPECT_EQ(axes[0].values, (std::vector<std::string>{"[0]", "[0, 1]"}));
 }
 
+TEST(SweepAxes, AJobsNodeListIsAValueNotAnAxis) {
+  // jobs[i].nodes lists a job's node indices (docs/scenario.md, "Several
+  // jobs"); a list inside a job's workload is an axis as anywhere else.
+  const std::string yaml =
+      "engine: simgrid\n"
+      "cluster: {nodes: 4, network: {topology: fat_tree, nodes_per_leaf: 2, "
+      "oversubscription: [1, 4]}}\n"
+      "jobs:\n"
+      "  - {name: a, nodes: [0, 2], workload: {model: resnet50, batch_per_device: [16, 32]}}\n"
+      "  - {name: b, nodes: [[1], [1, 3]], workload: {model: resnet50}}\n";
+  EXPECT_EQ(AxisPaths(yaml),
+            (std::vector<std::string>{"cluster.network.oversubscription",
+                                      "jobs[0].workload.batch_per_device", "jobs[1].nodes"}));
+}
+
 TEST(SweepAxes, NoListNoAxis) {
   EXPECT_TRUE(AxisPaths("cluster: {nodes: 2}\nworkload: {model: resnet50}\n").empty());
 }
@@ -228,6 +243,31 @@ TEST(RunSweep, OneRowPerPointSameCsvForAnyNumberOfJobs) {
   }
   // Twice the batch per device on the same cluster: a longer step.
   EXPECT_GT(a[1].step_time_s, a[0].step_time_s);
+}
+
+TEST(RunSweep, AScenarioWithJobsSweepsItsSharedFabric) {
+  // Two jobs on interleaved nodes of a 4-node fat tree (leaves of 2 nodes):
+  // both rings cross both leaves' uplinks, so a 4:1 oversubscribed uplink
+  // (a quarter of the two NICs under it) can only slow the first job
+  // (sim/jobs_test.cc checks the sharing itself by hand). Each row is the
+  // first job's figures, as summary.csv is.
+  const Sweep s = ParseSweep(
+      "engine: simgrid\n"
+      "cluster: {nodes: 4, network: {link: 10GbE, topology: fat_tree, nodes_per_leaf: 2, "
+      "oversubscription: [1, 4]}}\n"
+      "jobs:\n"
+      "  - {name: a, nodes: [0, 2], workload: {model: cifar10-cnn, batch_per_device: 16, "
+      "iterations: 3}}\n"
+      "  - {name: b, nodes: [1, 3], workload: {model: cifar10-cnn, batch_per_device: 16, "
+      "iterations: 3}}\n",
+      "jobs.yaml");
+  ASSERT_EQ(s.points.size(), 2u);
+  EXPECT_EQ(s.points[0].scenario.jobs[0].nodes, (std::vector<int>{0, 2}));
+  const std::vector<PointResult> r = RunSweep(s, SweepRunOptions{});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].devices, 2);
+  EXPECT_GT(r[0].step_time_s, 0);
+  EXPECT_GE(r[1].step_time_s, r[0].step_time_s);
 }
 
 TEST(RunSweep, MoreJobsThanPointsAndDefaultJobs) {

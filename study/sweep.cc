@@ -36,10 +36,12 @@ const std::vector<std::string> kListValuedKeys = {
     "stragglers.slow_devices[].ranks",
     "stragglers.interference.ranks",
     "parallelism.stage_layers",
+    "parallelism.stage_replicas",
     "simgrid.config",
     "workload.framework.fused",
     "jobs[].nodes",
     "jobs[].parallelism.stage_layers",
+    "jobs[].parallelism.stage_replicas",
     "jobs[].workload.framework.fused",
 };
 

@@ -65,6 +65,16 @@ TEST(SweepAxes, StragglerRanksAreValuesNotAxes) {
   EXPECT_EQ(axes[0].values, (std::vector<std::string>{"[0]", "[0, 1]"}));
 }
 
+TEST(SweepAxes, PipeDreamStageReplicasAreAValueNotAnAxis) {
+  // stage_replicas: a list of integers, one per stage (docs/scenario.md,
+  // "parallelism"); a list of lists sweeps it.
+  EXPECT_EQ(AxisPaths("parallelism: {schedule: pipedream, stage_replicas: [15, 1], "
+                      "micro_batch_size: [32, 64]}\n"),
+            (std::vector<std::string>{"parallelism.micro_batch_size"}));
+  EXPECT_EQ(AxisPaths("parallelism: {schedule: pipedream, stage_replicas: [[15, 1], [8, 8]]}\n"),
+            (std::vector<std::string>{"parallelism.stage_replicas"}));
+}
+
 TEST(SweepAxes, AJobsNodeListIsAValueNotAnAxis) {
   // jobs[i].nodes lists a job's node indices (docs/scenario.md, "Several
   // jobs"); a list inside a job's workload is an axis as anywhere else.

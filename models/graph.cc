@@ -61,9 +61,7 @@ GraphTotals ModelGraph::Totals() const {
   for (OpId v = 0; v < num_ops(); ++v) {
     const Op& o = g_[v];
     t.params += o.params;
-    t.active_params += o.attrs.experts > 0 && o.kind == OpKind::kDense
-                           ? o.params * o.attrs.expert_split / o.attrs.experts * o.attrs.top_k
-                           : o.params;
+    t.active_params += o.ActiveParams();
     t.fwd_flops += o.fwd_flops;
     t.bwd_flops += o.bwd_weight_flops + (ReadsOnlyGraphInputs(v) ? 0.0 : o.bwd_input_flops);
     t.saved_elements += o.saved_elements_per_sample;

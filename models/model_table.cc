@@ -86,10 +86,7 @@ std::int64_t MatmulParams(const ModelGraph& graph) {
   std::int64_t n = 0;
   for (OpId id = 0; id < graph.num_ops(); ++id) {
     const Op& op = graph.op(id);
-    if (op.kind == OpKind::kDense && op.attrs.experts > 0)
-      n += op.params * op.attrs.expert_split / op.attrs.experts * op.attrs.top_k;
-    else if (op.kind != OpKind::kEmbedding)
-      n += op.params;
+    if (op.kind != OpKind::kEmbedding) n += op.ActiveParams();
     if (op.kind == OpKind::kDense && op.attrs.tied_to >= 0)
       n += graph.op(static_cast<OpId>(op.attrs.tied_to)).params;
   }

@@ -198,6 +198,13 @@ struct Op {
     return batch * saved_elements_per_sample * DTypeBytes(dtype);
   }
   bool HasParams() const { return params > 0; }
+  // Parameters one token's activations meet: a routed-expert dense op's
+  // top_k of the experts it holds (experts / expert_split), else all.
+  std::int64_t ActiveParams() const {
+    return attrs.experts > 0 && kind == OpKind::kDense
+               ? params * attrs.expert_split / attrs.experts * attrs.top_k
+               : params;
+  }
 };
 
 }  // namespace dtsim::models

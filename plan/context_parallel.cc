@@ -12,13 +12,6 @@ namespace {
 using models::OpId;
 using models::Shape;
 
-// The sequence length: the graph's first op is an input of S token ids.
-std::int64_t SequenceLength(const models::ModelGraph& g) {
-  if (g.num_ops() == 0) return 0;
-  const models::Op& in = g.op(0);
-  return in.kind == models::OpKind::kInput && in.output_shape.size() == 1 ? in.output_shape[0] : 0;
-}
-
 // The dimension of `shape` holding the sequence of S tokens: 0 for (S) and
 // (S, X), 1 for per-head (A, S, D); -1 for a per-sample scalar (a loss),
 // -2 when the shape carries no full sequence.
@@ -48,6 +41,12 @@ void Divide(models::Op& op, double by) {
 double Elements(const Shape& s) { return static_cast<double>(models::NumElements(s)); }
 
 }  // namespace
+
+std::int64_t SequenceLength(const models::ModelGraph& g) {
+  if (g.num_ops() == 0) return 0;
+  const models::Op& in = g.op(0);
+  return in.kind == models::OpKind::kInput && in.output_shape.size() == 1 ? in.output_shape[0] : 0;
+}
 
 const char* ContextParallelKindName(ContextParallelKind kind) {
   return kind == ContextParallelKind::kUlysses ? "ulysses" : "ring";

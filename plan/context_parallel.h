@@ -52,6 +52,10 @@ struct ContextParallel {
 // divisible by c. Always "" for c = 1.
 std::string ContextParallelProblem(const models::ModelGraph& graph, const ContextParallel& cp);
 
+// The sequence length S of a language model: its first op is an input of S
+// token ids; 0 for any other graph.
+std::int64_t SequenceLength(const models::ModelGraph& graph);
+
 // One context rank's share of `graph` (REQUIRES: ContextParallelProblem is
 // ""): every shape's sequence dimension is S / c and every op's FLOPs,
 // traffic and saved activations divide by c, except attention's core:

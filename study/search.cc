@@ -25,14 +25,6 @@ const char* RecomputeName(Recompute r) {
   return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
 }
 
-// The axes of the search's sweep, in SearchSweep's order: kContext only for
-// long sequences (SearchSpace::context_min_sequence), kExpert only for
-// mixture-of-experts models; their columns follow the others in this order
-// when present.
-enum Axis {
-  kDevices, kData, kTensor, kPipeline, kMicroBatch, kSchedule, kZero, kRecompute, kContext, kExpert
-};
-
 struct Candidate {
   int devices, data, tensor, pipeline, micro_batch;
   PipelineSchedule schedule;
@@ -158,8 +150,7 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
   // Context parallelism (ring attention) for long sequences: the degrees
   // of space.context_parallel that split the model's sequence.
   std::vector<int> contexts = {1};
-  const std::int64_t sequence =
-      graph.num_ops() > 0 && graph.op(0).output_shape.size() == 1 ? graph.op(0).output_shape[0] : 0;
+  const std::int64_t sequence = plan::SequenceLength(graph);
   const bool context_axis = attention && sequence >= space.context_min_sequence;
   if (context_axis)
     for (const int c : space.context_parallel)
@@ -225,8 +216,10 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
               if (z < 0 || z > 3 || (z > 0 && d * cp == 1)) continue;
               for (const Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
                 if (r == Recompute::kSelective && !attention) continue;
-                for (int ep = 1; ep <= std::max(1, std::min(d, experts)); ++ep) {
-                  if (ep > 1 && (d % ep != 0 || experts % ep != 0 || t > 1 || cp > 1)) continue;
+                // Expert parallelism needs t = 1 and no context parallelism.
+                const int ep_max = t == 1 && cp == 1 ? std::max(1, std::min(d, experts)) : 1;
+                for (int ep = 1; ep <= ep_max; ++ep) {
+                  if (ep > 1 && (d % ep != 0 || experts % ep != 0)) continue;
                   const Candidate c{n, d, t, p, m, schedule, z, r, cp, ep};
                   ++out.counts.candidates;
                   const double bound = StaticLowerBound(whole, c);

@@ -114,7 +114,6 @@ std::vector<Job> ReadJobs(const YamlValue& jobs, const YamlMap& root, const Scen
         JobDocument(root, m, nodes, static_cast<int>(job.nodes.size())), shared.source_path,
         nullptr, check_plan_shape);
     job.scenario.name = job.name;
-    job.scenario.source_path = shared.source_path;
     job.scenario.outputs = shared.outputs;
     const ParallelismConfig& p = job.scenario.parallelism;
     if (p.strategy == Strategy::kParameterServer ||

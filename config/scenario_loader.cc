@@ -35,6 +35,8 @@ constexpr std::array kSchedules = {PipelineSchedule::kGpipe, PipelineSchedule::k
 constexpr std::array kOptimizers = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
                                     OptimizerKind::kAdam};
 constexpr std::array kBatchBalances = {BatchBalance::kEven, BatchBalance::kBySpeed};
+constexpr std::array kContextParallelKinds = {plan::ContextParallelKind::kRing,
+                                              plan::ContextParallelKind::kUlysses};
 constexpr std::array kSyncModes = {SyncMode::kSynchronous, SyncMode::kAsynchronous};
 constexpr std::array kPlacements = {ServerPlacement::kDedicated, ServerPlacement::kColocated};
 constexpr std::array kPayloads = {PsPayload::kGradients, PsPayload::kParameters};
@@ -555,12 +557,9 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
   }
   if (auto x = m.Get("sequence_parallel")) h.sequence_parallel = x->AsBool();
   if (auto x = m.Get("context_parallel")) h.context_parallel = x->AsInt(1);
-  if (auto x = m.Get("context_parallel_kind")) {
-    const std::vector<std::string> kinds = {"ring", "ulysses"};
-    h.context_parallel_kind = x->AsChoice(kinds, "context_parallel_kind") == 1
-                                  ? plan::ContextParallelKind::kUlysses
-                                  : plan::ContextParallelKind::kRing;
-  }
+  if (auto x = m.Get("context_parallel_kind"))
+    h.context_parallel_kind = ReadEnum(*x, kContextParallelKinds, plan::ContextParallelKindName,
+                                       "context_parallel_kind");
   if (auto x = m.Get("expert_parallel")) h.expert_parallel = x->AsInt(1);
   if (auto x = m.Get("recompute")) {
     // true/false as before, or the granularity by name (Megatron-LM's

@@ -304,9 +304,9 @@ std::vector<ScheduleStep> StageSchedule(PipelineSchedule schedule, int stage, in
 }
 
 int HybridStageOfRank(const HybridOptions& o, int devices, RankId r) {
-  const int t = o.tensor, p = o.pipeline;
+  const int p = o.pipeline;
   if (o.expert > 1) return r / (devices / p);
-  return (r / t) % p;
+  return (r / (o.tensor * o.context.degree)) % p;
 }
 
 Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,

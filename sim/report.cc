@@ -526,10 +526,7 @@ void WriteChromeTrace(std::ostream& out, const Prediction& p, int max_ranks, int
   for (int r = 0; r < ranks; ++r) {
     if (!p.plan.IsMaterialized(r) || p.plan.IsServer(r) || p.memory.stages.empty()) continue;
     const auto stage = static_cast<std::size_t>(
-        p.layout.hybrid.expert > 1
-            ? plan::HybridStageOfRank(p.layout.hybrid, p.plan.num_ranks(), r)
-            : (r / (p.layout.tensor_parallel * p.layout.context_parallel)) %
-                  p.layout.pipeline_stages);
+        plan::HybridStageOfRank(p.layout.hybrid, p.plan.num_ranks(), r));
     const double static_bytes = p.memory.stages[std::min(stage, p.memory.stages.size() - 1)].StaticBytes();
     // The plan's graph is already one tensor rank's share: t = 1 here.
     for (const auto& [time, bytes] : MemoryTimeline(p.plan, p.graph, p.engine, r, static_bytes, 1, p.memory.recompute,

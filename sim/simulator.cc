@@ -511,7 +511,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
       if (c.shared_op < 0 || c.iteration != 0) continue;
       for (plan::RankId r : p.plan.groups()[static_cast<std::size_t>(c.group)]) {
         auto& list = copies[static_cast<std::size_t>(
-            o.expert > 1 ? plan::HybridStageOfRank(o, workers, r) : (r / stage_ranks) % o.pipeline)];
+            plan::HybridStageOfRank(o, workers, r))];
         const auto op = static_cast<models::OpId>(c.shared_op);
         if (std::find(list.begin(), list.end(), op) == list.end()) list.push_back(op);
       }
@@ -876,48 +876,49 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
 
   // Baseline: the same per-device work on a single device, alone (see
   // Prediction::single_device_throughput_samples_per_s).
-  config::Scenario one = s;
-  one.cluster.nodes = 1;
-  one.cluster.devices_per_node = 1;
-  one.cluster.node_groups.clear();
-  one.parallelism.balance_batch = config::BatchBalance::kEven;
-  one.stragglers = {};
-  one.failures = {};
-  one.workload.iterations = 1;
-  if (pipelined) {
-    // One replica's micro-batches on one device: t = p = d = 1.
-    config::HybridConfig& h = one.parallelism.hybrid;
-    h.tensor_parallel = 1;
-    h.pipeline_parallel = 1;
-    h.context_parallel = 1;
-    h.expert_parallel = 1;
-    h.virtual_stages = 1;
-    h.schedule = config::PipelineSchedule::kOneFOneB;
-    h.stage_layers.clear();
-    h.stage_replicas.clear();
-    h.plan_replicas = false;
-    h.global_batch = hybrid.micro_batch * hybrid.micro_batches;
-    h.micro_batch_size = hybrid.micro_batch;
-    one.parallelism.zero_stage = 0;
-    p.scaling.reference = "one device, whole model, " + std::to_string(hybrid.micro_batches) +
-                          " micro-batch(es) of " + std::to_string(hybrid.micro_batch) +
-                          " per step";
-  } else {
-    one.parallelism.strategy = Strategy::kData;
-    p.scaling.reference = "one device, data parallel alone, batch " +
-                          std::to_string(s.workload.batch_per_device) + " per step";
+  // A mixed cluster has one per group (SetNodeGroupFigures).
+  if (!IsMixed(s)) {
+    config::Scenario one = s;
+    one.cluster.nodes = 1;
+    one.cluster.devices_per_node = 1;
+    one.stragglers = {};
+    one.failures = {};
+    one.workload.iterations = 1;
+    if (pipelined) {
+      // One replica's micro-batches on one device: t = p = d = 1.
+      config::HybridConfig& h = one.parallelism.hybrid;
+      h.tensor_parallel = 1;
+      h.pipeline_parallel = 1;
+      h.context_parallel = 1;
+      h.expert_parallel = 1;
+      h.virtual_stages = 1;
+      h.schedule = config::PipelineSchedule::kOneFOneB;
+      h.stage_layers.clear();
+      h.stage_replicas.clear();
+      h.plan_replicas = false;
+      h.global_batch = hybrid.micro_batch * hybrid.micro_batches;
+      h.micro_batch_size = hybrid.micro_batch;
+      one.parallelism.zero_stage = 0;
+      p.scaling.reference = "one device, whole model, " + std::to_string(hybrid.micro_batches) +
+                            " micro-batch(es) of " + std::to_string(hybrid.micro_batch) +
+                            " per step";
+    } else {
+      one.parallelism.strategy = Strategy::kData;
+      p.scaling.reference = "one device, data parallel alone, batch " +
+                            std::to_string(s.workload.batch_per_device) + " per step";
+    }
+    {
+      NetworkSpec one_net = MakeNetworkSpec(one, catalog);
+      const plan::Plan one_plan = MakePlan(one, full);
+      const Run one_run = Execute(one_plan, full, cost_models, {0},
+                                  one_net, nullptr, IsPipelined(one), one.workload);
+      const RunMetrics one_metrics = ComputeMetrics(one_plan, one_run.engine);
+      p.scaling.single_device_throughput_samples_per_s = one_metrics.throughput_samples_per_s;
+    }
+    if (p.scaling.single_device_throughput_samples_per_s > 0)
+      p.scaling.efficiency = p.metrics.throughput_samples_per_s /
+                             (workers * p.scaling.single_device_throughput_samples_per_s);
   }
-  {
-    NetworkSpec one_net = MakeNetworkSpec(one, catalog);
-    const plan::Plan one_plan = MakePlan(one, full);
-    const Run one_run = Execute(one_plan, full, cost_models, {0},
-                                one_net, nullptr, IsPipelined(one), one.workload);
-    const RunMetrics one_metrics = ComputeMetrics(one_plan, one_run.engine);
-    p.scaling.single_device_throughput_samples_per_s = one_metrics.throughput_samples_per_s;
-  }
-  if (p.scaling.single_device_throughput_samples_per_s > 0)
-    p.scaling.efficiency = p.metrics.throughput_samples_per_s /
-                           (workers * p.scaling.single_device_throughput_samples_per_s);
 
   SetStageMemory(s, full, device->memory_bytes, pipelined, servers, workers, hybrid, &p);
   if (pipelined) p.layout.hybrid = hybrid;

@@ -217,6 +217,34 @@ void CheckName(const fs::path& dir, const std::string& name) {
   }
 }
 
+// What stands at `st`, for a refusal: "a folder", "a symbolic link", ...
+const char* KindOf(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "a folder";
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "something other than a regular file";
+}
+
+// An output replaces a regular file or fills an empty name, nothing else:
+// renaming over a device, a FIFO or a link (/dev/null, /dev/stdout) would
+// replace a node the whole machine uses. `st` is lstat's answer for `path`.
+[[noreturn]] void RefuseNonRegular(const fs::path& path, const struct stat& st) {
+  throw UserError(SourceLocation{path.string()},
+                  std::string("cannot write this output: ") + KindOf(st) + " stands at its name",
+                  "outputs replace regular files only; give a new file name (or '-' where the "
+                  "option takes it, for standard output)");
+}
+
+// Refuses `name` in the folder open at `dir_fd` (`dir` for messages) when
+// something other than a regular file stands there; never follows a link.
+void CheckTarget(int dir_fd, const fs::path& dir, const std::string& name) {
+  struct stat st{};
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+    RefuseNonRegular(dir / name, st);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- OutputFile
@@ -346,6 +374,10 @@ void AtomicFileSet::Begin() {
 
 OutputFile AtomicFileSet::Open(const std::string& name) {
   CheckName(dir_, name);
+  // Before the folder is touched (no lock file, no stage): lstat the name.
+  struct stat target{};
+  if (::lstat((dir_ / name).c_str(), &target) == 0 && !S_ISREG(target.st_mode))
+    RefuseNonRegular(dir_ / name, target);
   if (stage_fd_ < 0) {
     if (dir_fd_ >= 0) throw InternalError("AtomicFileSet::Open after Commit");
     Begin();
@@ -371,14 +403,10 @@ std::vector<fs::path> AtomicFileSet::Commit() {
   if (stage_fd_ < 0) return done;  // nothing was opened
   for (const Entry& e : entries_) {
     if (!*e.closed) throw InternalError("output file '" + e.name + "' committed before Close");
-    // A folder at the final name would make the install fail halfway:
-    // refuse before the commit point, with the old set intact.
-    struct stat st{};
-    if (::fstatat(dir_fd_, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-      throw UserError(SourceLocation{(dir_ / e.name).string()},
-                      "cannot write this output: a folder stands at its name",
-                      "remove or rename the folder, or choose another output folder");
-    }
+    // Anything but a regular file at the final name (a folder, a link, a
+    // device appeared since Open): refuse before the commit point, with the
+    // old set intact.
+    CheckTarget(dir_fd_, dir_, e.name);
   }
   // 1. The commit point: the stage, complete and synced, takes its
   // committed name. The folder's lock is held from here through the last

@@ -12,9 +12,14 @@
 //     1. fsync the stage folder, lock the folder (below), rename the stage
 //        to .dtsim-commit-XXXXXXXXXXXX and fsync <dir>: the commit point.
 //        From here the new set is complete on disk and will be installed.
-//     2. rename each file over <dir>/<name> (rename(2) replaces a symbolic
-//        link at <name> itself, never its target), fsync <dir>, remove the
+//     2. rename each file over <dir>/<name>, fsync <dir>, remove the
 //        empty commit folder, unlock.
+//
+// An output replaces a regular file or fills an empty name: anything else
+// at <dir>/<name> (a folder, a symbolic link, a device such as /dev/null, a
+// FIFO, a socket) is refused with a UserError, checked with lstat before
+// the folder is touched (no lock file, no stage) and again before the
+// commit point.
 //
 // The folder's lock is flock(2) on <dir>/.dtsim-lock, a private file that
 // dtsim creates (mode 0600, never through a link) and leaves in place. It

@@ -119,14 +119,52 @@ TEST_F(AtomicFileTest, LinkAtTheOldTempNameIsNeitherFollowedNorRemoved) {
   EXPECT_TRUE(fs::is_symlink(out_ / "summary.csv.tmp")) << "not dtsim's: left alone";
 }
 
-TEST_F(AtomicFileTest, LinkAtTheFinalNameIsReplacedNotWrittenThrough) {
+// A link at an output's name is neither written through nor replaced: as
+// root, `--json /dev/stdout` renamed the report over the machine's
+// /dev/stdout link (issue 44 item 2). Refused before anything is written.
+TEST_F(AtomicFileTest, LinkAtTheFinalNameIsRefusedAndLeftAlone) {
   fs::create_symlink(victim_, out_ / "report.json");
   AtomicFileSet set(out_);
-  Write(set, "report.json", "new report");
-  set.Commit();
+  EXPECT_THROW(set.Open("report.json"), UserError);
   EXPECT_EQ(Slurp(victim_), "precious");
-  EXPECT_FALSE(fs::is_symlink(out_ / "report.json"));
-  EXPECT_EQ(Slurp(out_ / "report.json"), "new report");
+  EXPECT_TRUE(fs::is_symlink(out_ / "report.json"));
+  EXPECT_TRUE(DtsimEntries(out_).empty()) << "refused before the folder is touched";
+}
+
+// Issue 44 item 2: `dtsim run S --json /dev/null` as root made /dev/null a
+// regular file and left /dev/.dtsim-lock. A FIFO stands in for the device
+// (creating a device node needs root); both are refused the same way.
+TEST_F(AtomicFileTest, FifoAtTheFinalNameIsRefusedAndNoLockIsLeft) {
+  ASSERT_EQ(::mkfifo((out_ / "report.json").c_str(), 0600), 0);
+  try {
+    WriteFileAtomic(out_ / "report.json", [](std::ostream& f) { f << "{}"; });
+    ADD_FAILURE() << "a FIFO was replaced";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("a FIFO stands at its name"), std::string::npos) << e.what();
+  }
+  struct stat st{};
+  ASSERT_EQ(::lstat((out_ / "report.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(DtsimEntries(out_).empty()) << "no lock or stage beside a refused output";
+}
+
+TEST_F(AtomicFileTest, CharacterDeviceIsRefused) {
+  // /dev/null is a character device on every Linux machine; its folder is
+  // never written because the name is checked first.
+  EXPECT_THROW(WriteFileAtomic("/dev/null", [](std::ostream& f) { f << "{}"; }), UserError);
+  struct stat st{};
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+// A link that appears between Open and Commit is refused at the commit point.
+TEST_F(AtomicFileTest, LinkPlantedBeforeCommitIsRefused) {
+  AtomicFileSet set(out_);
+  Write(set, "report.json", "new report");
+  fs::create_symlink(victim_, out_ / "report.json");
+  EXPECT_THROW(set.Commit(), UserError);
+  EXPECT_EQ(Slurp(victim_), "precious");
+  EXPECT_TRUE(fs::is_symlink(out_ / "report.json"));
 }
 
 TEST_F(AtomicFileTest, LinksWithDtsimNamesAreNotFollowed) {
@@ -313,8 +351,7 @@ TEST_F(AtomicFileTest, AFolderAtAnOutputNameIsRefusedBeforeAnythingChanges) {
   fs::create_directory(out_ / "trace.json");
   AtomicFileSet set(out_);
   Write(set, "report.json", "new report");
-  Write(set, "trace.json", "trace");
-  EXPECT_THROW(set.Commit(), UserError);
+  EXPECT_THROW(Write(set, "trace.json", "trace"), UserError);  // at Open, before any rename
   ExpectOldSet();
 }
 
@@ -325,11 +362,14 @@ TEST_F(AtomicFileTest, CommitBeforeCloseIsABug) {
   EXPECT_THROW(set.Commit(), InternalError);
 }
 
-TEST_F(AtomicFileTest, WriteFileAtomicReplacesALinkItselfAndLeavesNothingBehind) {
+TEST_F(AtomicFileTest, WriteFileAtomicRefusesALinkAndLeavesNothingBehind) {
   fs::create_symlink(victim_, out_ / "plan.json");
-  WriteFileAtomic(out_ / "plan.json", [](std::ostream& f) { f << "{}\n"; });
+  EXPECT_THROW(WriteFileAtomic(out_ / "plan.json", [](std::ostream& f) { f << "{}\n"; }),
+               UserError);
   EXPECT_EQ(Slurp(victim_), "precious");
-  EXPECT_FALSE(fs::is_symlink(out_ / "plan.json"));
+  EXPECT_TRUE(fs::is_symlink(out_ / "plan.json"));
+  fs::remove(out_ / "plan.json");
+  WriteFileAtomic(out_ / "plan.json", [](std::ostream& f) { f << "{}\n"; });
   EXPECT_EQ(Slurp(out_ / "plan.json"), "{}\n");
   EXPECT_TRUE(DtsimEntries(out_).empty());
   // A writer that fails leaves the old file.

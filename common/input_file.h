@@ -24,4 +24,11 @@ void RequireRegularFile(const std::string& path, const std::string& what);
 std::string ReadRegularFile(const std::string& path, const std::string& what,
                             std::int64_t max_bytes = kMaxTextInputBytes);
 
+// The bytes of the regular file `path`, gzip-compressed or plain (a file
+// that is not gzip is read as it is). Stops and throws UserError at `path`
+// once more than `max_bytes` come out, whatever the compressed size (a
+// 3 MB gzip bomb decompressed to 5 GB), and for a damaged gzip stream.
+std::string ReadMaybeGzippedFile(const std::string& path, const std::string& what,
+                                 std::int64_t max_bytes);
+
 }  // namespace dtsim

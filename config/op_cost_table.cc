@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/input_file.h"
+#include "common/json_input.h"
 
 namespace dtsim::config {
 namespace {
@@ -296,10 +297,9 @@ std::string OpCostTableJson(const OpCostTable& t) {
 OpCostTable ParseOpCostTable(const std::string& json_text, const std::string& filename) {
   Json j;
   try {
-    j = Json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UserError(SourceLocation{filename},
-                    std::string("op-cost table: not JSON (") + e.what() + ")",
+    j = ParseJsonInput(json_text, filename, "op-cost table");
+  } catch (const UserError& e) {
+    throw UserError(e.where(), e.message(),
                     "write tables with `dtsim profile` (docs/measured_costs.md)");
   }
   const Place root(filename, "");
@@ -409,6 +409,8 @@ void ScaleOpCostTable(double factor, OpCostTable* t) {
 }
 
 bool IsChromeTrace(const std::string& json_text) {
+  // Too deep for either reader: the table's parser says so.
+  if (ScanJsonDepth(json_text, kMaxJsonDepth).depth > kMaxJsonDepth) return false;
   const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.contains("traceEvents");
 }

@@ -1,7 +1,5 @@
 #include "config/torch_trace.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +8,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "config/torch_aten_kinds.h"
 #include "config/torch_trace_events.h"
 
@@ -342,24 +341,10 @@ OpCostTable ImportTorchTrace(const std::string& json_text, const std::string& fi
 
 OpCostTable LoadTorchTrace(const std::string& path, const ModelGraph& graph,
                            TorchTraceReport* report) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw UserError(SourceLocation{path}, "cannot read torch.profiler trace '" + path + "'");
-  }
-  // gzread reads plain files as they are.
-  gzFile in = gzopen(path.c_str(), "rb");
-  if (in == nullptr) {
-    throw UserError(SourceLocation{path}, "cannot read torch.profiler trace '" + path + "'");
-  }
-  std::string text;
-  char buf[1 << 16];
-  int k = 0;
-  while ((k = gzread(in, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(k));
-  gzclose(in);
-  if (k < 0) {
-    throw UserError(SourceLocation{path}, "torch.profiler trace '" + path +
-                                              "' is not a readable gzip file");
-  }
+  // A Kineto trace of a large model holds 10^5..10^6 events, a few hundred
+  // bytes each: 512 MiB of JSON leaves room and bounds a gzip bomb.
+  const std::string text =
+      ReadMaybeGzippedFile(path, "torch.profiler trace", std::int64_t{512} << 20);
   return ImportTorchTrace(text, path, graph, report);
 }
 

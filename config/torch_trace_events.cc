@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_input.h"
 
 namespace dtsim::config::torch_trace {
 namespace {
@@ -193,9 +194,11 @@ void Refuse(const std::string& filename, const std::string& what, const std::str
 }
 
 Json ParseTop(const std::string& json_text, const std::string& filename) {
-  Json top = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (top.is_discarded()) {
-    Refuse(filename, "not a torch.profiler trace: the file is not JSON", kShapesHint);
+  Json top;
+  try {
+    top = ParseJsonInput(json_text, filename, "not a torch.profiler trace");
+  } catch (const UserError& e) {
+    throw UserError(e.where(), e.message(), kShapesHint);
   }
   if (top.is_array() && !top.empty() && top[0].is_object() && top[0].contains("ph")) {
     Refuse(filename,

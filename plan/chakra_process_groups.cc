@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "common/json_input.h"
+
 namespace dtsim::plan {
 namespace {
 
@@ -42,7 +44,10 @@ std::optional<ChakraProcessGroups> ParseProcessGroupMetadata(const std::string& 
   if (values.find("pg_name") == std::string::npos) return std::nullopt;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(UnwrapPythonList(values));
+    const std::string text = UnwrapPythonList(values);
+    if (ScanJsonDepth(text, kMaxJsonDepth).depth > kMaxJsonDepth)
+      throw std::invalid_argument("process-group metadata nests deeper than any list of groups");
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("process-group metadata is not JSON: ") + e.what());
   }
@@ -64,6 +69,8 @@ std::optional<ChakraProcessGroups> ParseProcessGroupMetadata(const std::string& 
 ChakraProcessGroups ParseCommGroupFile(const std::string& json_text) {
   nlohmann::json j;
   try {
+    if (ScanJsonDepth(json_text, kMaxJsonDepth).depth > kMaxJsonDepth)
+      throw std::invalid_argument("nests deeper than a JSON object of group name -> list of ranks");
     j = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("not JSON: ") + e.what());

@@ -9,6 +9,7 @@
 #include "common/units.h"
 #include "plan/layers.h"
 #include "plan/tensor_parallel.h"
+#include "sim/simulator.h"
 
 namespace dtsim::sim {
 namespace {
@@ -126,8 +127,9 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
       m = par.hybrid.global_batch > 0 ? std::max<std::int64_t>(1, par.hybrid.global_batch / per_step)
                                       : p;
     }
-    // Symmetric plans materialize one device per stage (sim/simulator.cc).
-    const bool symmetric = s.stragglers.Empty() && !simgrid;
+    // Symmetric plans materialize one device per stage (sim/simulator.cc);
+    // stragglers, link events and SimGrid materialize every device.
+    const bool symmetric = HybridRanksMirror(s);
     e.ranks = symmetric ? p : workers;
     e.iterations = s.workload.iterations;
     // Per micro-batch, over the whole model (one rank of each stage): its
@@ -164,8 +166,10 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     e.per_rank_key = "parallelism.parameter_server";
     return e;
   }
-  // Identical workers: the first trace_max_ranks stand for all.
-  const bool alike = s.stragglers.Empty() && !simgrid;
+  // Identical workers: the first trace_max_ranks stand for all; stragglers,
+  // link events, node groups and SimGrid materialize every worker
+  // (sim/simulator.cc, Simulate).
+  const bool alike = WorkersAreAlike(s) && !simgrid;
   e.ranks = alike ? std::min<std::int64_t>(workers, std::max(1, s.outputs.trace_max_ranks))
                   : workers;
   // Forward, input and weight gradients per op, and at most one bucket per op.

@@ -109,5 +109,31 @@ TEST(PlanSizeTest, EstimateCoversTheBuiltPlan) {
   }
 }
 
+// Issue 44 item 8: node groups and link events materialize every worker, but
+// the guard counted trace_max_ranks of them: a mixed A100/H100 cluster of
+// 65,536 nodes (524,288 ResNet-50 ranks x 5 iterations) ended in
+// std::bad_alloc instead of this refusal.
+TEST(PlanSizeTest, NodeGroupsAndLinkEventsCountEveryWorker) {
+  EXPECT_TRUE(RefusedAt(R"(cluster:
+  devices_per_node: 8
+  node_groups:
+    - {name: a100, nodes: 32768, device: A100-SXM4-80GB, intra_node_link: nvswitch-a100}
+    - {name: h100, nodes: 32768, device: H100-SXM, intra_node_link: nvlink4}
+workload: {model: resnet50, iterations: 5}
+)",
+                        2, "524288 ranks x 5 iterations"));
+  const config::Scenario events = config::ParseScenario(R"(cluster: {nodes: 4096, devices_per_node: 8}
+workload: {model: resnet50, iterations: 2}
+link_events: [{at: 0ms, node: 1, bandwidth: 0.5}]
+)",
+                                                        "p.yaml");
+  config::Scenario alike = events;
+  alike.link_events.clear();
+  // Every worker against the first trace_max_ranks (the old count for both).
+  EXPECT_EQ(EstimatePlanTasks(events, config::BuildWorkloadModel(events)),
+            EstimatePlanTasks(alike, config::BuildWorkloadModel(alike)) * 32768 /
+                alike.outputs.trace_max_ranks);
+}
+
 }  // namespace
 }  // namespace dtsim::sim

@@ -365,6 +365,10 @@ bool WorkersAreAlike(const config::Scenario& s) {
          !IsMixed(s);
 }
 
+bool HybridRanksMirror(const config::Scenario& s) {
+  return s.stragglers.Empty() && s.link_events.empty() && s.engine != "simgrid";
+}
+
 NetworkSpec MakeNetworkSpec(const config::Scenario& s, const hw::HardwareCatalog& catalog) {
   const auto& c = s.cluster;
   const hw::LinkSpec* intra = catalog.FindLink(c.intra_node_link);
@@ -759,8 +763,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
     // Replicas and tensor ranks mirror their stage's representative unless
     // stragglers or link events make them differ, or SimGrid moves their
     // flows.
-    setup.options.symmetric =
-        s.stragglers.Empty() && s.link_events.empty() && !simgrid && !options.materialize_all;
+    setup.options.symmetric = HybridRanksMirror(s) && !options.materialize_all;
     p.plan = plan::BuildHybridPlan(setup.shard, {s.cluster.nodes, s.cluster.devices_per_node},
                                    setup.options);
     p.graph = std::move(setup.shard);

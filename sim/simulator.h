@@ -195,6 +195,12 @@ plan::Plan MakePlan(const config::Scenario& scenario, const models::ModelGraph& 
 // no servers): the plan may be built symmetric.
 bool WorkersAreAlike(const config::Scenario& scenario);
 
+// True when the analytic engine may build a pipelined (hybrid) plan with one
+// materialized rank per stage, the others mirroring it: no stragglers, no
+// link events, one engine that does not route every flow (not SimGrid).
+// Simulate and the plan-size guard (sim/plan_size.h) both ask this.
+bool HybridRanksMirror(const config::Scenario& scenario);
+
 // Runs the scenario. Throws UserError for inputs that only turn out wrong
 // here (e.g. a hierarchical all-reduce the cluster cannot do). Thread-safe:
 // several scenarios may be simulated at once.

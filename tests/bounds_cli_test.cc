@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -123,6 +124,41 @@ TEST_F(Bounds, ModelAndChakraRefuseSpecialFiles) {
   const Result r = Dtsim("chakra " + P("t") + " --cluster scenarios/default.yaml --out " + P("c"));
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_IN("cannot read Chakra trace '" + P("t.0.et") + "': not a regular file", r.err);
+}
+
+// Issue 44 items 3 and 4, the reproducers (generated, not committed): JSON
+// nested 200,000 deep crashed the library's recursive copy (SIGSEGV) as an
+// op-cost table, a torch trace and a communicator-group file; a 3 MB gzip
+// bomb decompressed to 5 GB. Each is now exit 2 at the file.
+TEST_F(Bounds, DeepJsonAndGzipBombsAreRefusedAtTheFile) {
+  const std::string deep =
+      "{\"a\": " + std::string(200000, '[') + std::string(200000, ']') + ", \"b\": 0}";
+  std::ofstream(dir_ / "deep.json") << deep;
+  std::ofstream(dir_ / "s.yaml") << "workload:\n  model: cifar10-cnn\n  batch_per_device: 32\n"
+                                    "  cost_model: measured\n  cost_table: deep.json\n";
+  const Result table = Dtsim("run " + P("s.yaml") + " -q --out " + P("o"));
+  EXPECT_EQ(table.status, 2) << table.err;
+  EXPECT_IN(P("deep.json"), table.err);
+  EXPECT_IN("nest more than 64 deep", table.err);
+  const Result trace = Dtsim("profile scenarios/local/cifar10-1cpu.yaml --torch-trace " +
+                             P("deep.json") + " --out " + P("t.json"));
+  EXPECT_EQ(trace.status, 2) << trace.err;
+  EXPECT_IN("nest more than 64 deep", trace.err);
+  const Result groups = Dtsim("chakra plan/testdata/chakra/generator/ALL_REDUCE --cluster "
+                              "scenarios/default.yaml --comm-groups " + P("deep.json") +
+                              " --out " + P("c"));
+  EXPECT_EQ(groups.status, 2) << groups.err;
+  EXPECT_IN(P("deep.json"), groups.err);
+  // A bomb: 600 MiB of spaces compress to under 1 MiB.
+  gzFile out = gzopen(P("bomb.json.gz").c_str(), "wb9");
+  ASSERT_NE(out, nullptr);
+  const std::string spaces(1 << 20, ' ');
+  for (int i = 0; i < 600; ++i) gzwrite(out, spaces.data(), static_cast<unsigned>(spaces.size()));
+  gzclose(out);
+  const Result bomb = Dtsim("profile scenarios/local/cifar10-1cpu.yaml --torch-trace " +
+                            P("bomb.json.gz") + " --out " + P("b.json"));
+  EXPECT_EQ(bomb.status, 2) << bomb.err;
+  EXPECT_IN("counted after decompression", bomb.err);
 }
 
 // PipeDream: 8,008 devices in replicas [8007, 1] for 65,536 iterations is

@@ -1,6 +1,7 @@
 // End-to-end: the dtsim binary running scenarios for real: exec over MPI ranks, the emulated network, interrupts, memory refusals, checkpoints.
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -403,38 +404,58 @@ std::string StagingLeftovers(const fs::path& dir) {
 }
 
 // Issue 10 item 14, the reproducer: with o/summary.csv.tmp a symbolic link
-// to another file, `dtsim run S --out o` overwrote that file. Also links at
-// the final names and at `run --json FILE`, `plan --json FILE`,
-// `plan --dot FILE`: each is replaced, its target untouched.
-TEST_F(Cli, OutputsNeverWriteThroughSymbolicLinks) {
+// to another file, `dtsim run S --out o` overwrote that file. Links at the
+// final names (`run --out`, `run --json FILE`, `plan --json FILE`, `plan
+// --dot FILE`) are refused with exit 2 and left as they are (issue 44 item
+// 2: renaming over /dev/stdout, itself a link, replaced the machine's).
+TEST_F(Cli, OutputsNeverWriteThroughOrReplaceSymbolicLinks) {
   const fs::path o = dir_ / "o";
   fs::create_directories(o);
   const fs::path victim = dir_ / "victim.txt";
   std::ofstream(victim) << "precious";
   fs::create_symlink(victim, o / "summary.csv.tmp");
-  fs::create_symlink(victim, o / "report.json");
+  const Result ok = Dtsim("run scenarios/default.yaml -q --out " + o.string());
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_TRUE(fs::is_symlink(o / "summary.csv.tmp")) << "not dtsim's: left alone";
+  fs::create_symlink(victim, o / "report.json.new");
+  fs::remove(o / "report.json");
+  fs::rename(o / "report.json.new", o / "report.json");
   fs::create_symlink(victim, dir_ / "run.json");
   fs::create_symlink(victim, dir_ / "plan.json");
   fs::create_symlink(victim, dir_ / "plan.dot");
-  const Result r = Dtsim("run scenarios/default.yaml -q --out " + o.string() + " --json " +
-                         (dir_ / "run.json").string());
-  ASSERT_EQ(r.status, 0) << r.err;
-  const Result p = Dtsim("plan scenarios/default.yaml --json " + (dir_ / "plan.json").string() +
-                         " --dot " + (dir_ / "plan.dot").string());
-  ASSERT_EQ(p.status, 0) << p.err;
+  const Result r = Dtsim("run scenarios/default.yaml -q --out " + o.string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("a symbolic link stands at its name"), std::string::npos) << r.err;
+  const Result j = Dtsim("run scenarios/default.yaml -q --out " + (dir_ / "o2").string() +
+                         " --json " + (dir_ / "run.json").string());
+  EXPECT_EQ(j.status, 2) << j.err;
+  const Result p = Dtsim("plan scenarios/default.yaml --json " + (dir_ / "plan.json").string());
+  EXPECT_EQ(p.status, 2) << p.err;
+  const Result d = Dtsim("plan scenarios/default.yaml --dot " + (dir_ / "plan.dot").string());
+  EXPECT_EQ(d.status, 2) << d.err;
   EXPECT_EQ(Slurp(victim), "precious");
-  for (const fs::path& f : {o / "report.json", o / "summary.csv", dir_ / "run.json",
-                            dir_ / "plan.json", dir_ / "plan.dot"}) {
-    EXPECT_FALSE(fs::is_symlink(f)) << f;
-    EXPECT_TRUE(fs::is_regular_file(f)) << f;
+  for (const fs::path& f : {o / "report.json", dir_ / "run.json", dir_ / "plan.json",
+                            dir_ / "plan.dot"}) {
+    EXPECT_TRUE(fs::is_symlink(f)) << f;
   }
-  // What was written is the real output.
-  EXPECT_NO_THROW(nlohmann::json::parse(Slurp(o / "report.json")));
-  EXPECT_EQ(Slurp(o / "report.json"), Slurp(dir_ / "run.json"));
-  EXPECT_NO_THROW(nlohmann::json::parse(Slurp(dir_ / "plan.json")));
-  EXPECT_EQ(Slurp(dir_ / "plan.dot").rfind("digraph", 0), 0u);
   EXPECT_EQ(StagingLeftovers(o), "");
   EXPECT_EQ(StagingLeftovers(dir_), "");
+}
+
+// Issue 44 item 2: a FIFO (as /dev/null, a device) at an output's name is
+// refused with exit 2, stays a FIFO, and no lock file appears beside it.
+TEST_F(Cli, OutputsNeverReplaceAFifo) {
+  fs::create_directories(dir_);
+  const fs::path fifo = dir_ / "report.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Result r = Dtsim("run scenarios/default.yaml -q --out " + (dir_ / "o").string() +
+                         " --json " + fifo.string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("a FIFO stands at its name"), std::string::npos) << r.err;
+  struct stat st{};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_FALSE(fs::exists(dir_ / ".dtsim-lock"));
 }
 
 // Issue 10 item 17: what a killed run leaves is cleaned by the next one: a

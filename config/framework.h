@@ -74,6 +74,15 @@ struct FrameworkProfile {
   // variable_placement says otherwise. Frameworks without parameter
   // servers keep dtsim's even cut.
   plan::PsPlacementSpec ps_placement;
+  // The fused attention kernel `attention: flash` runs under this framework
+  // (kDefault: the GPU generation's FlashAttention release).
+  models::AttentionKernel attention = models::AttentionKernel::kDefault;
+  // The share of the kernel model's speed the framework's training loop
+  // sustains (sim/cost/gpu_kernel_model.h, GpuKernelParams::
+  // kernel_efficiency): gaps between kernels, and the clock a GPU holds
+  // under its power limit over a long run versus a kernel benchmark's. 1 =
+  // the kernel model's times as they are.
+  double kernel_efficiency = 1.0;
 
   bool HasHostCosts() const {
     return per_op_s > 0 || per_kernel_s > 0 || per_collective_s > 0 || per_step_s > 0 ||

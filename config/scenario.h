@@ -264,6 +264,15 @@ struct HybridConfig {
   // the sequence over the t ranks; each tensor-parallel all-reduce becomes
   // a reduce-scatter and an all-gather, and activations divide by t.
   bool sequence_parallel = false;
+  // Tensor-parallel communication pipelined with the GEMM beside it
+  // (Transformer Engine's userbuffers, Megatron-LM --tp-comm-overlap;
+  // PyTorch's AsyncTP): plan::HybridOptions::tp_comm_overlap.
+  bool tp_comm_overlap = false;
+  // Data-parallel gradient reduction overlapped with the last micro-batch's
+  // backward (and, with the distributed optimizer, the parameter all-gather
+  // with the next step's first forward): Megatron-LM --overlap-grad-reduce
+  // --overlap-param-gather. plan::HybridOptions::dp_overlap.
+  bool dp_overlap = false;
   // Context parallelism (plan/context_parallel.h): c ranks share each
   // sequence, S / c each, between the tensor and the pipeline ranks; data
   // parallelism is then devices / (t x p x c). ring (default): ring
@@ -484,6 +493,11 @@ struct Scenario {
   std::string source_path;        // file it was loaded from ("" when built in code)
   std::uint64_t seed = 1;
   std::string engine = "analytic";  // discrete-event engine with analytic network
+  // A plan whose peak memory is within the memory model's margin of the
+  // capacity (sim/memory.h, kMemoryModelMargin) is "tight": false (`dtsim run
+  // --memory-check warn`, the default) predicts it with a warning that names
+  // the margin; true (`refuse`) refuses it as not fitting.
+  bool refuse_tight_memory = false;
   ClusterConfig cluster;
   WorkloadConfig workload;
   ParallelismConfig parallelism;

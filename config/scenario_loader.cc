@@ -70,7 +70,7 @@ const std::vector<std::string> kParallelismKeys = {
     "aggregation", "streaming",
     "parameter_server", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
     "global_batch", "schedule", "virtual_stages", "stage_layers", "recompute", "optimizer",
-    "zero_stage", "partition", "sequence_parallel", "stage_replicas", "context_parallel",
+    "zero_stage", "partition", "sequence_parallel", "tp_comm_overlap", "dp_overlap", "stage_replicas", "context_parallel",
     "context_parallel_kind", "expert_parallel", "balance_batch"};
 
 // One of `all`, spelled as `name` spells it.
@@ -556,6 +556,8 @@ ParallelismConfig ReadParallelism(const YamlValue& v) {
     h.even_layers = x->AsChoice(kinds, "partition") == 1;
   }
   if (auto x = m.Get("sequence_parallel")) h.sequence_parallel = x->AsBool();
+  if (auto x = m.Get("tp_comm_overlap")) h.tp_comm_overlap = x->AsBool();
+  if (auto x = m.Get("dp_overlap")) h.dp_overlap = x->AsBool();
   if (auto x = m.Get("context_parallel")) h.context_parallel = x->AsInt(1);
   if (auto x = m.Get("context_parallel_kind"))
     h.context_parallel_kind = ReadEnum(*x, kContextParallelKinds, plan::ContextParallelKindName,

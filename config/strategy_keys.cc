@@ -123,6 +123,20 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
                            "tensor parallelism replicates: it needs strategy hybrid with "
                            "tensor_parallel > 1");
   }
+  if (path == "parallelism.tp_comm_overlap" &&
+      (st != Strategy::kHybrid || p.hybrid.tensor_parallel == 1)) {
+    return Unused(s, path, "it overlaps tensor-parallel communication: it needs strategy hybrid "
+                           "with tensor_parallel > 1");
+  }
+  if ((path == "parallelism.tp_comm_overlap" || path == "parallelism.dp_overlap") &&
+      s.engine == "simgrid") {
+    return Unused(s, path, "the SimGrid engine moves every byte of a collective as flows; the "
+                           "overlap of collectives with compute is priced by the analytic engine");
+  }
+  if (path == "parallelism.dp_overlap" && st != Strategy::kHybrid) {
+    return Unused(s, path, "it overlaps strategy hybrid's data-parallel gradient reduction; "
+                           "strategy data overlaps its buckets with `overlap`");
+  }
   if ((path == "parallelism.context_parallel" || path == "parallelism.context_parallel_kind") &&
       st != Strategy::kHybrid) {
     return Unused(s, path, "context parallelism splits the sequences of strategy hybrid's "

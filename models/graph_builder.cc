@@ -633,6 +633,7 @@ Tensor GraphBuilder::Attention(const std::string& name, const Tensor& q, const T
   op.fwd_flops = 2 * pairs * dims + 5 * pairs;
   op.bwd_input_flops = 4 * pairs * dims + 4 * pairs;
   op.attrs.causal = spec.causal;
+  op.attrs.attention_kernel = spec.kernel;
   op.attrs.scale = spec.scale;
   const double rows = static_cast<double>(a) * sd;
   op.read_elements_per_sample = Elements(q.shape) + Elements(k.shape) + Elements(v.shape);

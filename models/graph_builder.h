@@ -117,6 +117,7 @@ struct LayerNormSpec {
 struct AttentionSpec {
   bool causal = false;  // query i sees keys <= i
   double scale = 1.0;   // scores multiplied by this before the softmax
+  AttentionKernel kernel = AttentionKernel::kDefault;  // Attention only: which fused kernel
 };
 
 // A recurrent layer over a sequence (PyTorch nn.RNN/LSTM/GRU, one layer, one

@@ -197,8 +197,13 @@ TransformerConfig ReadTransformerConfig(const YamlValue& v) {
   if (auto x = m.Get("kv_heads")) t.kv_heads = x->AsInt(0);
   if (auto x = m.Get("bias")) t.bias = x->AsBool();
   if (auto x = m.Get("dropout")) t.dropout = x->AsBool();
-  if (auto x = m.Get("attention"))
-    t.attention = static_cast<AttentionKind>(x->AsChoice({"eager", "flash"}, "attention"));
+  if (auto x = m.Get("attention")) {
+    // eager, or a fused kernel: flash (the framework's or the GPU's choice)
+    // or one by name (models/op.h, AttentionKernel).
+    const int k = x->AsChoice({"eager", "flash", "fa2", "fa3", "cudnn", "sdpa"}, "attention");
+    t.attention = k == 0 ? AttentionKind::kEager : AttentionKind::kFlash;
+    t.attention_kernel = k == 0 ? AttentionKernel::kDefault : static_cast<AttentionKernel>(k - 1);
+  }
   if (auto x = m.Get("experts")) t.experts = x->AsInt(0);
   if (auto x = m.Get("top_k")) t.top_k = x->AsInt(1);
   if (auto x = m.Get("expert_ffn_hidden")) t.expert_ffn_hidden = x->AsInt(0);

@@ -57,6 +57,17 @@ bool IsCopyView(ViewKind view) {
          view == ViewKind::kCombine;
 }
 
+const char* AttentionKernelName(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::kDefault: return "flash";
+    case AttentionKernel::kFa2: return "fa2";
+    case AttentionKernel::kFa3: return "fa3";
+    case AttentionKernel::kCudnn: return "cudnn";
+    case AttentionKernel::kSdpa: return "sdpa";
+  }
+  return "?";
+}
+
 const char* RnnCellName(RnnCell cell) {
   switch (cell) {
     case RnnCell::kTanh: return "rnn";

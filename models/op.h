@@ -100,6 +100,19 @@ enum class RnnCell : std::uint8_t {
 const char* RnnCellName(RnnCell cell);
 int RnnGates(RnnCell cell);
 
+// Which fused attention kernel a kAttention op runs (a transformer's
+// `attention:`): kDefault lets the framework profile choose, else the
+// FlashAttention release of the GPU generation (sim/cost/flash_attention_table.h).
+enum class AttentionKernel : std::uint8_t {
+  kDefault,  // `flash`
+  kFa2,      // FlashAttention-2 (Dao 2023)
+  kFa3,      // FlashAttention-3 (Shah et al. 2024), Hopper only
+  kCudnn,    // cuDNN's fused attention (Transformer Engine's FusedAttention)
+  kSdpa,     // PyTorch's scaled_dot_product_attention (its flash backend: FlashAttention-2)
+};
+// "flash", "fa2", "fa3", "cudnn", "sdpa"
+const char* AttentionKernelName(AttentionKernel kernel);
+
 // Where an embedding's row indices come from.
 enum class EmbeddingIds : std::uint8_t {
   kTokens,     // the input token ids
@@ -124,6 +137,7 @@ struct OpAttrs {
   std::int64_t tied_to = -1;
   bool transpose_b = false;  // kMatMul: b stored (..., N, K)
   bool causal = false;       // kSoftmax, kAttention: mask future positions
+  AttentionKernel attention_kernel = AttentionKernel::kDefault;  // kAttention
   double scale = 1.0;        // kSoftmax, kAttention: scores multiplied by this first
   int lrn_radius = 0;        // kLocalResponseNorm: depth radius
   ViewKind view = ViewKind::kView;  // kReshape

@@ -46,7 +46,8 @@ Tensor Attention(GraphBuilder& b, const std::string& prefix, const Tensor& x, co
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   Tensor ctx;
   if (d.attention == AttentionKind::kFlash) {
-    ctx = b.Attention(prefix + "core", q, k, v, {.causal = d.causal, .scale = scale});
+    ctx = b.Attention(prefix + "core", q, k, v,
+                      {.causal = d.causal, .scale = scale, .kernel = d.attention_kernel});
   } else {
     if (d.kv_heads < d.heads) {
       k = b.RepeatHeads(prefix + "k_repeat", k, d.heads / d.kv_heads);
@@ -164,6 +165,7 @@ Dims Resolve(const TransformerConfig& config) {
   d.bias = config.bias;
   d.dropout = config.dropout;
   d.attention = config.attention;
+  d.attention_kernel = config.attention_kernel;
   if (config.experts != 0) ResolveExperts(config, &d);
   if (!rotary && d.seq > d.positions) {
     throw UserError("transformer sequence (" + std::to_string(d.seq) +

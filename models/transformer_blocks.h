@@ -38,6 +38,7 @@ struct Dims {
   bool bias = true;            // dense layers and layer norms have biases
   bool dropout = true;         // dropout ops present
   AttentionKind attention = AttentionKind::kEager;
+  AttentionKernel attention_kernel = AttentionKernel::kDefault;
   // Mixture of experts (TransformerConfig's fields); experts 0 = none.
   std::int64_t experts = 0;        // E
   std::int64_t top_k = 0;          // k

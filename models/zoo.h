@@ -82,6 +82,9 @@ struct TransformerConfig {
   // after each sublayer (GPT-2: 0.1 each); false = none at all (Llama).
   bool dropout = true;
   AttentionKind attention = AttentionKind::kEager;
+  // With kFlash: the fused kernel named (`attention: fa2|fa3|cudnn|sdpa`);
+  // kDefault (`flash`) leaves it to the framework profile and the GPU.
+  AttentionKernel attention_kernel = AttentionKernel::kDefault;
 
   // Mixture of experts (models/transformer_moe.cc): > 0 replaces the MLP of
   // every layer after the first `dense_layers` by `experts` routed experts

@@ -592,7 +592,8 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
       // over the tensor group of (replica, stage), lane i's member after
       // deps[i]; returns the lanes' member tasks.
       auto tp_collective = [&](CollectiveOp op, int stage, double bytes_per_sample,
-                               const std::vector<std::vector<TaskId>>& deps) {
+                               const std::vector<std::vector<TaskId>>& deps,
+                               std::vector<std::pair<std::int32_t, std::size_t>>* made = nullptr) {
         Lanes out(nl);
         for (const auto& [key, members] :
              lanes_by([](const Lane& l) { return std::pair(l.replica, l.q); })) {
@@ -608,6 +609,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           const auto ci = plan.AddCollective(c, member_deps, it);
           const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
           for (std::size_t y = 0; y < members.size(); ++y) out[members[y]] = tasks[y];
+          if (made != nullptr) made->push_back({ci, members.front()});
         }
         return out;
       };
@@ -714,8 +716,13 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             continue;
           }
           if (seg.a2a_before_bytes > 0) last = ep_collective(stage, seg.a2a_before_bytes, last);
+          // With tp_comm_overlap: the all-gather feeding this segment's
+          // GEMM, and the collective after it, each pipelined with the
+          // segment's task (of the group's first lane).
+          std::vector<std::pair<std::int32_t, std::size_t>> gathers;
           if (t > 1 && seg.gather_before_bytes > 0)
-            last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last));
+            last = tp_collective(CollectiveOp::kAllGather, stage, seg.gather_before_bytes, after(last),
+                                 &gathers);
           const Lanes regather =
               t > 1 && seg.regather_bytes > 0
                   ? tp_collective(CollectiveOp::kAllGather, stage, seg.regather_bytes, after(last))
@@ -731,11 +738,17 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
             task.batch = o.micro_batch;
             last[i] = last[i] < 0 ? plan.AddTask(task) : plan.AddTask(task, std::span(&last[i], 1));
           }
+          if (o.tp_comm_overlap)
+            for (const auto& [ci, lane] : gathers) plan.SetOverlap(ci, t, {last[lane]});
           if (t > 1 && seg.after_bytes > 0) {
             std::vector<std::vector<TaskId>> deps = after(last);
             for (std::size_t i = 0; i < nl; ++i)
               if (regather[i] >= 0) deps[i].push_back(regather[i]);
-            last = tp_collective(seg.after, stage, seg.after_bytes, deps);
+            const Lanes segment = last;
+            std::vector<std::pair<std::int32_t, std::size_t>> reduces;
+            last = tp_collective(seg.after, stage, seg.after_bytes, deps, &reduces);
+            if (o.tp_comm_overlap)
+              for (const auto& [ci, lane] : reduces) plan.SetOverlap(ci, t, {segment[lane]});
           }
           if (seg.a2a_after_bytes > 0) last = ep_collective(stage, seg.a2a_after_bytes, last);
         }
@@ -885,6 +898,28 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
     // its optimizer step. Megatron-LM orders them so (finalize_model_grads:
     // the data-parallel sync, then _allreduce_embedding_grads).
     std::map<RankId, std::vector<TaskId>> ready;  // each materialized rank's update dependencies
+    // dp_overlap's windows, per rank: the compute tasks of its last
+    // micro-batch's backward (the buckets fill during it) and of its first
+    // micro-batch's forward (the next step's, standing in for it: the
+    // distributed optimizer's all-gather runs there).
+    std::map<RankId, std::pair<std::vector<TaskId>, std::vector<TaskId>>> windows;
+    if (o.dp_overlap) {
+      std::map<RankId, std::int32_t> last_mb;
+      for (const Task& task : plan.tasks())
+        if (task.iteration == it && IsComputeKind(task.kind) && task.kind != TaskKind::kForward)
+          last_mb[task.rank] = std::max(last_mb[task.rank], task.micro_batch);
+      for (std::size_t id = 0; id < plan.num_tasks(); ++id) {
+        const Task& task = plan.tasks()[id];
+        if (task.iteration != it || !IsComputeKind(task.kind)) continue;
+        if (task.kind == TaskKind::kForward && task.micro_batch == 0)
+          windows[task.rank].second.push_back(static_cast<TaskId>(id));
+        else if (task.kind != TaskKind::kForward && task.micro_batch == last_mb[task.rank])
+          windows[task.rank].first.push_back(static_cast<TaskId>(id));
+      }
+    }
+    const std::int64_t bucket_params =
+        o.dp_bucket_params > 0 ? o.dp_bucket_params
+                               : std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * d * cp);
     std::vector<std::int64_t> stage_params(static_cast<std::size_t>(p), 0);
     for (int s = 0; s < p; ++s)
       for (int k = 0; k < t; ++k) {
@@ -914,6 +949,13 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           c.group = dp_group.at({s, k});
           c.copies = o.symmetric ? t : 1;
           const auto ci = plan.AddCollective(c, deps, it);
+          if (o.dp_overlap) {
+            const auto& [backward, forward] = windows[members_rank.front()];
+            const auto buckets = static_cast<std::int32_t>(
+                std::max<std::int64_t>(1, (params + bucket_params - 1) / bucket_params));
+            plan.SetOverlap(ci, buckets, backward,
+                            o.distributed_optimizer ? forward : std::vector<TaskId>{});
+          }
           const auto& tasks = plan.collectives()[static_cast<std::size_t>(ci)].tasks;
           for (std::size_t x = 0; x < deps.size(); ++x) deps[x] = {tasks[x]};
         }

@@ -85,6 +85,28 @@ struct HybridOptions {
   // Megatron-LM's sequence parallelism (InSequenceParallelRegion): with
   // t > 1, reduce-scatters and all-gathers in place of the all-reduces.
   bool sequence_parallel = false;
+  // Tensor-parallel collectives pipelined with the GEMM beside them
+  // (Transformer Engine's userbuffers overlap, Megatron-LM --tp-comm-overlap;
+  // PyTorch's AsyncTP): each all-gather before a column-parallel layer and
+  // each reduce-scatter (all-reduce) after a row-parallel one is split into
+  // t chunks exchanged while the GEMM works on the chunks already there.
+  // The collective names that GEMM's task (Collective::overlap_with) and t
+  // chunks; its exposed time is priced by the simulator.
+  bool tp_comm_overlap = false;
+  // The stage's data-parallel gradient reduction overlapped with compute
+  // (Megatron-LM --overlap-grad-reduce, and --overlap-param-gather with
+  // `distributed_optimizer`): its buckets are reduced as the last
+  // micro-batch's backward produces them, and with the distributed
+  // optimizer the parameter all-gather half runs under the next step's
+  // first forward. The collective names those compute tasks
+  // (Collective::overlap_with) and its bucket count as chunks.
+  bool dp_overlap = false;
+  // Megatron-LM's distributed optimizer (ZeRO-1): the gradient all-reduce
+  // is a reduce-scatter, then an all-gather of the updated parameters.
+  bool distributed_optimizer = false;
+  // Parameters per data-parallel bucket; 0 = Megatron-LM's default,
+  // max(40,000,000, 1,000,000 x d) (distributed_data_parallel.py).
+  std::int64_t dp_bucket_params = 0;
   // Context parallelism (plan/context_parallel.h): `graph` is then a
   // context rank's shard (ContextParallelShard), and d = devices / (t p c).
   ContextParallel context;

@@ -115,6 +115,19 @@ std::int32_t Plan::AddCollective(Collective c, const std::vector<std::vector<Tas
   return index;
 }
 
+void Plan::SetOverlap(std::int32_t c, std::int32_t chunks, std::vector<TaskId> with,
+                      std::vector<TaskId> second) {
+  DTSIM_CHECK(c >= 0 && c < static_cast<std::int32_t>(collectives_.size()) && chunks >= 1,
+              "overlap of an unknown collective");
+  for (const std::vector<TaskId>* list : {&with, &second})
+    for (TaskId id : *list)
+      DTSIM_CHECK(id >= 0 && static_cast<std::size_t>(id) < tasks_.size(), "overlap with an unknown task");
+  Collective& x = collectives_[static_cast<std::size_t>(c)];
+  x.overlap_chunks = chunks;
+  x.overlap_with = std::move(with);
+  x.overlap_with_second = std::move(second);
+}
+
 std::int32_t Plan::AddCollectiveRecord(Collective c) {
   DTSIM_CHECK(c.group >= 0 && c.group < static_cast<std::int32_t>(groups_.size()),
               "collective group out of range");

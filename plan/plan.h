@@ -47,6 +47,11 @@ enum class TaskKind : std::uint8_t {
   kRecv,
 };
 const char* TaskKindName(TaskKind k);
+// Forward, either backward, or both: a task of the compute stream that runs ops.
+inline bool IsComputeKind(TaskKind k) {
+  return k == TaskKind::kForward || k == TaskKind::kBackwardInput ||
+         k == TaskKind::kBackwardWeight || k == TaskKind::kBackward;
+}
 
 enum class StreamKind : std::uint8_t { kCompute = 0, kComm = 1 };
 constexpr int kNumStreams = 2;
@@ -117,6 +122,16 @@ struct Collective {
   // input gradients (backward) inside a tensor group: not a parameter
   // gradient, so reports do not count it as a gradient bucket.
   bool activations = false;
+  // Overlap with compute (plan/hybrid.h: tp_comm_overlap, dp_overlap): the
+  // collective runs in `overlap_chunks` pieces beside the compute tasks
+  // `overlap_with` (of its first member's rank), which stand for the window
+  // it may hide under. 0 = not overlapped: it takes its whole time.
+  std::int32_t overlap_chunks = 0;
+  std::vector<TaskId> overlap_with;
+  // The share of the collective that may overlap (dp_overlap with the
+  // distributed optimizer: the reduce-scatter under the backward, the
+  // all-gather under the next forward, each half of an all-reduce's time).
+  std::vector<TaskId> overlap_with_second;
   std::vector<TaskId> tasks;      // one per member, in group order
   // Symmetric plans: identical collectives over other groups this one
   // stands for, itself included (for traffic totals).
@@ -164,6 +179,12 @@ class Plan {
   // order, each naming this collective's index (plan/merge.cc copies plans
   // this way). Returns the collective's index.
   std::int32_t AddCollectiveRecord(Collective c);
+  // Declares collective `c` overlapped with compute (Collective's
+  // overlap_chunks, overlap_with, overlap_with_second): tasks emitted after
+  // the collective (the GEMM an all-gather feeds) are named here.
+  // REQUIRES: chunks >= 1 and every id an existing task.
+  void SetOverlap(std::int32_t c, std::int32_t chunks, std::vector<TaskId> with,
+                  std::vector<TaskId> second = {});
   // Room for `tasks` tasks and `deps` dependencies in all (a hint; nothing
   // changes but the capacity).
   void Reserve(std::size_t tasks, std::size_t deps);

@@ -193,6 +193,9 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
   o.schedule = model ? plan::PipelineSchedule::kGpipe : h.schedule;
   o.recompute = s.parallelism.recompute;
   o.sequence_parallel = !model && h.sequence_parallel;
+  o.tp_comm_overlap = !model && h.tp_comm_overlap;
+  o.dp_overlap = !model && h.dp_overlap;
+  o.distributed_optimizer = s.parallelism.zero_stage >= 1;
   if (!model) o.context = {h.context_parallel, h.context_parallel_kind};
   if (s.parallelism.recompute_selective) o.recompute_ranges = plan::AttentionCores(graph);
   o.algorithm = s.parallelism.algorithm;

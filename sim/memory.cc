@@ -299,6 +299,47 @@ int MicroBatchesInFlight(config::PipelineSchedule schedule, int stage, int stage
   return m;
 }
 
+MemoryVerdict JudgeMemory(double peak_bytes, double capacity_bytes, double margin) {
+  if (peak_bytes > capacity_bytes * (1 + margin)) return MemoryVerdict::kDoesNotFit;
+  if (peak_bytes >= capacity_bytes * (1 - margin)) return MemoryVerdict::kTight;
+  return MemoryVerdict::kFits;
+}
+
+const char* MemoryVerdictName(MemoryVerdict v) {
+  switch (v) {
+    case MemoryVerdict::kFits: return "fits";
+    case MemoryVerdict::kTight: return "tight";
+    case MemoryVerdict::kDoesNotFit: return "does_not_fit";
+  }
+  return "?";
+}
+
+std::string TightMemoryWarning(int device_index, double peak_bytes, double capacity_bytes,
+                               double margin) {
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "memory is tight: device %d needs %.2f GiB of its %.2f GiB, within the memory "
+                "model's %.0f%% margin (%.2f to %.2f GiB): the run may not fit; `dtsim run "
+                "--memory-check refuse` refuses such plans",
+                device_index, peak_bytes / kGiB, capacity_bytes / kGiB, margin * 100,
+                capacity_bytes * (1 - margin) / kGiB, capacity_bytes * (1 + margin) / kGiB);
+  return text;
+}
+
+// The CUDA context, its loaded modules and the driver's allocations: about
+// 0.5 GiB on a Hopper GPU under CUDA 12 with lazy module loading (first
+// principles: nvidia-smi shows a process holding ~500 MiB before its first
+// allocation). cuBLAS's workspace: 32 MiB per handle on Hopper (cuBLAS
+// documentation, cublasSetWorkspace: "the recommended size ... 32 MiB for
+// Hopper"). NCCL: NCCL_BUFFSIZE, 4 MiB by default (NCCL documentation,
+// environment variables), per channel for sending and for receiving, with up
+// to 32 channels per communicator on NVLink/InfiniBand systems: 256 MiB per
+// communicator a rank joins.
+double GpuRuntimeBytes(int communicators) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return 512 * kMiB + 32 * kMiB + std::max(0, communicators) * 2.0 * 32 * 4 * kMiB;
+}
+
 std::string DoesNotFit(int device_index, const MemoryBreakdown& memory, double capacity_bytes) {
   const double total = memory.Total();
   if (total <= capacity_bytes) return "";

@@ -246,6 +246,27 @@ int MicroBatchesInFlight(config::PipelineSchedule schedule, int stage, int stage
 // GiB with one decimal (the capacity without ".0" when whole; two or three
 // decimals when one would print the need equal to the capacity), non-zero
 // parts largest first.
+// The memory model's error band: +-10%, the accuracy its checks against
+// published peak-memory figures are held to (docs/predictions.md,
+// "Memory"). Not a measured error: too few published peaks are at hand.
+inline constexpr double kMemoryModelMargin = 0.10;
+
+// fits: the peak is below capacity x (1 - margin); tight: within the margin
+// either side of the capacity (the run may or may not fit); does not fit:
+// above capacity x (1 + margin).
+enum class MemoryVerdict { kFits, kTight, kDoesNotFit };
+MemoryVerdict JudgeMemory(double peak_bytes, double capacity_bytes, double margin);
+const char* MemoryVerdictName(MemoryVerdict v);  // "fits", "tight", "does_not_fit"
+// "memory is tight: device D needs X GiB of C GiB, within the memory
+// model's 10% margin ..."
+std::string TightMemoryWarning(int device_index, double peak_bytes, double capacity_bytes,
+                               double margin);
+
+// What a GPU process holds besides its tensors: the CUDA context with its
+// modules, cuBLAS's workspace and NCCL's buffers for `communicators`
+// communicators (sim/memory.cc gives the sources).
+double GpuRuntimeBytes(int communicators);
+
 std::string DoesNotFit(int device_index, const MemoryBreakdown& memory, double capacity_bytes);
 
 // Memory of `rank` over a simulated run, as steps (time, bytes after every

@@ -15,6 +15,13 @@
 namespace dtsim::sim {
 namespace {
 
+std::string Fixed1(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", x);
+  return text;
+}
+
+
 // The trace's thread of each rank's host (after the plan's streams).
 constexpr int kHostThread = plan::kNumStreams;
 
@@ -321,12 +328,16 @@ void AddMemory(const Prediction& p, nlohmann::ordered_json& j) {
                       {"params_bytes", mb.params_bytes},
                       {"grads_bytes", mb.grads_bytes},
                       {"optimizer_bytes", mb.optimizer_bytes},
-                      {"activations_bytes", mb.activations_bytes}});
+                      {"activations_bytes", mb.activations_bytes},
+                      {"runtime_bytes", mb.workspace_bytes}});
   }
   j["memory"] = {{"capacity_bytes", p.memory.capacity_bytes},
                  {"per_device_bytes", PeakDeviceBytes(p)},
                  {"fits", p.does_not_fit.empty()},
-                 {"message", p.does_not_fit},
+                 {"verdict", !p.does_not_fit.empty()     ? "does_not_fit"
+                             : !p.memory_warning.empty() ? "tight"
+                                                         : "fits"},
+                 {"message", p.does_not_fit.empty() ? p.memory_warning : p.does_not_fit},
                  {"per_stage", memory}};
 }
 
@@ -612,12 +623,15 @@ std::string StepLog(const config::Scenario& s, const Prediction& p) {
       const MemoryBreakdown& mb = p.memory.stages[st];
       std::snprintf(line, sizeof line,
                     "memory%s: %.1f of %.1f GiB (parameters %.1f, gradients %.1f, optimizer "
-                    "state %.1f, activations %.1f)\n",
+                    "state %.1f, activations %.1f%s)\n",
                     p.memory.stages.size() > 1 ? (" stage " + std::to_string(st)).c_str()
                                               : " per device",
                     mb.Total() / kGiB, p.memory.capacity_bytes / kGiB, mb.params_bytes / kGiB,
                     mb.grads_bytes / kGiB, mb.optimizer_bytes / kGiB,
-                    mb.activations_bytes / kGiB);
+                    mb.activations_bytes / kGiB,
+                    mb.workspace_bytes > 0
+                        ? (", CUDA/NCCL runtime " + Fixed1(mb.workspace_bytes / kGiB)).c_str()
+                        : "");
       o << line;
     }
   };

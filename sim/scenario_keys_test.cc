@@ -141,6 +141,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"workload.framework.fused", "[add, gelu, dropout]"},
     {"workload.framework.fusion_buffer", "1KB"},
     {"workload.framework.cycle_time", "20ms"},
+    {"workload.framework.attention", "fa2"},
+    {"workload.framework.kernel_efficiency", "0.5"},
     {"parallelism.strategy", "model"},
     {"parallelism.sync", "asynchronous"},
     {"parallelism.algorithm", "tree"},
@@ -166,6 +168,8 @@ const std::map<std::string, std::string> kAlternatives = {
     {"parallelism.partition", "even_layers"},
     {"parallelism.recompute", "full"},
     {"parallelism.sequence_parallel", "true"},
+    {"parallelism.tp_comm_overlap", "true"},
+    {"parallelism.dp_overlap", "true"},
     {"parallelism.context_parallel", "2"},
     {"parallelism.context_parallel_kind", "ulysses"},
     {"parallelism.expert_parallel", "2"},
@@ -228,6 +232,17 @@ const std::multimap<std::string, std::pair<std::string, std::string>> kCompanion
     {"workload.framework.optimizer_loop", {"workload.framework.per_kernel", "2ms"}},
     {"workload.framework.optimizer_tensors_per_launch", {"workload.framework.per_kernel", "2ms"}},
     {"workload.framework.optimizer_kernels_per_tensor", {"workload.framework.per_kernel", "2ms"}},
+    // A fused attention on a GPU whose default kernel (FlashAttention-3 on
+    // Hopper) differs from the one named.
+    {"workload.framework.attention", {"cluster.device", "H100-SXM"}},
+    {"workload.framework.attention",
+     {"workload.model", "{transformer: {layers: 2, hidden: 1024, heads: 8, sequence: 2048, "
+                        "vocab: 1000, attention: flash}}"}},
+    // Megatron's buckets of 40 M parameters: a stage of 100 M has several,
+    // so that all but the last hide under the backward.
+    {"parallelism.dp_overlap",
+     {"workload.model", "{transformer: {layers: 8, hidden: 2048, heads: 16, sequence: 128, "
+                        "vocab: 50000}}"}},
     {"data:parallelism.overlap", {"parallelism.bucket_size", "512KB"}},
     {"local_sgd:parallelism.overlap", {"parallelism.bucket_size", "512KB"}},
     {"local_sgd:parallelism.overlap", {"parallelism.averaging_period", "1"}},

@@ -40,6 +40,8 @@ CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
   if (w.kernel_launch_s) o.kernel_launch_s = *w.kernel_launch_s;
   if (w.optimizer_bytes_per_param) o.optimizer_bytes_per_param = *w.optimizer_bytes_per_param;
   o.kernel_model = config::UsesKernelModel(w);
+  o.kernel_params.default_attention = w.framework.attention;
+  o.kernel_efficiency = w.framework.kernel_efficiency;
   return o;
 }
 
@@ -356,6 +358,22 @@ void CheckFusedAttention(const config::Scenario& s, const models::ModelGraph& gr
                     "needs a Turing GPU or later (flash-attn README); device '" + device.name +
                         "' is " + hw::GpuArchName(device.arch),
                     "use attention: eager on this GPU");
+  if (device.arch == hw::GpuArch::kUnknown) return;
+  for (models::OpId v = 0; v < graph.num_ops(); ++v) {
+    const models::Op& op = graph.op(v);
+    if (op.kind != models::OpKind::kAttention) continue;
+    const models::AttentionKernel kernel = op.attrs.attention_kernel != models::AttentionKernel::kDefault
+                                               ? op.attrs.attention_kernel
+                                               : s.workload.framework.attention;
+    const std::string problem = AttentionKernelProblem(device.arch, kernel);
+    if (!problem.empty())
+      throw UserError(s.Where("workload.model"),
+                      "attention kernel '" + std::string(models::AttentionKernelName(kernel)) +
+                          "' on " + device.name + ": " + problem,
+                      "name another kernel (attention: flash, fa2, fa3, cudnn or sdpa) or another "
+                      "framework");
+    return;  // every attention op of a model names the same kernel
+  }
 }
 
 }  // namespace
@@ -486,6 +504,11 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
   in.recompute = par.recompute;
   in.recompute_selective = par.recompute_selective;
   p.memory.capacity_bytes = capacity_bytes;
+  // A GPU holds its runtime besides the tensors (GpuRuntimeBytes): one NCCL
+  // communicator per parallel dimension of more than one rank.
+  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
+  const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
+  const bool gpu = device != nullptr && device->HasMicroarchitecture();
   p.memory.recompute = par.recompute;
   p.memory.recompute_selective = par.recompute_selective;
   if (pipelined) {
@@ -503,6 +526,9 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     if (pipedream) p.layout.stage_replicas = o.stage_replicas;
     in.data_parallel = workers / (o.tensor * o.pipeline);
     in.expert_parallel = o.expert;
+    if (gpu)
+      in.workspace_bytes = GpuRuntimeBytes((o.tensor > 1) + (o.pipeline > 1) + (o.context.degree > 1) +
+                                           (o.expert > 1) + (in.data_parallel > o.context.degree));
     in.zero_stage = par.zero_stage;
     in.micro_batch_size = o.micro_batch;
     // GPipe re-materializes whole partitions (MemoryInputs::recompute_per_stage).
@@ -549,14 +575,27 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
     if (s.parallelism.strategy == Strategy::kLocalSgd && s.parallelism.outer_optimizer.enabled)
       in.extra_state_bytes_per_param = 8;  // previous parameters and momentum, fp32
     in.data_parallel = servers ? 1 : workers;
+    if (gpu) in.workspace_bytes = GpuRuntimeBytes(workers > 1 ? 1 : 0);
     in.zero_stage = servers ? 0 : par.zero_stage;
     in.micro_batch_size = s.workload.batch_per_device;
     in.micro_batches_in_flight = 1;
     p.memory.stages.push_back(DeviceMemory(in));
     p.memory.stage_rank.push_back(0);
   }
-  for (std::size_t st = 0; st < p.memory.stages.size() && p.does_not_fit.empty(); ++st)
-    p.does_not_fit = DoesNotFit(p.memory.stage_rank[st], p.memory.stages[st], p.memory.capacity_bytes);
+  // The verdict, a band (sim/memory.h): refused beyond the margin above
+  // the capacity (or beyond the capacity when the scenario refuses tight
+  // plans), a warning within it.
+  for (std::size_t st = 0; st < p.memory.stages.size() && p.does_not_fit.empty(); ++st) {
+    const double peak = p.memory.stages[st].Total();
+    const MemoryVerdict v = JudgeMemory(peak, p.memory.capacity_bytes, kMemoryModelMargin);
+    if (v == MemoryVerdict::kDoesNotFit ||
+        (s.refuse_tight_memory && peak > p.memory.capacity_bytes)) {
+      p.does_not_fit = DoesNotFit(p.memory.stage_rank[st], p.memory.stages[st], p.memory.capacity_bytes);
+    } else if (v == MemoryVerdict::kTight && p.memory_warning.empty()) {
+      p.memory_warning = TightMemoryWarning(p.memory.stage_rank[st], peak, p.memory.capacity_bytes,
+                                            kMemoryModelMargin);
+    }
+  }
 }
 
 // The pipelines' fast path (SimulateOptions::fast): a replica running M

@@ -123,6 +123,10 @@ struct Prediction {
   // Why the plan gets no number (the first stage that does not fit in
   // memory, ...); "" when it runs.
   std::string does_not_fit;
+  // Set when the peak memory is within the memory model's margin of the
+  // capacity (sim/memory.h, MemoryVerdict::kTight) and the scenario does
+  // not refuse such plans: the prediction stands, with this warning.
+  std::string memory_warning;
   // local_sgd with parallelism.post_local_steps: the synchronous phase
   // (data parallelism over the same cluster: gradients all-reduced every
   // step) that runs before local SGD; the figures above are local SGD's.

@@ -35,8 +35,10 @@ namespace fs = std::filesystem;
 void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   config::Scenario scenario = config::LoadScenario(o.scenario_path);
   if (!o.engine.empty()) scenario.engine = o.engine;
+  scenario.refuse_tight_memory = o.memory_check == "refuse";
   const sim::Prediction p = sim::Simulate(scenario);
   for (const std::string& w : p.graph.warnings()) err << "warning: " << w << "\n";
+  if (!p.memory_warning.empty()) err << "warning: " << p.memory_warning << "\n";
   auto report = sim::ReportJson(scenario, p);
   const bool json_to_stdout = o.json_path == "-";
   std::ostream& log = json_to_stdout ? err : out;
@@ -317,6 +319,11 @@ Command AddRunCommand(CLI::App& app) {
                   "confidence interval of throughput and step time; matters with random "
                   "stragglers")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--memory-check", o->memory_check,
+                  "warn (default): a plan whose peak memory is within the memory model's "
+                  "margin of the capacity is predicted with a warning; refuse: it is refused "
+                  "as not fitting (exit 3)")
+      ->check(CLI::IsMember({"warn", "refuse"}));
   return {cmd, [o](CommandEnv& env) { RunCommand(*o, env.out, env.err); }, {}, true};
 }
 

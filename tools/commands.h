@@ -27,6 +27,9 @@ struct RunOptions {
   // report). Outputs other than that summary come from the first seed.
   int repeat = 1;
   std::string engine;       // overrides the scenario's engine when set
+  // "warn" (default) or "refuse": what a plan within the memory model's
+  // margin of the capacity gets (config::Scenario::refuse_tight_memory).
+  std::string memory_check = "warn";
 };
 void RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 

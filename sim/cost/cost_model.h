@@ -51,6 +51,10 @@ struct CostModelOptions {
   // Price ops by their kernels where the device allows it (above).
   bool kernel_model = true;
   GpuKernelParams kernel_params;
+  // The share of the kernel model's speed sustained in a training loop
+  // (config::FrameworkProfile::kernel_efficiency): kernel-model times are
+  // divided by it. Measured op times are taken as they are.
+  double kernel_efficiency = 1.0;
   // Measured op times (workload.cost_model: measured); null = none. The
   // kernel or roofline model above prices what the table lacks.
   std::shared_ptr<const MeasuredCosts> measured;

@@ -154,10 +154,12 @@ double GpuKernelModel::AttentionSeconds(const AttentionProblem& a) const {
   // head, 2.5 times that backward (5 GEMMs against 2), halved when causal.
   double flops = 4 * s * s * d * heads * (a.backward ? 2.5 : 1.0);
   if (a.causal) flops /= 2;
-  // The published kernels' fraction of the tensor-core peak at this head
+  // The published kernel's fraction of the tensor-core peak at this head
   // size and length (sim/cost/flash_attention_table.h); the backward's is lower.
-  double fraction = FlashForwardFraction(device_.arch, a.head_dim, a.causal, a.seq);
-  if (a.backward) fraction *= FlashBackwardRatio(device_.arch);
+  const models::AttentionKernel kernel =
+      a.kernel != models::AttentionKernel::kDefault ? a.kernel : params_.default_attention;
+  const double fraction =
+      AttentionKernelFraction(device_.arch, kernel, a.head_dim, a.causal, a.seq, a.backward);
   const double compute = flops / (device_.PeakFlopRate(a.precision) * fraction);
   // Q, K, V and O (and dO, dQ, dK, dV backward) cross memory once.
   const double bytes = heads * s * d * ElementBytes(a.precision) * (a.backward ? 8 : 4);

@@ -62,6 +62,7 @@
 #include <string>
 
 #include "hw/catalog.h"
+#include "models/op.h"
 
 namespace dtsim::sim {
 
@@ -154,6 +155,10 @@ struct GpuKernelParams {
   // generation (GPU Boost runs consumer Pascal cards above their rated
   // boost clock; a cooler-limited card runs below). Fitted last, to the
   // DeepBench boards only; any other board takes 1.
+  // The fused attention kernel a kAttention op that names none runs (the
+  // framework profile's choice); kDefault: the generation's FlashAttention
+  // release (sim/cost/flash_attention_table.h).
+  models::AttentionKernel default_attention = models::AttentionKernel::kDefault;
   std::map<std::string, double> clock_fraction_by_device = {
       {"GTX-1080Ti", 1.038},      {"M40", 0.97},
       {"P100-PCIe-16GB", 1.038},  {"T4", 1},
@@ -192,6 +197,7 @@ struct AttentionProblem {
   std::int64_t head_dim = 1;  // D
   bool causal = false;
   bool backward = false;      // the backward kernel (dQ, dK, dV)
+  models::AttentionKernel kernel = models::AttentionKernel::kDefault;  // which fused kernel
   hw::Precision precision = hw::Precision::kFp32;
 };
 

@@ -152,6 +152,7 @@ std::vector<KernelCall> OpKernels(const models::Op& op, plan::TaskKind kind, int
         c.attention.head_dim = q[2];
         c.attention.causal = op.attrs.causal;
         c.attention.backward = dgrad;
+        c.attention.kernel = op.attrs.attention_kernel;
         c.attention.precision = precision;
         out.push_back(c);
         return out;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -14,9 +15,29 @@
 namespace dtsim::sim {
 namespace {
 
-bool IsComputeKind(plan::TaskKind k) {
-  return k == plan::TaskKind::kForward || k == plan::TaskKind::kBackwardInput ||
-         k == plan::TaskKind::kBackwardWeight || k == plan::TaskKind::kBackward;
+using plan::IsComputeKind;
+
+// The part of an overlapped collective (plan::Collective::overlap_chunks)
+// that the compute beside it does not hide. Pipelined in n chunks beside a
+// window of W seconds of compute, a collective of C seconds shows at least
+// its first (or last) chunk, C / n, and whatever outlasts the window:
+// max(C / n, C - W). With a second window (the distributed optimizer's
+// all-gather under the next forward) each half of C is hidden under its own
+// window. Contention of the communication kernels for SMs is not priced.
+SimTime ExposedCollectiveNs(const plan::Collective& c, SimTime whole, const TaskCosts& costs) {
+  auto window = [&](const std::vector<plan::TaskId>& tasks) {
+    SimTime w = 0;
+    for (plan::TaskId id : tasks) w += costs.task_ns[static_cast<std::size_t>(id)];
+    return static_cast<double>(w);
+  };
+  const double n = c.overlap_chunks;
+  auto exposed = [n](double comm, double w) { return std::max(comm / n, comm - w); };
+  const double total = static_cast<double>(whole);
+  const double shown = c.overlap_with_second.empty()
+                           ? exposed(total, window(c.overlap_with))
+                           : exposed(total / 2, window(c.overlap_with)) +
+                                 exposed(total / 2, window(c.overlap_with_second));
+  return static_cast<SimTime>(std::llround(shown));
 }
 
 // fp8's kernels that run once per step rather than per op and micro-batch
@@ -229,7 +250,8 @@ TaskCosts PriceTasks(const plan::Plan& plan, const models::ModelGraph& graph,
       const double seconds = PricedCollectiveSeconds(plan, c, network);
       it = cache.emplace(key, SecondsToNs(seconds)).first;
     }
-    costs.collective_ns.push_back(it->second);
+    costs.collective_ns.push_back(c.overlap_chunks > 0 ? ExposedCollectiveNs(c, it->second, costs)
+                                                       : it->second);
   }
   return costs;
 }

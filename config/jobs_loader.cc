@@ -115,9 +115,7 @@ std::vector<Job> ReadJobs(const YamlValue& jobs, const YamlMap& root, const Scen
         nullptr, check_plan_shape);
     job.scenario.name = job.name;
     job.scenario.outputs = shared.outputs;
-    const ParallelismConfig& p = job.scenario.parallelism;
-    if (p.strategy == Strategy::kParameterServer ||
-        (p.strategy == Strategy::kLocalSgd && p.averaging == AveragingTransport::kParameterServer))
+    if (UsesServers(job.scenario))
       m.Require("parallelism")
           .Fail("jobs sharing a fabric run workers only: parameter servers are not simulated "
                 "with jobs yet",

@@ -166,6 +166,16 @@ int AveragingPeriod(const Scenario& s) {
   return s.parallelism.strategy == Strategy::kLocalSgd ? s.parallelism.averaging_period : 1;
 }
 
+bool IsPipelined(const Scenario& s) {
+  return s.parallelism.strategy == Strategy::kHybrid || s.parallelism.strategy == Strategy::kModel;
+}
+
+bool UsesServers(const Scenario& s) {
+  const ParallelismConfig& p = s.parallelism;
+  return p.strategy == Strategy::kParameterServer ||
+         (p.strategy == Strategy::kLocalSgd && p.averaging == AveragingTransport::kParameterServer);
+}
+
 bool UsesKernelModel(const WorkloadConfig& w) {
   if (w.cost_model && *w.cost_model != CostModelKind::kMeasured)
     return *w.cost_model == CostModelKind::kKernels;

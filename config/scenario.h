@@ -576,6 +576,12 @@ models::DType StorageDType(hw::Precision p);
 // local SGD, else 1 (every step synchronises). The one place this rule is
 // written; the simulator, the plan's size and exec all ask here.
 int AveragingPeriod(const Scenario& s);
+// Strategy hybrid or model: the model is cut into pipeline stages. Written
+// once here; the loader, the simulator, the plan's size and the CLI ask.
+bool IsPipelined(const Scenario& s);
+// Parameter servers hold the state: strategy parameter_server, or local
+// SGD averaging through servers. Written once here.
+bool UsesServers(const Scenario& s);
 // Whether compute is priced by the kernel model (else the roofline) for the
 // ops no op-cost table prices: cost_model kernels, or unset with no roofline
 // key (compute_efficiency, dense/conv efficiency tables, memory_efficiency,

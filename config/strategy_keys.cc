@@ -14,18 +14,8 @@ namespace {
 //   hybrid, model: plan::BuildHybridPlan, replicas all-reduce with
 //     `algorithm`, no buckets; micro-batches of micro_batch_size (hybrid) or
 //     one batch of batch_per_device (model).
-bool Pipelined(const Scenario& s) {
-  return s.parallelism.strategy == Strategy::kHybrid ||
-         s.parallelism.strategy == Strategy::kModel;
-}
 
-bool UsesServers(const Scenario& s) {
-  const ParallelismConfig& p = s.parallelism;
-  return p.strategy == Strategy::kParameterServer ||
-         (p.strategy == Strategy::kLocalSgd && p.averaging == AveragingTransport::kParameterServer);
-}
-
-bool BucketedAllReduce(const Scenario& s) { return !Pipelined(s) && !UsesServers(s); }
+bool BucketedAllReduce(const Scenario& s) { return !IsPipelined(s) && !UsesServers(s); }
 
 std::string StrategyText(const Scenario& s) {
   std::string text = "strategy '" + std::string(StrategyName(s.parallelism.strategy)) + "'";
@@ -100,7 +90,7 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
   }
   if ((path == "parallelism.pipeline_parallel" || path == "parallelism.stage_layers" ||
        path == "parallelism.partition") &&
-      !Pipelined(s)) {
+      !IsPipelined(s)) {
     return Unused(s, path, "only hybrid and model pipelines have stages");
   }
   if (path == "parallelism.virtual_stages" &&
@@ -187,7 +177,7 @@ std::string UnusedKeyReason(const Scenario& s, std::string_view path) {
     return Unused(s, path, "a parameter-server worker's host waits for the servers' reply every "
                            "step anyway");
   }
-  if (path == "workload.framework.sync_on_p2p" && !Pipelined(s)) {
+  if (path == "workload.framework.sync_on_p2p" && !IsPipelined(s)) {
     return Unused(s, path, "only the pipelines of hybrid and model transfer between stages");
   }
   if ((path == "workload.framework.fusion_buffer" || path == "workload.framework.cycle_time") &&

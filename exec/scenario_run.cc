@@ -30,6 +30,10 @@ void CheckExecutable(const config::Scenario& s) {
   if (s.parallelism.hybrid.tensor_parallel > 1)
     throw UserError(where + ": tensor parallelism is simulated but not executed for real",
                     "set parallelism.hybrid.tensor_parallel: 1");
+  if (s.parallelism.strategy == config::Strategy::kData && s.parallelism.zero_stage == 3)
+    throw UserError(where + ": zero_stage 3 (FSDP's parameter gathers) is simulated but not "
+                    "executed for real",
+                    "set parallelism.zero_stage: 2 or less");
   if (s.parallelism.strategy == config::Strategy::kLocalSgd && s.parallelism.post_local_steps > 0 &&
       s.parallelism.averaging == config::AveragingTransport::kParameterServer)
     throw UserError(where + ": post-local SGD over parameter servers is simulated but not "
@@ -39,10 +43,7 @@ void CheckExecutable(const config::Scenario& s) {
       s.parallelism.averaging_compression != config::AveragingCompression::kNone)
     throw UserError(where + ": compressed averaging is simulated but not executed for real",
                     "set parallelism.averaging_compression: none");
-  if (s.parallelism.parameter_server.aggregate_in_machine &&
-      (s.parallelism.strategy == config::Strategy::kParameterServer ||
-       (s.parallelism.strategy == config::Strategy::kLocalSgd &&
-        s.parallelism.averaging == config::AveragingTransport::kParameterServer)))
+  if (s.parallelism.parameter_server.aggregate_in_machine && config::UsesServers(s))
     throw UserError(where + ": parameter servers with local_aggregation are simulated "
                             "but not executed for real",
                     "set parallelism.parameter_server.local_aggregation: none");

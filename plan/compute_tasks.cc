@@ -1,5 +1,8 @@
 #include "plan/compute_tasks.h"
 
+#include <span>
+#include <vector>
+
 namespace dtsim::plan {
 
 double OutputBytes(const models::ModelGraph& graph, models::OpId v, int batch) {
@@ -16,7 +19,17 @@ bool IsFreeOp(const models::Op& op) {
 StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,
                        int batch, std::span<const TaskId> first_deps,
                        const std::function<void(models::OpId, TaskId)>& on_weight_grad,
-                       const RecomputeRanges& recompute) {
+                       const RecomputeRanges& recompute,
+                       const std::function<TaskId(models::OpId, bool)>& gathered) {
+  // The op's gather (or none) and the step's first dependencies, as the
+  // dependency list of its first task in a pass.
+  std::vector<TaskId> deps;
+  const auto with_gather = [&](models::OpId v, bool forward, std::span<const TaskId> base) {
+    deps.assign(base.begin(), base.end());
+    if (gathered && graph.op(v).HasParams())
+      if (const TaskId g = gathered(v, forward); g >= 0) deps.push_back(g);
+    return std::span<const TaskId>(deps);
+  };
   StepTasks step;
   Task t;
   t.rank = rank;
@@ -27,7 +40,8 @@ StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank,
     if (IsFreeOp(graph.op(v))) continue;
     t.kind = TaskKind::kForward;
     t.op = static_cast<std::int32_t>(v);
-    step.last = plan->AddTask(t, step.first < 0 ? first_deps : std::span<const TaskId>{});
+    step.last = plan->AddTask(
+        t, with_gather(v, true, step.first < 0 ? first_deps : std::span<const TaskId>{}));
     if (step.first < 0) step.first = step.last;
   }
   std::size_t next_range = recompute.size();  // ranges are taken last to first
@@ -41,18 +55,20 @@ StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank,
       for (models::OpId x = b; x < e; ++x) {
         if (IsFreeOp(graph.op(x))) continue;
         t.op = static_cast<std::int32_t>(x);
-        step.last = plan->AddTask(t);
+        step.last = plan->AddTask(t, with_gather(x, false, {}));
       }
     }
     if (IsFreeOp(op)) continue;
     t.op = static_cast<std::int32_t>(v);
+    bool first_of_op = true;
     if (!graph.ReadsOnlyGraphInputs(v)) {
       t.kind = TaskKind::kBackwardInput;
-      step.last = plan->AddTask(t);
+      step.last = plan->AddTask(t, with_gather(v, false, {}));
+      first_of_op = false;
     }
     if (op.HasParams()) {
       t.kind = TaskKind::kBackwardWeight;
-      step.last = plan->AddTask(t);
+      step.last = plan->AddTask(t, first_of_op ? with_gather(v, false, {}) : std::span<const TaskId>{});
       if (on_weight_grad) on_weight_grad(v, step.last);
     }
   }

@@ -38,9 +38,13 @@ using RecomputeRanges = std::vector<std::pair<models::OpId, models::OpId>>;
 // has parameters), with the forward of each of `recompute` re-run before
 // its backward. The first forward task depends on `first_deps`;
 // `on_weight_grad(op, task)` is called for each weight-gradient task.
+// `gathered(op, forward)`, when given, names a task the op's first task of
+// that pass (its forward; its input or weight gradient) also waits for, or
+// -1: FSDP's all-gather of the op's parameters (plan/data_parallel.h).
 StepTasks AddStepTasks(Plan* plan, const models::ModelGraph& graph, RankId rank, int iteration,
                        int batch, std::span<const TaskId> first_deps,
                        const std::function<void(models::OpId, TaskId)>& on_weight_grad = {},
-                       const RecomputeRanges& recompute = {});
+                       const RecomputeRanges& recompute = {},
+                       const std::function<TaskId(models::OpId, bool)>& gathered = {});
 
 }  // namespace dtsim::plan

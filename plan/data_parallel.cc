@@ -11,6 +11,37 @@ namespace dtsim::plan {
 using models::ModelGraph;
 using models::OpId;
 
+namespace {
+
+// FSDP's parameter gathers of one iteration (DataParallelOptions::fsdp):
+// an all-gather over `group` per bucket in forward order (the first after
+// each rank's previous update), then one per bucket in backward order; the
+// collectives' indices by bucket.
+void EmitFsdpGathers(Plan* plan, const std::vector<GradientBucket>& buckets, std::int32_t group,
+                     CollectiveAlgorithm algorithm, const std::vector<TaskId>& previous_update,
+                     int iteration, std::vector<std::int32_t>* forward,
+                     std::vector<std::int32_t>* backward) {
+  forward->assign(buckets.size(), -1);
+  backward->assign(buckets.size(), -1);
+  const auto gather = [&](std::size_t b, bool first) {
+    Collective c;
+    c.op = CollectiveOp::kAllGather;
+    c.algorithm = algorithm;
+    c.bytes = buckets[b].bytes;
+    c.group = group;
+    c.bucket = static_cast<std::int32_t>(b);
+    std::vector<std::vector<TaskId>> deps(previous_update.size());
+    for (std::size_t r = 0; r < previous_update.size() && first; ++r)
+      if (previous_update[r] >= 0) deps[r] = {previous_update[r]};
+    return plan->AddCollective(std::move(c), deps, iteration);
+  };
+  for (std::size_t b = buckets.size(); b-- > 0;)  // buckets are in backward order
+    (*forward)[b] = gather(b, b + 1 == buckets.size());
+  for (std::size_t b = 0; b < buckets.size(); ++b) (*backward)[b] = gather(b, false);
+}
+
+}  // namespace
+
 Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
                            const DataParallelOptions& options) {
   DTSIM_CHECK(graph.num_ops() > 0, "empty model graph");
@@ -115,7 +146,16 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
               "streaming fragments must divide the averaging period, without levels");
   // Streaming: per iteration, the all-reduce tasks its update merges (per rank).
   std::map<std::size_t, std::vector<std::vector<TaskId>>> merges;
+  const bool fsdp = options.fsdp && num_ranks > 1;
+  DTSIM_CHECK(!fsdp || (options.averaging_period == 1 && levels == 0 && !streaming),
+              "FSDP is synchronous data parallelism");
+  std::vector<TaskId> previous_update(static_cast<std::size_t>(built), -1);
   for (int it = 0; it < options.iterations; ++it) {
+    // FSDP: each bucket's parameter gathers, forward then backward, issued
+    // ahead on the comm stream (BuildDataParallelPlan's contract).
+    std::vector<std::int32_t> gather_fwd, gather_bwd;
+    if (fsdp) EmitFsdpGathers(&plan, buckets, world, options.algorithm, previous_update, it,
+                              &gather_fwd, &gather_bwd);
     // Per rank: the weight-gradient tasks of each bucket, and the last
     // backward task (for overlap = false).
     std::vector<std::vector<std::vector<TaskId>>> bucket_deps(
@@ -128,7 +168,14 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
             bucket_deps[static_cast<std::size_t>(bucket_of_op[v])][static_cast<std::size_t>(r)]
                 .push_back(w);
           },
-          options.recompute);
+          options.recompute,
+          fsdp ? std::function<TaskId(OpId, bool)>([&, r](OpId v, bool forward) {
+            const std::int32_t b = bucket_of_op[v];
+            if (b < 0) return TaskId{-1};
+            const std::int32_t ci = (forward ? gather_fwd : gather_bwd)[static_cast<std::size_t>(b)];
+            return plan.collectives()[static_cast<std::size_t>(ci)].tasks[static_cast<std::size_t>(r)];
+          })
+               : std::function<TaskId(OpId, bool)>{});
       const TaskId last = step.last;
       if (!options.overlap) {
         for (auto& per_rank : bucket_deps) per_rank[static_cast<std::size_t>(r)] = {last};
@@ -144,7 +191,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
                                        const std::vector<std::vector<TaskId>>& deps, int at,
                                        std::int32_t copies) -> const std::vector<TaskId>& {
       Collective c;
-      c.op = CollectiveOp::kAllReduce;
+      c.op = fsdp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
       c.algorithm = options.algorithm;
       c.bytes = buckets[b].bytes * options.averaging_bytes_scale;
       c.group = group;
@@ -211,7 +258,7 @@ Plan BuildDataParallelPlan(const ModelGraph& graph, const ClusterShape& cluster,
         t.extra_bytes_per_param = static_cast<float>(
             synced_share * (options.averaging_update_bytes_per_param +
                             (level == levels ? options.global_update_bytes_per_param : 0.0)));
-      plan.AddTask(t, opt_deps[static_cast<std::size_t>(r)]);
+      previous_update[static_cast<std::size_t>(r)] = plan.AddTask(t, opt_deps[static_cast<std::size_t>(r)]);
     }
     // Every iteration adds about as many tasks as the first: room for all,
     // so that the task list grows once (its copies and first touches of new

@@ -80,6 +80,17 @@ struct DataParallelOptions {
   // Activation recomputation: these op ranges re-run their forward before
   // their backward (compute_tasks.h); empty = none.
   RecomputeRanges recompute;
+  // ZeRO-3 / FSDP (Rajbhandari et al. 2020 §5.3; PyTorch FSDP): parameters
+  // are sharded over the ranks, so each gradient bucket is also the unit of
+  // parameters gathered: an all-gather of the bucket's parameters before its
+  // ops' forward and again before their backward, and a reduce-scatter of
+  // its gradients in place of the all-reduce (1.5x the all-reduce's
+  // traffic, ZeRO §7.2.2). The gathers are issued ahead of the compute in
+  // pass order on the comm stream, the forward's after the previous step's
+  // update, as FSDP's prefetching does without its limit on gathers in
+  // flight; each op waits for its bucket's gather. Synchronous data
+  // parallelism only (averaging_period 1, no levels).
+  bool fsdp = false;
 };
 
 // The plan's buckets are GradientBuckets(graph, options.bucket_bytes)

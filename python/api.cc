@@ -66,6 +66,10 @@ nlohmann::ordered_json PointJson(const study::Sweep& sweep, std::size_t i,
 
 RunResult Run(const ScenarioSource& source, const std::string& engine) {
   config::Scenario scenario = LoadSource(source);
+  // As the CLI's --engine: one of the two names, exactly (a misspelt
+  // engine ran the analytic one while the report named it).
+  if (!engine.empty() && engine != "analytic" && engine != "simgrid")
+    throw UserError("engine '" + engine + "' is not an engine", "use engine=\"analytic\" or \"simgrid\"");
   if (!engine.empty()) scenario.engine = engine;
   const sim::Prediction p = sim::Simulate(scenario);
   RunResult out;

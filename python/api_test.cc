@@ -35,6 +35,10 @@ TEST(PythonApi, RunReadsFilesAndOverridesTheEngine) {
   EXPECT_EQ(r.report["throughput_samples_per_s"].get<double>(), analytic);
   const RunResult g = python::Run({"scenarios/cifar10-4gpu.yaml", ""}, "simgrid");
   EXPECT_EQ(g.report["engine"], "simgrid") << g.report.dump(2).substr(0, 400);
+  // Issue 44 item 9: "SimGrid" and "bogus" ran the analytic engine and the
+  // report named them; refused as the CLI's --engine refuses them.
+  EXPECT_THROW(python::Run({"scenarios/cifar10-4gpu.yaml", ""}, "SimGrid"), UserError);
+  EXPECT_THROW(python::Run({"scenarios/cifar10-4gpu.yaml", ""}, "bogus"), UserError);
 }
 
 TEST(PythonApi, ErrorsNameTheLineOfTheText) {

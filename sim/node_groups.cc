@@ -34,7 +34,7 @@ std::vector<int> GroupOfRank(const config::ClusterConfig& c) {
 
 void CheckNodeGroups(const config::Scenario& s) {
   const config::Strategy st = s.parallelism.strategy;
-  if (st == config::Strategy::kHybrid || st == config::Strategy::kModel)
+  if (config::IsPipelined(s))
     throw UserError(s.Where("cluster.node_groups"),
                     std::string("strategy '") + config::StrategyName(st) +
                         "' on node groups is not simulated: its pipeline stages and tensor "

@@ -113,7 +113,7 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     if (round > 1 && e.per_rank_iteration >= e.iterations) e.ranks_key = "parallelism.stage_replicas";
     return e;
   }
-  if (par.strategy == Strategy::kHybrid || par.strategy == Strategy::kModel) {
+  if (config::IsPipelined(s)) {
     const bool model = par.strategy == Strategy::kModel;
     const std::int64_t t = model ? 1 : par.hybrid.tensor_parallel;
     const std::int64_t p = model && par.hybrid.pipeline_parallel == 1
@@ -143,7 +143,6 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     e.per_rank_key = model ? "workload.batch_per_device" : "parallelism.global_batch";
     return e;
   }
-  const bool local_sgd = par.strategy == Strategy::kLocalSgd;
   const std::int64_t h = config::AveragingPeriod(s);
   const std::int64_t asked = s.workload.iterations;
   e.iterations = asked;
@@ -154,9 +153,7 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
     e.iterations = 1 + Mul(rounds, h);
     if (h > asked) e.iterations_key = "parallelism.averaging_period";
   }
-  const bool servers =
-      par.strategy == Strategy::kParameterServer ||
-      (local_sgd && par.averaging == config::AveragingTransport::kParameterServer);
+  const bool servers = config::UsesServers(s);
   if (servers) {
     // Every worker and server is materialized; each worker talks to every
     // server (a pull and a push per shard), each server to every worker.
@@ -172,8 +169,9 @@ Estimate Factors(const config::Scenario& s, const models::ModelGraph& graph,
   const bool alike = WorkersAreAlike(s) && !simgrid;
   e.ranks = alike ? std::min<std::int64_t>(workers, std::max(1, s.outputs.trace_max_ranks))
                   : workers;
-  // Forward, input and weight gradients per op, and at most one bucket per op.
-  e.per_rank_iteration = Mul(4, ops) + 4;
+  // Forward, input and weight gradients per op, and at most one bucket per
+  // op (with zero_stage 3 also its two parameter gathers).
+  e.per_rank_iteration = Mul(par.zero_stage == 3 ? 6 : 4, ops) + 4;
   return e;
 }
 

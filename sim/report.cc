@@ -42,6 +42,7 @@ struct CollectiveCounts {
   int activations = 0;
   int shared_weights = 0;
   int all_to_alls = 0;             // expert parallelism's, not among `activations`
+  int parameter_gathers = 0;       // FSDP's all-gathers of a bucket's parameters
   double all_to_all_bytes = 0;     // their payloads per rank, summed
 };
 
@@ -54,6 +55,8 @@ CollectiveCounts CountCollectives(const Prediction& p) {
       n.all_to_all_bytes += c.bytes;
     } else if (c.activations) {
       ++n.activations;
+    } else if (c.op == plan::CollectiveOp::kAllGather) {
+      ++n.parameter_gathers;
     } else if (c.shared_op >= 0) {
       ++n.shared_weights;
     } else {
@@ -208,6 +211,8 @@ void AddCommunication(const config::Scenario& s, const Prediction& p, nlohmann::
                         {"shared_weight_allreduces_per_iteration", counts.shared_weights},
                         {"allreduce_bytes_per_iteration", CommBytesPerIteration(p)},
                         {"network_bytes_per_sample", p.comm.network_bytes_per_sample}};
+  if (counts.parameter_gathers > 0)  // zero_stage 3 (plan/data_parallel.h, fsdp)
+    j["communication"]["fsdp_parameter_gathers_per_iteration"] = counts.parameter_gathers;
   if (const ContextComm& cp = p.comm.context; cp.degree > 1) {
     // Per step and worker (sim/context_figures.h); null when the plan does not fit.
     const bool fits = p.does_not_fit.empty();

@@ -96,15 +96,6 @@ AveragingCost AveragingCostOf(const config::Scenario& s, const models::ModelGrap
   return c;
 }
 
-bool IsPipelined(const config::Scenario& s) {
-  return s.parallelism.strategy == Strategy::kHybrid || s.parallelism.strategy == Strategy::kModel;
-}
-
-bool UsesServers(const config::Scenario& s) {
-  return s.parallelism.strategy == Strategy::kParameterServer ||
-         (s.parallelism.strategy == Strategy::kLocalSgd &&
-          s.parallelism.averaging == config::AveragingTransport::kParameterServer);
-}
 
 // Local SGD needs whole averaging rounds in the measured window: one warm-up
 // iteration, then enough rounds of H to cover the iterations asked for.
@@ -164,6 +155,7 @@ plan::DataParallelOptions DataParallelOptionsFor(const config::Scenario& s,
   o.materialized_ranks = materialize;
   o.via_host = s.parallelism.aggregate_on_host;
   o.recompute = WholeModelRecompute(s, graph);
+  o.fsdp = s.parallelism.strategy == Strategy::kData && s.parallelism.zero_stage == 3;
   // Horovod fuses gradients into its own buffer size.
   if (s.workload.framework.fusion_buffer_bytes > 0) o.bucket_bytes = s.workload.framework.fusion_buffer_bytes;
   return o;
@@ -576,6 +568,9 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
       in.extra_state_bytes_per_param = 8;  // previous parameters and momentum, fp32
     in.data_parallel = servers ? 1 : workers;
     if (gpu) in.workspace_bytes = GpuRuntimeBytes(workers > 1 ? 1 : 0);
+    // FSDP (zero_stage 3): the bucket being computed and the one gathered
+    // ahead of it are held whole (plan/data_parallel.h, fsdp).
+    if (!servers && par.zero_stage == 3 && workers > 1) in.workspace_bytes += 2 * par.bucket_bytes;
     in.zero_stage = servers ? 0 : par.zero_stage;
     in.micro_batch_size = s.workload.batch_per_device;
     in.micro_batches_in_flight = 1;

@@ -2,7 +2,7 @@
 // only how many samples per second it processes. Two halves, multiplied:
 //
 //   updates to the target   measured for real on a small proxy
-//                           (exec/train/replica_trainer.h): the first
+//                           (exec/replicas/replica_trainer.h): the first
 //                           update at which the evaluation loss reaches the
 //                           target, linearly interpolated between the two
 //                           evaluations around the crossing, per seed;

@@ -1,6 +1,6 @@
 // Time to accuracy: for every point of a sweep, the time to reach a target
 // = the updates to it, measured for real on a small proxy with the point's
-// synchronisation (exec/train/replica_trainer.h), x the seconds per update
+// synchronisation (exec/replicas/replica_trainer.h), x the seconds per update
 // simulated on the cluster (sim/time_to_accuracy.h says how they combine).
 // docs/tta.md describes the method and its checks.
 #pragma once

@@ -12,7 +12,7 @@
 #include "common/parallel_for.h"
 #include "exec/data/model_datasets.h"
 #include "exec/kernels/cpu_isa.h"
-#include "exec/train/model_problem.h"
+#include "exec/replicas/model_problem.h"
 
 namespace dtsim::study {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "exec/data/dataset.h"
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 #include "models/graph.h"
 #include "sim/time_to_accuracy.h"
 #include "study/tta_options.h"

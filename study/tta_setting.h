@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "exec/runtime/optimizer.h"
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 #include "study/sweep.h"
 #include "study/tta_options.h"
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 #include "models/graph.h"
 #include "sim/time_to_accuracy.h"
 #include "study/tta_options.h"

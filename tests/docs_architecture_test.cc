@@ -21,8 +21,11 @@
 // folder of the repository and differs from FROM.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -143,6 +146,66 @@ TEST(DocsArchitecture, SimAndExecStayApartAndCommonIsTheGround) {
   EXPECT_FALSE(real.count({"sim", "exec"}));
   EXPECT_FALSE(real.count({"exec", "sim"}));
   for (const auto& [from, to] : real) EXPECT_NE(from, "common") << "common includes " << to;
+}
+
+// No include cycle between sibling folders at any depth: for an #include
+// from a file in folder F of a header in folder H (non-test sources of the
+// code folders; the header's path exists), with A their deepest common
+// folder and neither F nor H equal to A, the edge runs from A's subfolder
+// holding F to A's subfolder holding H. Those edges must form no cycle
+// under any A (sim/cost and sim/engine, exec/runtime and exec/train once
+// included each other). A folder's own files and its subfolders' may
+// include each other: its top level is their shared ground or their
+// composition.
+TEST(DocsArchitecture, NoIncludeCycleBetweenSiblingFoldersAtAnyDepth) {
+  const std::regex include(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  std::map<fs::path, std::set<fs::path>> edges;   // sibling folder -> sibling folders
+  std::map<std::pair<fs::path, fs::path>, std::string> why;
+  for (const std::string& top : CodeFolders())
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(top)) {
+      if (!e.is_regular_file() || !IsSource(e.path()) || IsUnitTest(e.path())) continue;
+      const fs::path from = e.path().parent_path().lexically_normal();
+      std::ifstream in(e.path());
+      std::smatch m;
+      for (std::string line; std::getline(in, line);) {
+        if (!std::regex_search(line, m, include)) continue;
+        const fs::path header = fs::path(m[1].str()).lexically_normal();
+        if (!fs::exists(header)) continue;
+        const fs::path to = header.parent_path();
+        // The deepest common folder and the children of it on each side.
+        auto f = from.begin(), t = to.begin();
+        fs::path common;
+        while (f != from.end() && t != to.end() && *f == *t) common /= *f++, ++t;
+        if (f == from.end() || t == to.end()) continue;  // one holds the other
+        const fs::path a = common / *f, b = common / *t;
+        edges[a].insert(b);
+        why.emplace(std::pair(a, b), e.path().string() + " includes " + header.string());
+      }
+    }
+  ASSERT_FALSE(edges.empty());
+  std::map<fs::path, int> state;  // 0 new, 1 on the path, 2 done
+  std::vector<fs::path> path;
+  std::string cycle;
+  std::function<void(const fs::path&)> visit = [&](const fs::path& v) {
+    state[v] = 1;
+    path.push_back(v);
+    for (const fs::path& w : edges[v]) {
+      if (!cycle.empty()) break;
+      if (state[w] == 1) {
+        for (auto it = std::find(path.begin(), path.end(), w); it != path.end(); ++it) {
+          const fs::path& next = it + 1 == path.end() ? w : *(it + 1);
+          cycle += "\n  " + why[{*it, next}];
+        }
+      } else if (state[w] == 0) {
+        visit(w);
+      }
+    }
+    path.pop_back();
+    state[v] = 2;
+  };
+  for (const auto& [v, unused] : edges)
+    if (state[v] == 0 && cycle.empty()) visit(v);
+  EXPECT_EQ(cycle, "") << "sibling folders include each other:" << cycle;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Issue 16: a monotone trade-off with a known best averaging period. Local
-// SGD on QuadraticProblem (exec/train/quadratic_problem.h), 8 workers,
+// SGD on QuadraticProblem (exec/replicas/quadratic_problem.h), 8 workers,
 // batch 1, rate 0.2: the updates to reach 1.5 x the noise floor rise with H
 // (ExpectedLocalSgd's closed form: about 10, 11, 13, 18, 35 for H = 1, 2, 4,
 // 8, 16; never for H = 32), while a synthetic step of 1 s of compute plus
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "exec/kernels/cpu_isa.h"
-#include "exec/train/quadratic_problem.h"
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/quadratic_problem.h"
+#include "exec/replicas/replica_trainer.h"
 #include "sim/time_to_accuracy.h"
 
 namespace dtsim {

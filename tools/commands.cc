@@ -119,8 +119,7 @@ void PlanCommand(const PlanOptions& o, std::ostream& out) {
                     "give each its own file");
   const config::Scenario scenario = config::LoadScenario(o.scenario_path);
   const models::ModelGraph graph = config::BuildWorkloadModel(scenario);
-  const bool pipelined = scenario.parallelism.strategy == config::Strategy::kHybrid ||
-                         scenario.parallelism.strategy == config::Strategy::kModel;
+  const bool pipelined = config::IsPipelined(scenario);
   // Identical workers are listed once per stage (pipelines) or up to
   // --max-ranks times; the rest mirror them.
   const int materialize = pipelined ? 1 : sim::WorkersAreAlike(scenario) ? o.max_ranks : 0;
@@ -357,7 +356,7 @@ Command AddModelCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "model", "Print a model's per-layer table (params, FLOPs, activations) and totals");
-  cmd->add_option("name", o->name, "Zoo model name, or a model YAML file (*.yaml)")->required();
+  cmd->add_option("name", o->name, "Zoo model name, a model YAML file (*.yaml) or an ONNX export (*.onnx)")->required();
   cmd->add_flag("--kernels", o->kernels,
                 "List each op's GPU kernels forward and backward with their predicted "
                 "times (sim/cost/op_kernels.h, sim/cost/gpu_kernel_model.h)");

@@ -36,7 +36,7 @@
 #include "hw/catalog.h"
 #include "models/graph.h"
 #include "plan/plan.h"
-#include "sim/engine/engine.h"
+#include "sim/cost/task_costs.h"
 #include "sim/network/network.h"
 
 namespace dtsim::sim {

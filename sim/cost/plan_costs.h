@@ -8,7 +8,7 @@
 #include "models/graph.h"
 #include "plan/plan.h"
 #include "sim/cost/cost_model.h"
-#include "sim/engine/engine.h"
+#include "sim/cost/task_costs.h"
 #include "sim/network/network.h"
 
 namespace dtsim::sim {

@@ -10,7 +10,7 @@
 #include "exec/backend.h"
 #include "exec/data/dataset.h"
 #include "exec/runtime/model_runtime.h"
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 #include "models/graph.h"
 
 namespace dtsim::exec {

@@ -1,4 +1,4 @@
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 
 #include <cmath>
 #include <deque>

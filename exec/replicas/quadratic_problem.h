@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "exec/counter_rng.h"
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 
 namespace dtsim::exec {
 

@@ -1,4 +1,4 @@
-#include "exec/train/replica_trainer.h"
+#include "exec/replicas/replica_trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include "common/error.h"
 #include "exec/data/synthetic_dataset.h"
 #include "exec/kernels/cpu_isa.h"
-#include "exec/train/model_problem.h"
-#include "exec/train/quadratic_problem.h"
+#include "exec/replicas/model_problem.h"
+#include "exec/replicas/quadratic_problem.h"
 #include "models/zoo.h"
 
 namespace dtsim::exec {

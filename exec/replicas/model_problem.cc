@@ -1,4 +1,4 @@
-#include "exec/train/model_problem.h"
+#include "exec/replicas/model_problem.h"
 
 #include "common/error.h"
 #include "exec/runtime/held_out_eval.h"

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/input_file.h"
+#include "config/sequence_alignment.h"
 #include "config/torch_aten_kinds.h"
 #include "config/torch_trace_events.h"
 
@@ -87,31 +88,37 @@ bool Computes(const TraceKey& t, const models::Op& op) {
 }
 
 // The longest common subsequence of `trace` and `ops` under Computes: the
-// anchors, as (trace index, index in ops) pairs in order.
+// anchors, as (trace index, index in ops) pairs in order. A trace op can
+// only match graph ops of one of its kinds with its per-sample input size:
+// an index of those answers whether it matches any (AlignSequences skips
+// the rest), so a trace's extra events cost one lookup each.
 std::vector<std::pair<int, int>> Align(const std::vector<ForwardOp>& trace,
                                        const std::vector<OpId>& ops, const ModelGraph& g) {
   const int n = static_cast<int>(trace.size()), m = static_cast<int>(ops.size());
   std::vector<TraceKey> keys;
   for (const ForwardOp& t : trace) keys.push_back(KeyOf(t));
-  std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
-  for (int i = n - 1; i >= 0; --i) {
-    for (int j = m - 1; j >= 0; --j) {
-      lcs[i][j] = Computes(keys[i], g.op(ops[j])) ? lcs[i + 1][j + 1] + 1
-                                                  : std::max(lcs[i + 1][j], lcs[i][j + 1]);
-    }
+  std::map<std::pair<OpKind, std::int64_t>, std::vector<int>> by_kind_and_size;
+  for (int j = 0; j < m; ++j) {
+    const models::Op& op = g.op(ops[static_cast<std::size_t>(j)]);
+    if (!op.input_shapes.empty())
+      by_kind_and_size[{op.kind, models::NumElements(op.input_shapes[0])}].push_back(j);
   }
-  std::vector<std::pair<int, int>> anchors;
-  for (int i = 0, j = 0; i < n && j < m;) {
-    if (Computes(keys[i], g.op(ops[j])) && lcs[i][j] == lcs[i + 1][j + 1] + 1) {
-      anchors.push_back({i, j});
-      ++i, ++j;
-    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
-      ++i;
-    } else {
-      ++j;
+  const auto matches_some = [&](int i) {
+    const TraceKey& k = keys[static_cast<std::size_t>(i)];
+    for (OpKind kind : k.kinds) {
+      const auto it = by_kind_and_size.find({kind, k.per_sample});
+      if (it == by_kind_and_size.end()) continue;
+      for (int j : it->second)
+        if (Computes(k, g.op(ops[static_cast<std::size_t>(j)]))) return true;
     }
-  }
-  return anchors;
+    return false;
+  };
+  return AlignSequences(
+      n, m,
+      [&](int i, int j) {
+        return Computes(keys[static_cast<std::size_t>(i)], g.op(ops[static_cast<std::size_t>(j)]));
+      },
+      matches_some);
 }
 
 // Each forward op's attribution: anchors to their graph op; the trace ops

@@ -262,6 +262,28 @@ TEST(TorchTraceTest, ReadsPyTorch18Categories) {
   EXPECT_NEAR(r.steps[0].optimizer_s, 20 * kUs, 1e-12);
 }
 
+// Issue 44 item 5, the reproducer (generated): 200,000 events that compute
+// no graph op between two aligned ops made the alignment's table 200,000 x
+// ops (150 s, gigabytes). They are skipped before it (config/
+// sequence_alignment.h): the import gives the anchors' figures unchanged.
+TEST(TorchTraceTest, ExtraEventsBetweenAlignedOpsDoNotChangeTheAnchors) {
+  const ModelGraph g = TinyModel();
+  const OpCostTable plain = ImportTorchTrace(TinyTrace(300), "t.json", g, nullptr);
+  nlohmann::json doc = nlohmann::json::parse(TinyTrace(300));
+  auto& ev = doc["traceEvents"];
+  nlohmann::json extra = nlohmann::json::array();
+  for (int k = 0; k < 200000; ++k)
+    extra.push_back(Aten("aten::empty_strided", 100 + k * 1e-3, 1e-4, {{7, 7}}, -1));
+  // After step 0's convolution (its events start at ts 10).
+  std::size_t at = 0;
+  while (at < ev.size() && ev[at]["name"] != "aten::convolution") ++at;
+  ASSERT_LT(at, ev.size());
+  ev.insert(ev.begin() + static_cast<long>(at + 1), extra.begin(), extra.end());
+  const OpCostTable busy = ImportTorchTrace(doc.dump(), "busy.json", g, nullptr);
+  EXPECT_EQ(EntryOf(busy, g, "conv")->forward->median_s, EntryOf(plain, g, "conv")->forward->median_s);
+  EXPECT_EQ(EntryOf(busy, g, "fc")->forward->median_s, EntryOf(plain, g, "fc")->forward->median_s);
+}
+
 TEST(TorchTraceTest, DamagedTracesAreImportedOrRefusedNeverCrash) {
   // The hand-written trace with events dropped or their fields corrupted
   // (seeded): each import gives a valid table or a UserError, nothing else.

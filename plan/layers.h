@@ -10,6 +10,13 @@
 //   "layer0.attn.ln" -> "layer0"     (transformer block 0)
 //   "embed.tokens"   -> "embed"
 //   "conv1"          -> "conv1"      (no '.': the whole name)
+// Names of torch.onnx exports are scoped by '/': the unit is the path up to
+// the first component that ends in ".<number>" (an entry of a module list),
+// else the first component:
+//   "/encoder/layers.0/self_attn/MatMul" -> "/encoder/layers.0"
+//   "/h.0/mlp/mlp.0/MatMul"              -> "/h.0"
+//   "/layer3/layer3.0/conv1/Conv"        -> "/layer3/layer3.0"
+//   "/wte/Gather"                        -> "/wte"
 #pragma once
 
 #include <string>

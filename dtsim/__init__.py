@@ -66,6 +66,9 @@ def _source(scenario):
         # JSON is YAML: the loader reads it with the same checks, and its
         # messages name lines of this text.
         return "<dict>", json.dumps(scenario, indent=2)
+    if isinstance(scenario, str) and "\n" in scenario:
+        # YAML text (a path has no line break): read as the file's text.
+        return "<text>", scenario
     if isinstance(scenario, (str, os.PathLike)):
         return os.fspath(scenario), ""
     raise TypeError("a scenario is a file path or a dict, not " + type(scenario).__name__)
@@ -105,8 +108,13 @@ def search(scenario, devices=(), micro_batch_sizes=(), zero_stages=(), tensor_pa
     on the Pareto front; each from a full simulation. Raises InfeasiblePlan
     when no plan fits."""
     path, text = _source(scenario)
-    return json.loads(_ext.search(path, text, list(devices), list(micro_batch_sizes),
-                                  list(zero_stages), list(tensor_parallel), jobs, top))
+
+    def values(x):  # one count or several; each named once, as the CLI does
+        listed = [x] if isinstance(x, int) else list(x)
+        return list(dict.fromkeys(listed))
+
+    return json.loads(_ext.search(path, text, values(devices), values(micro_batch_sizes),
+                                  values(zero_stages), values(tensor_parallel), jobs, top))
 
 
 class Model:

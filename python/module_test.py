@@ -90,6 +90,25 @@ class StudyTest(unittest.TestCase):
                              devices=[4], jobs=1, top=3)
         self.assertEqual([p["rank"] for p in plans], list(range(1, len(plans) + 1)))
         self.assertIn("search.tensor_parallel", plans[0]["axes"])
+        # Issue 44 item 9: one count for devices=, and options named twice,
+        # as the CLI takes them.
+        again = dtsim.search({"cluster": {"nodes": 1, "devices_per_node": 4,
+                                          "device": "A100-SXM4-80GB",
+                                          "intra_node_link": "nvlink3"},
+                              "workload": {"model": "gpt2",
+                                           "precision": "bf16", "iterations": 2},
+                              "parallelism": {"strategy": "hybrid", "global_batch": 16}},
+                             devices=4, tensor_parallel=[1, 1, 2, 2], jobs=1, top=3)
+        self.assertTrue(all(p["axes"]["search.tensor_parallel"] in (1, 2) for p in again))
+
+    def test_yaml_text_is_a_scenario_not_a_file_name(self):
+        text = "cluster:\n  nodes: 1\n  devices_per_node: 2\n"
+        report = dtsim.run(text)
+        self.assertEqual(report["devices"], 2)
+
+    def test_an_unknown_engine_is_refused(self):
+        with self.assertRaises(dtsim.UserError):
+            dtsim.run("scenarios/default.yaml", engine="SimGrid")
 
 
 class ModelTest(unittest.TestCase):

@@ -15,7 +15,7 @@
 namespace dtsim::sim {
 namespace {
 
-Prediction Run(const std::string& model, const std::string& recompute, int micro_batch) {
+Prediction PredictPlan(const std::string& model, const std::string& recompute, int micro_batch) {
   const std::string yaml =
       "cluster: {nodes: 1, devices_per_node: 4, device: V100-SXM2-32GB, intra_node_link: nvlink2}\n"
       "workload:\n  model: " + model + "\n  precision: fp16\n"
@@ -26,8 +26,8 @@ Prediction Run(const std::string& model, const std::string& recompute, int micro
 
 void ExpectTwins(const std::string& imported, const std::string& twin, const std::string& recompute,
                  int micro_batch) {
-  const Prediction a = Run(imported, recompute, micro_batch);
-  const Prediction b = Run(twin, recompute, micro_batch);
+  const Prediction a = PredictPlan(imported, recompute, micro_batch);
+  const Prediction b = PredictPlan(twin, recompute, micro_batch);
   ASSERT_TRUE(a.does_not_fit.empty() && b.does_not_fit.empty());
   EXPECT_NEAR(a.metrics.step_time_s / b.metrics.step_time_s, 1.0, 0.02) << imported << " " << recompute;
   ASSERT_EQ(a.memory.stages.size(), b.memory.stages.size());
@@ -44,8 +44,8 @@ TEST(ImportedModels, Gpt2SplitsAndRecomputesAsItsTwin) {
   const std::string twin = "{transformer: {layers: 12, hidden: 768, heads: 12, sequence: 128, vocab: 50257}}";
   for (const char* recompute : {"false", "full", "selective"}) ExpectTwins(onnx, twin, recompute, 4);
   // Full recomputation keeps less than none (it kept the same before).
-  EXPECT_LT(Run(onnx, "full", 4).memory.stages[0].activations_bytes,
-            0.5 * Run(onnx, "false", 4).memory.stages[0].activations_bytes);
+  EXPECT_LT(PredictPlan(onnx, "full", 4).memory.stages[0].activations_bytes,
+            0.5 * PredictPlan(onnx, "false", 4).memory.stages[0].activations_bytes);
 }
 
 // torchvision's ResNet-50 (training mode) and the zoo's.

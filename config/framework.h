@@ -77,11 +77,10 @@ struct FrameworkProfile {
   // The fused attention kernel `attention: flash` runs under this framework
   // (kDefault: the GPU generation's FlashAttention release).
   models::AttentionKernel attention = models::AttentionKernel::kDefault;
-  // The share of the kernel model's speed the framework's training loop
-  // sustains (sim/cost/gpu_kernel_model.h, GpuKernelParams::
-  // kernel_efficiency): gaps between kernels, and the clock a GPU holds
-  // under its power limit over a long run versus a kernel benchmark's. 1 =
-  // the kernel model's times as they are.
+  // The share of the speed the GPU sustains in training (sim/cost/
+  // gpu_kernel_model.h, SustainedFraction) that this stack's loop keeps:
+  // kernel-model times are divided by both. 1 in every built-in profile;
+  // `dtsim fit` fits it to a user's runs, in (0.05, 2].
   double kernel_efficiency = 1.0;
 
   bool HasHostCosts() const {

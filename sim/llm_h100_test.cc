@@ -81,9 +81,9 @@ TEST(LlmH100, MfuNeverExceedsTheMeasuredGemmCeiling) {
     highest = std::max(highest, mfu);
   }
   EXPECT_GE(checked, 30) << "most random plans fit";
-  // The ceiling is approached, not vacuous: framework `none` (kernel
-  // efficiency 1) prices the kernels alone.
-  EXPECT_GT(highest, 0.4);
+  // Not vacuous: the plans reach a good share of it (H100's sustained
+  // fraction, 0.71, applies to every framework).
+  EXPECT_GT(highest, 0.3);
 }
 
 // A Megatron-style plan: GPT blocks, TP 2 with sequence parallelism, 8

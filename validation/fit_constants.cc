@@ -99,8 +99,9 @@ Range PlausibleRange(const std::string& name) {
   // h100): a training loop sustaining less than half of its kernels' speed
   // has a cost the model lacks (first principles).
   if (name == "kernel_efficiency")
-    return {0.5, 1.0,
-            "a training loop sustains 50-100% of its kernels' benchmark speed (first principles)"};
+    return {0.5, 1.5,
+            "a stack keeps half to all of what its GPU sustains in training, a little more where "
+            "the GPU's sustained fraction is low for it (first principles)"};
   if (name.ends_with(".efficiency"))
     return {0.5, 1.0,
             "headers take a few % of a link; collectives reach 70-90% of it (first principles)"};
@@ -141,7 +142,9 @@ std::vector<FitConstant> ParseFitConstants(const std::string& names, const confi
                       UnknownNameHint(item, FittableConstants(), "constants"));
     for (const FitConstant& c : out)
       if (c.name == name) throw UserError("constant '" + item + "' named twice");
-    if (IsEfficiency(name))
+    if (name == "kernel_efficiency")  // a residual on the GPU's sustained share: may exceed 1
+      out.push_back(MakeConstant(name, std::clamp(*field, 0.05, 2.0), 0.05, 2.0, false));
+    else if (IsEfficiency(name))
       out.push_back(MakeConstant(name, std::clamp(*field, 0.05, 1.0), 0.05, 1.0, false));
     else
       out.push_back(MakeConstant(name, *field > 0 ? *field : 1e-6, 1e-9, 1.0, true));

@@ -91,7 +91,7 @@ ComputeParts CostModel::ModelledTime(const models::Op& op, plan::TaskKind kind, 
         parts.fp8_gemm_s += s;
       }
     }
-    const double e = options_.kernel_efficiency;
+    const double e = options_.kernel_efficiency * SustainedFraction(device_.arch);
     return ComputeParts{parts.fp8_gemm_s / e, parts.fp8_cast_s / e, parts.other_s / e};
   }
   double flops = 0, bytes = 0;

@@ -24,6 +24,13 @@ def dtsim_json(*args):
     return out.returncode, json.loads(out.stdout) if out.stdout else None
 
 
+# GPT-2 on one node of 4 A100s, plans searched at a global batch of 16.
+GPT2_ON_4 = {"cluster": {"nodes": 1, "devices_per_node": 4, "device": "A100-SXM4-80GB",
+                         "intra_node_link": "nvlink3"},
+             "workload": {"model": "gpt2", "precision": "bf16", "iterations": 2},
+             "parallelism": {"strategy": "hybrid", "global_batch": 16}}
+
+
 class RunTest(unittest.TestCase):
     def test_run_gives_the_executables_report(self):
         # Expected: `dtsim run scenarios/default.yaml --json -`, whole.
@@ -81,24 +88,12 @@ class StudyTest(unittest.TestCase):
                                    "throughput_samples_per_s"])
 
     def test_search_ranks_plans(self):
-        plans = dtsim.search({"cluster": {"nodes": 1, "devices_per_node": 4,
-                                          "device": "A100-SXM4-80GB",
-                                          "intra_node_link": "nvlink3"},
-                              "workload": {"model": "gpt2",
-                                           "precision": "bf16", "iterations": 2},
-                              "parallelism": {"strategy": "hybrid", "global_batch": 16}},
-                             devices=[4], jobs=1, top=3)
+        plans = dtsim.search(GPT2_ON_4, devices=[4], jobs=1, top=3)
         self.assertEqual([p["rank"] for p in plans], list(range(1, len(plans) + 1)))
         self.assertIn("search.tensor_parallel", plans[0]["axes"])
         # Issue 44 item 9: one count for devices=, and options named twice,
         # as the CLI takes them.
-        again = dtsim.search({"cluster": {"nodes": 1, "devices_per_node": 4,
-                                          "device": "A100-SXM4-80GB",
-                                          "intra_node_link": "nvlink3"},
-                              "workload": {"model": "gpt2",
-                                           "precision": "bf16", "iterations": 2},
-                              "parallelism": {"strategy": "hybrid", "global_batch": 16}},
-                             devices=4, tensor_parallel=[1, 1, 2, 2], jobs=1, top=3)
+        again = dtsim.search(GPT2_ON_4, devices=4, tensor_parallel=[1, 1, 2, 2], jobs=1, top=3)
         self.assertTrue(all(p["axes"]["search.tensor_parallel"] in (1, 2) for p in again))
 
     def test_yaml_text_is_a_scenario_not_a_file_name(self):

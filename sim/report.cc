@@ -1,4 +1,5 @@
 #include "sim/report.h"
+
 #include "sim/jobs_report.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "common/units.h"
 #include "plan/pipedream.h"
 #include "plan/plan_export.h"
+#include "sim/contention_note.h"
 #include "sim/cost/kernel_evidence.h"
 #include "sim/link_traffic.h"
 #include "sim/statistics.h"
@@ -387,6 +389,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   nlohmann::ordered_json j;
   j["scenario"] = s.name;
   j["engine"] = s.engine;
+  if (const std::string note = ContentionNote(s, p.plan); !note.empty()) j["engine_note"] = note;
   j["seed"] = s.seed;
   j["model"] = p.graph.name();
   j["device"] = p.groups.empty() ? p.device.name : NodeGroupsDevices(p.groups);

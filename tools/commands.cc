@@ -22,6 +22,7 @@
 #include "plan/plan_export.h"
 #include "report/tensorboard.h"
 #include "sim/cost/cost_model.h"
+#include "sim/contention_note.h"
 #include "sim/cost/kernel_evidence.h"
 #include "sim/hybrid_setup.h"
 #include "sim/cost/op_kernels.h"
@@ -39,6 +40,8 @@ void RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const sim::Prediction p = sim::Simulate(scenario);
   for (const std::string& w : p.graph.warnings()) err << "warning: " << w << "\n";
   if (!p.memory_warning.empty()) err << "warning: " << p.memory_warning << "\n";
+  if (const std::string note = sim::ContentionNote(scenario, p.plan); !note.empty())
+    err << "note: " << note << "\n";
   auto report = sim::ReportJson(scenario, p);
   const bool json_to_stdout = o.json_path == "-";
   std::ostream& log = json_to_stdout ? err : out;

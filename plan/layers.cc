@@ -55,17 +55,17 @@ std::vector<LayerUnit> LayerUnits(const models::ModelGraph& graph) {
 namespace {
 
 // The op feeding `v`'s first input past views and element-wise scaling
-// (reshape, mul, div, add of a mask), or -1.
-models::OpId ProducerPastViews(const models::ModelGraph& g, models::OpId v) {
+// (reshape, mul, div, add of a mask); none within 4 hops or at an input.
+std::optional<models::OpId> ProducerPastViews(const models::ModelGraph& g, models::OpId v) {
   for (int hops = 0; hops < 4; ++hops) {
     const std::vector<models::OpId> in = g.inputs(v);
-    if (in.empty()) return -1;
+    if (in.empty()) return std::nullopt;
     v = in.front();
     const models::OpKind k = g.op(v).kind;
     if (k != models::OpKind::kReshape && k != models::OpKind::kMul && k != models::OpKind::kAdd)
       return v;
   }
-  return -1;
+  return std::nullopt;
 }
 
 // Attention's core found by its structure, for graphs whose names say
@@ -74,8 +74,9 @@ models::OpId ProducerPastViews(const models::ModelGraph& g, models::OpId v) {
 // (attention over V): [first matmul, second matmul + 1).
 std::optional<std::pair<models::OpId, models::OpId>> CoreAround(const models::ModelGraph& g,
                                                                 models::OpId softmax) {
-  const models::OpId scores = ProducerPastViews(g, softmax);
-  if (scores < 0 || g.op(scores).kind != models::OpKind::kMatMul) return std::nullopt;
+  const std::optional<models::OpId> found = ProducerPastViews(g, softmax);
+  if (!found || g.op(*found).kind != models::OpKind::kMatMul) return std::nullopt;
+  const models::OpId scores = *found;
   models::OpId probs = softmax;
   for (int hops = 0; hops < 3; ++hops) {
     const std::vector<models::OpId> out = g.consumers(probs);

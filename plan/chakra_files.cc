@@ -1,7 +1,5 @@
 #include "plan/chakra_files.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -28,30 +26,6 @@ constexpr const char* kNaming =
 // The most bytes a trace may have, read or decompressed: the decoder reads
 // at most 2 GiB (protobuf's limit).
 constexpr std::int64_t kMaxTraceBytes = std::numeric_limits<int>::max();
-
-std::string ReadGzip(const std::string& path) {
-  gzFile in = gzopen(path.c_str(), "rb");
-  if (in == nullptr) Fail(path, "cannot be read");
-  std::string bytes;
-  char buf[1 << 16];
-  for (;;) {
-    const int k = gzread(in, buf, sizeof buf);
-    if (k < 0) {
-      int code = 0;
-      const std::string why = gzerror(in, &code);
-      gzclose(in);
-      Fail(path, "is not a readable gzip file (" + why + ")");
-    }
-    if (k == 0) break;
-    if (static_cast<std::int64_t>(bytes.size()) + k > kMaxTraceBytes) {
-      gzclose(in);
-      Fail(path, "decompresses to more than 2 GiB", "dtsim reads traces of up to 2 GiB per rank");
-    }
-    bytes.append(buf, static_cast<std::size_t>(k));
-  }
-  gzclose(in);
-  return bytes;
-}
 
 // The rank of file `name` when it is STEM.<rank>.et or STEM.<rank>.et.gz;
 // -1 otherwise. Sets `gz` for the compressed form.
@@ -120,7 +94,8 @@ std::vector<ChakraTrace> ReadChakraTraces(const std::string& prefix, int ranks) 
   for (const auto& [r, path] : files) {
     const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
     traces.push_back(
-        {path, gz ? ReadGzip(path) : ReadRegularFile(path, "Chakra trace", kMaxTraceBytes)});
+        {path, gz ? ReadMaybeGzippedFile(path, "Chakra trace", kMaxTraceBytes)
+           : ReadRegularFile(path, "Chakra trace", kMaxTraceBytes)});
   }
   return traces;
 }

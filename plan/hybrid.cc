@@ -309,6 +309,36 @@ int HybridStageOfRank(const HybridOptions& o, int devices, RankId r) {
   return (r / (o.tensor * o.context.degree)) % p;
 }
 
+namespace {
+
+// dp_overlap's windows of one rank: the compute tasks of its last
+// micro-batch's backward (the buckets fill during it) and of its first
+// micro-batch's forward (the next step's, standing in for it: the
+// distributed optimizer's all-gather runs there).
+using OverlapWindow = std::pair<std::vector<TaskId>, std::vector<TaskId>>;
+
+// Each rank's OverlapWindow in `iteration`, from the tasks at ids >= `from`.
+std::map<RankId, OverlapWindow> OverlapWindows(const Plan& plan, std::size_t from, int iteration) {
+  std::map<RankId, std::int32_t> last_mb;
+  for (std::size_t id = from; id < plan.num_tasks(); ++id) {
+    const Task& task = plan.tasks()[id];
+    if (task.iteration == iteration && IsComputeKind(task.kind) && task.kind != TaskKind::kForward)
+      last_mb[task.rank] = std::max(last_mb[task.rank], task.micro_batch);
+  }
+  std::map<RankId, OverlapWindow> windows;
+  for (std::size_t id = from; id < plan.num_tasks(); ++id) {
+    const Task& task = plan.tasks()[id];
+    if (task.iteration != iteration || !IsComputeKind(task.kind)) continue;
+    if (task.kind == TaskKind::kForward && task.micro_batch == 0)
+      windows[task.rank].second.push_back(static_cast<TaskId>(id));
+    else if (task.kind != TaskKind::kForward && task.micro_batch == last_mb[task.rank])
+      windows[task.rank].first.push_back(static_cast<TaskId>(id));
+  }
+  return windows;
+}
+
+}  // namespace
+
 Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluster,
                      const HybridOptions& o) {
   if (o.schedule == PipelineSchedule::kPipeDream) {
@@ -543,6 +573,7 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
     return bytes;
   };
   for (int block = 0; block < blocks; ++block) {
+    const std::size_t block_first_task = plan.num_tasks();
     int it = block;  // the iteration of the tasks being emitted
     std::map<RankId, TaskId> last_of;  // each materialized rank's last backward
     for (const std::vector<int>& block_replicas : blocks_of_replicas) {
@@ -898,25 +929,8 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
     // its optimizer step. Megatron-LM orders them so (finalize_model_grads:
     // the data-parallel sync, then _allreduce_embedding_grads).
     std::map<RankId, std::vector<TaskId>> ready;  // each materialized rank's update dependencies
-    // dp_overlap's windows, per rank: the compute tasks of its last
-    // micro-batch's backward (the buckets fill during it) and of its first
-    // micro-batch's forward (the next step's, standing in for it: the
-    // distributed optimizer's all-gather runs there).
-    std::map<RankId, std::pair<std::vector<TaskId>, std::vector<TaskId>>> windows;
-    if (o.dp_overlap) {
-      std::map<RankId, std::int32_t> last_mb;
-      for (const Task& task : plan.tasks())
-        if (task.iteration == it && IsComputeKind(task.kind) && task.kind != TaskKind::kForward)
-          last_mb[task.rank] = std::max(last_mb[task.rank], task.micro_batch);
-      for (std::size_t id = 0; id < plan.num_tasks(); ++id) {
-        const Task& task = plan.tasks()[id];
-        if (task.iteration != it || !IsComputeKind(task.kind)) continue;
-        if (task.kind == TaskKind::kForward && task.micro_batch == 0)
-          windows[task.rank].second.push_back(static_cast<TaskId>(id));
-        else if (task.kind != TaskKind::kForward && task.micro_batch == last_mb[task.rank])
-          windows[task.rank].first.push_back(static_cast<TaskId>(id));
-      }
-    }
+    const auto windows = o.dp_overlap ? OverlapWindows(plan, block_first_task, it)
+                                      : std::map<RankId, OverlapWindow>{};
     const std::int64_t bucket_params =
         o.dp_bucket_params > 0 ? o.dp_bucket_params
                                : std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * d * cp);
@@ -950,7 +964,9 @@ Plan BuildHybridPlan(const models::ModelGraph& graph, const ClusterShape& cluste
           c.copies = o.symmetric ? t : 1;
           const auto ci = plan.AddCollective(c, deps, it);
           if (o.dp_overlap) {
-            const auto& [backward, forward] = windows[members_rank.front()];
+            const auto at = windows.find(members_rank.front());
+            const OverlapWindow none;
+            const auto& [backward, forward] = at == windows.end() ? none : at->second;
             const auto buckets = static_cast<std::int32_t>(
                 std::max<std::int64_t>(1, (params + bucket_params - 1) / bucket_params));
             plan.SetOverlap(ci, buckets, backward,

@@ -498,9 +498,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
   p.memory.capacity_bytes = capacity_bytes;
   // A GPU holds its runtime besides the tensors (GpuRuntimeBytes): one NCCL
   // communicator per parallel dimension of more than one rank.
-  const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
-  const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
-  const bool gpu = device != nullptr && device->HasMicroarchitecture();
+  const bool gpu = p.device.HasMicroarchitecture();  // the prediction's device, set by Simulate
   p.memory.recompute = par.recompute;
   p.memory.recompute_selective = par.recompute_selective;
   if (pipelined) {

@@ -168,6 +168,7 @@ FrameworkProfile MegatronCore() {
              "bias-GeLU, bias-dropout-add; cuDNN fused attention on Hopper)";
   p.fused = {OpKind::kAdd, OpKind::kGelu, OpKind::kDropout};
   p.attention = models::AttentionKernel::kCudnn;
+  p.fp32_grads = true;
   return p;
 }
 
@@ -270,7 +271,7 @@ const std::vector<std::string> kProfileKeys = {
     "base", "per_op", "per_kernel", "per_collective", "per_step", "optimizer_loop",
     "optimizer_kernels_per_tensor", "optimizer_tensors_per_launch", "cuda_graphs",
     "graph_launch", "sync_each_step", "sync_on_p2p", "fused", "fusion_buffer", "cycle_time",
-    "attention", "kernel_efficiency"};
+    "attention", "kernel_efficiency", "fp32_grads"};
 
 bool LooksLikeFile(const std::string& s) {
   return s.ends_with(".yaml") || s.ends_with(".yml") || s.find('/') != std::string::npos;
@@ -372,6 +373,10 @@ FrameworkProfile ReadProfileMap(const YamlValue& v, const std::string& base, int
               "sustains (above 1: faster than the GPU's sustained fraction assumes)");
     overridden = true;
   }
+  if (auto x = m.Get("fp32_grads")) {
+    p.fp32_grads = x->AsBool();
+    overridden = true;
+  }
   if (overridden) p.source += ", keys overridden";
   return p;
 }
@@ -471,6 +476,7 @@ std::string FrameworkProfileYaml(const FrameworkProfile& p, const std::string& c
   o << "per_step: " << FormatSeconds(p.per_step_s) << "\n";
   o << "graph_launch: " << FormatSeconds(p.graph_launch_s) << "\n";
   o << "kernel_efficiency: " << std::setprecision(6) << p.kernel_efficiency << "\n";
+  o << "fp32_grads: " << (p.fp32_grads ? "true" : "false") << "\n";
   return o.str();
 }
 

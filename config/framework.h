@@ -82,6 +82,16 @@ struct FrameworkProfile {
   // kernel-model times are divided by both. 1 in every built-in profile;
   // `dtsim fit` fits it to a user's runs, in (0.05, 2].
   double kernel_efficiency = 1.0;
+  // Gradients kept in fp32 whatever the parameters' dtype (4 bytes per
+  // parameter), unsharded by ZeRO stage 1 (the distributed optimizer):
+  // Megatron-LM's main_grad buffers, forced on with bf16
+  // (--accumulate-allreduce-grads-in-fp32), whose memory its documentation
+  // puts at 6 + 12/d bytes per parameter with the distributed optimizer
+  // (Megatron-LM documentation, "Distributed Optimizer": "bf16 param,
+  // fp32 grads").
+  // Memory only: the gradients' reduction is priced in the parameters'
+  // dtype.
+  bool fp32_grads = false;
 
   bool HasHostCosts() const {
     return per_op_s > 0 || per_kernel_s > 0 || per_collective_s > 0 || per_step_s > 0 ||

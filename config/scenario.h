@@ -99,6 +99,10 @@ struct ClusterConfig {
   // (the links of dedicated parameter-server nodes). Empty = every node
   // alike.
   std::vector<NodeGroup> node_groups;
+  // Coefficient of variation of the GPUs' sustained speed across the fleet
+  // (sim/cost/slowest_gpu.h): a synchronous step waits for the slowest of
+  // its GPUs. Unset = the device generation's default.
+  std::optional<double> gpu_speed_spread;
 
   int num_devices() const { return nodes * devices_per_node; }
   // The group node `node` is in; nullptr without groups or past them.

@@ -57,7 +57,7 @@ const std::vector<std::string> kWorkloadKeys = {
     "input"};
 const std::vector<std::string> kClusterKeys = {
     "nodes", "devices_per_node", "device", "intra_node_link", "host_link", "network", "devices",
-    "links", "device_profile", "node_groups"};
+    "links", "device_profile", "node_groups", "gpu_speed_spread"};
 const std::vector<std::string> kNetworkKeys = {
     "link", "topology", "nics_per_node", "nodes_per_leaf", "oversubscription", "spine_latency",
     "collective_latency", "protocols", "transport", "intra_node_transport"};
@@ -239,6 +239,12 @@ ClusterConfig ReadCluster(const YamlValue& v, const std::string& base) {
   if (auto x = m.Get("host_link")) c.host_link = ResolveLink(*x, catalog);
   if (auto x = m.Get("network")) c.network = ReadNetwork(*x, catalog);
   if (auto x = m.Get("node_groups")) ReadNodeGroups(*x, m.Get("nodes"), catalog, &c);
+  if (auto x = m.Get("gpu_speed_spread")) {
+    c.gpu_speed_spread = x->AsNumber();
+    if (!(*c.gpu_speed_spread >= 0 && *c.gpu_speed_spread <= 0.5))
+      x->Fail("gpu_speed_spread must be in [0, 0.5]: the coefficient of variation of the GPUs' "
+              "speed (0.015 is 1.5%)");
+  }
   if (auto x = m.Get("device_profile")) {
     fs::path file = x->AsString();
     if (file.is_relative()) file = fs::path(base).parent_path() / file;

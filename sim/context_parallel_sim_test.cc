@@ -121,7 +121,10 @@ double HandRingExposed(const config::Scenario& s, int c, int hop_from, int hop_t
   models::OpId core = 0;
   while (shard.op(core).name != "layer0.attn.core") ++core;
   const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
-  const CostModel cost(*catalog.FindDevice(s.cluster.device), hw::Precision::kBf16, {});
+  // Compute at the pace of the slowest of the job's GPUs, as Simulate prices it.
+  CostModelOptions options;
+  options.synchronised_gpus = s.cluster.num_devices();
+  const CostModel cost(*catalog.FindDevice(s.cluster.device), hw::Precision::kBf16, options);
   const double tf = cost.ComputeSeconds(shard.op(core), plan::TaskKind::kForward, 1);
   const double tb = cost.ComputeSeconds(shard.op(core), plan::TaskKind::kBackwardInput, 1);
   const Network network(MakeNetworkSpec(s, catalog));

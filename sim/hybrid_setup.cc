@@ -324,6 +324,7 @@ HybridSetup MakeHybridSetup(const config::Scenario& s, const models::ModelGraph&
     in.zero_stage = s.parallelism.zero_stage;
     in.optimizer = s.parallelism.optimizer;
     in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);
+    in.fp32_grads = s.workload.framework.fp32_grads;
     in.fp8 = s.workload.precision == hw::Precision::kFp8;
     in.micro_batch_size = o.micro_batch;
     in.recompute = s.parallelism.recompute;

@@ -95,6 +95,13 @@ std::vector<double> KeptBytesPerSample(const models::ModelGraph& graph,
     kept[id] = SavedBytesPerSample(op, tensor_parallel, sp) *
                plan::RoutedLoadFactor(graph, id, o.expert_parallel);
     if (o.fp8 && op.kind == models::OpKind::kDense) kept[id] /= models::DTypeBytes(op.dtype);
+    // The loss runs in fp32 whatever the training dtype: Megatron-LM casts
+    // the logits (`.float()` unless --fp16-lm-cross-entropy) and
+    // torch.autocast runs log_softmax and cross_entropy in float32 (its op
+    // reference, "CUDA Ops that can autocast to float32"), so the
+    // probabilities kept for backward take 4 bytes each.
+    if (op.kind == models::OpKind::kSoftmaxCrossEntropy)
+      kept[id] *= kFp32Bytes / models::DTypeBytes(op.dtype);
   }
   double largest = 0;
   if (o.selective) {
@@ -222,7 +229,7 @@ MemoryBreakdown DeviceMemory(const MemoryInputs& in) {
                           Share(plan::IsTensorParallelSplit(op), in.tensor_parallel) /
                           (expert ? ep : 1);
     to.params_bytes += in.weight_versions * params * models::DTypeBytes(op.dtype);
-    to.grads_bytes += params * models::DTypeBytes(op.dtype);
+    to.grads_bytes += params * (in.fp32_grads ? kFp32Bytes : models::DTypeBytes(op.dtype));
     to.optimizer_bytes += params * state_bytes_per_param;
     if (in.fp8 && op.kind == models::OpKind::kDense) to.params_bytes += 2 * params;
   }

@@ -100,6 +100,10 @@ struct MemoryInputs {
   // parameter to the optimizer state. Params and grads take the ops' dtype
   // (set the graph's dtype with ModelGraph::SetDType).
   bool mixed_precision = false;
+  // Gradients in fp32 (4 bytes per parameter) whatever the parameters'
+  // dtype, sharded only from ZeRO stage 2 on (config::FrameworkProfile::
+  // fp32_grads: Megatron-LM's main_grad buffers).
+  bool fp32_grads = false;
   // fp8 (hw::Precision::kFp8, with mixed_precision): each dense layer also
   // holds its weight in FP8 and the FP8 transpose of it, 2 bytes per
   // parameter counted with the parameters (Transformer Engine keeps both on

@@ -76,13 +76,16 @@ TEST(DeviceMemory, Gpt2AdamMixedPrecisionIs16BytesPerParameter) {
   //   L blocks + embed (ids S, dropout SH) + final_ln (SH+2S)
   //   + lm_head (its input SH) + loss (probabilities SV)
   //   = 12 x 51,908,608 + 1,024 + 786,432 + 788,480 + 786,432 + 51,463,168
-  //   = 676,728,832 elements = 1,353,457,664 B (1.35 GB).
+  //   = 676,728,832 elements = 1,353,457,664 B (1.35 GB),
+  // plus 2 bytes more per probability, which the loss keeps in fp32:
+  //   51,463,168 x 2 = 102,926,336 B, 1,456,384,000 B in all.
   const double elements =
       kL * kBlockElements + kS + kS * kH + (kS * kH + 2 * kS) + kS * kH + kS * kV;
   EXPECT_DOUBLE_EQ(elements, 676728832.0);
-  EXPECT_DOUBLE_EQ(m.activations_bytes, 2 * elements);
+  EXPECT_DOUBLE_EQ(m.activations_bytes, 2 * elements + 2 * kS * kV);
+  EXPECT_DOUBLE_EQ(m.activations_bytes, 1456384000.0);
   EXPECT_DOUBLE_EQ(m.workspace_bytes, 0.0);
-  EXPECT_DOUBLE_EQ(m.Total(), 1991036928.0 + 1353457664.0);
+  EXPECT_DOUBLE_EQ(m.Total(), 1991036928.0 + 1456384000.0);
 }
 
 TEST(DeviceMemory, Fp32OptimizersHaveNoMasterCopy) {
@@ -257,21 +260,24 @@ TEST(DeviceMemory, RecomputeKeepsLayerInputsPlusOneLayer) {
   MemoryInputs in = Gpt2Inputs(g);
   in.recompute = true;
   // Kept per sample: the embed unit its token ids (S), each block its input
-  // (SH), final_ln its input (SH); lm_head (input SH = its saved SH) and
-  // loss (input SV = its saved SV) gain nothing and keep theirs:
+  // (SH), final_ln its input (SH), lm_head its input (SH = its saved SH),
+  // and the loss its input, the SV logits: it saves the probabilities in
+  // fp32, twice the logits' bytes, so it is recomputed too:
   //   S + 12 SH + SH + SH + SV = 1,024 + 11,010,048 + 51,463,168
-  //                            = 62,474,240 elements,
-  // plus one block's full activations while it is recomputed
-  //   18 SH + 3 AS^2 + 4S = 51,908,608 elements;
-  // x 2 bytes (fp16) = 228,765,696 B (vs 1,353,457,664 B without).
+  //                            = 62,474,240 elements x 2 bytes (fp16),
+  // plus the largest unit's full activations while it is recomputed: the
+  // loss's SV probabilities in fp32 (4 SV = 205,852,672 B, more than a
+  // block's 2 x (18 SH + 3 AS^2 + 4S) = 103,817,216 B):
+  //   124,948,480 + 205,852,672 = 330,801,152 B (vs 1,456,384,000 without).
   const double kept = kS + kL * kS * kH + 2 * kS * kH + kS * kV;
   EXPECT_DOUBLE_EQ(kept, 62474240.0);
-  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 2 * (kept + kBlockElements));
-  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 228765696.0);
+  EXPECT_GT(4 * kS * kV, 2 * kBlockElements);
+  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 2 * kept + 4 * kS * kV);
+  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 330801152.0);
   // Four micro-batches in flight: the checkpoints four times, the
-  // recomputed block once.
+  // recomputed unit once.
   in.micro_batches_in_flight = 4;
-  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 2 * (4 * kept + kBlockElements));
+  EXPECT_DOUBLE_EQ(DeviceMemory(in).activations_bytes, 2 * 4 * kept + 4 * kS * kV);
 }
 
 TEST(DeviceMemory, RecomputeOnAPipelineStageOfTwoBlocks) {
@@ -323,7 +329,7 @@ TEST(DeviceMemory, WorkspaceIsAddedAsGiven) {
   in.workspace_bytes = 512.0 * 1024 * 1024;  // 0.5 GiB
   const MemoryBreakdown m = DeviceMemory(in);
   EXPECT_DOUBLE_EQ(m.workspace_bytes, 512.0 * 1024 * 1024);
-  EXPECT_DOUBLE_EQ(m.Total(), 1991036928.0 + 1353457664.0 + 536870912.0);
+  EXPECT_DOUBLE_EQ(m.Total(), 1991036928.0 + 1456384000.0 + 536870912.0);
 }
 
 TEST(DeviceMemory, RejectsBadInputs) {

@@ -211,6 +211,7 @@ std::vector<GroupFigures> ComputeGroupFigures(const config::Scenario& s,
     in.graph = &graph;
     in.optimizer = par.optimizer;
     in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);
+    in.fp32_grads = s.workload.framework.fp32_grads;
     in.fp8 = s.workload.precision == hw::Precision::kFp8;
     in.recompute = par.recompute;
     in.recompute_selective = par.recompute_selective;

@@ -432,6 +432,7 @@ nlohmann::ordered_json ReportJson(const config::Scenario& s, const Prediction& p
   j["single_device_throughput_samples_per_s"] = p.scaling.single_device_throughput_samples_per_s;
   j["scaling_reference"] = p.scaling.reference;
   j["cost_model"] = p.setup.cost_model;
+  j["slowest_gpu_pace"] = p.setup.slowest_gpu_pace;
   if (UsesKernelModel(p)) {
     const KernelEvidenceEntry e = KernelEvidenceFor(p.device.arch);
     j["kernel_model_evidence"] = {{"generation", hw::GpuArchName(p.device.arch)},

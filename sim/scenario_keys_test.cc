@@ -100,6 +100,7 @@ const std::map<std::string, std::string> kAlternatives = {
     {"cluster.device", "A100-SXM4-40GB"},
     {"cluster.intra_node_link", "1GbE"},
     {"cluster.host_link", "pcie4-x16"},
+    {"cluster.gpu_speed_spread", "0.05"},
     // Refused beside the bases' cluster.nodes (sim/node_groups_test.cc
     // covers the groups' effect).
     {"cluster.node_groups", "[{name: a, nodes: 1}, {name: b, nodes: 1, device: A100-SXM4-40GB}]"},
@@ -143,6 +144,7 @@ const std::map<std::string, std::string> kAlternatives = {
     {"workload.framework.cycle_time", "20ms"},
     {"workload.framework.attention", "fa2"},
     {"workload.framework.kernel_efficiency", "0.5"},
+    {"workload.framework.fp32_grads", "true"},
     {"parallelism.strategy", "model"},
     {"parallelism.sync", "asynchronous"},
     {"parallelism.algorithm", "tree"},

@@ -31,8 +31,17 @@ namespace {
 
 using config::Strategy;
 
-CostModelOptions MakeCostOptions(const config::WorkloadConfig& w) {
+// GPUs that wait for each other every step: all of them, except
+// asynchronous workers, which each run at their own pace.
+std::int64_t SynchronisedGpus(const config::Scenario& s) {
+  return s.parallelism.sync == config::SyncMode::kAsynchronous ? 1 : s.cluster.num_devices();
+}
+
+CostModelOptions MakeCostOptions(const config::Scenario& s) {
+  const config::WorkloadConfig& w = s.workload;
   CostModelOptions o;
+  o.synchronised_gpus = SynchronisedGpus(s);
+  o.gpu_speed_spread = s.cluster.gpu_speed_spread;
   o.compute_efficiency = w.compute_efficiency;
   o.dense_efficiency_by_rows = w.dense_efficiency_by_rows;
   o.conv_efficiency_by_flops = w.conv_efficiency_by_flops;
@@ -437,7 +446,7 @@ plan::Plan MakePlan(const config::Scenario& s, const models::ModelGraph& graph, 
     const hw::HardwareCatalog catalog = config::ScenarioCatalog(s);
     const hw::DeviceSpec* device = catalog.FindDevice(s.cluster.device);
     if (device == nullptr) throw UserError("unknown device '" + s.cluster.device + "'");
-    CostModelOptions options = MakeCostOptions(s.workload);
+    CostModelOptions options = MakeCostOptions(s);
     options.measured = WorkloadMeasuredCosts(s.workload, graph);
     const CostModel cost_model(*device, s.workload.precision, std::move(options));
     HybridSetup setup = MakeHybridSetup(s, graph, cost_model);
@@ -492,6 +501,7 @@ void SetStageMemory(const config::Scenario& s, const models::ModelGraph& full,
   in.graph = &full;
   in.optimizer = par.optimizer;
   in.mixed_precision = hw::IsMixedPrecision(s.workload.precision);
+  in.fp32_grads = s.workload.framework.fp32_grads;
   in.fp8 = s.workload.precision == hw::Precision::kFp8;
   in.recompute = par.recompute;
   in.recompute_selective = par.recompute_selective;
@@ -749,7 +759,12 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.tokens_per_sample = static_cast<double>(models::NumElements(full.op(0).output_shape));
   p.device = *device;
   p.comm.averaging_period = config::AveragingPeriod(s);
-  CostModelOptions cost_options = MakeCostOptions(s.workload);
+  if (s.cluster.gpu_speed_spread && SynchronisedGpus(s) == 1 && s.cluster.num_devices() > 1)
+    throw UserError(s.Where("cluster.gpu_speed_spread"),
+                    "gpu_speed_spread prices the wait for the slowest GPU of a synchronous step, "
+                    "and asynchronous workers do not wait for each other",
+                    "remove it, or use sync: synchronous");
+  CostModelOptions cost_options = MakeCostOptions(s);
   cost_options.measured = WorkloadMeasuredCosts(s.workload, full);
   for (const hw::DeviceSpec* worker : WorkerDevices(s, catalog)) {
     if (s.workload.cost_model == config::CostModelKind::kKernels && !worker->HasMicroarchitecture())
@@ -768,6 +783,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   const std::vector<double> group_steps = IsMixed(s) ? GroupSingleDeviceSteps(s, full) : std::vector<double>{};
   const std::vector<int> batches = IsMixed(s) ? RankBatches(s, group_steps) : std::vector<int>{};
   p.setup.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
+  p.setup.slowest_gpu_pace = cost_models[0].pace();
   if (cost_options.measured != nullptr) p.setup.cost_model = "measured, else " + p.setup.cost_model;
   const int workers = s.cluster.num_devices();
   const bool alike = WorkersAreAlike(s);

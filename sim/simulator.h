@@ -47,6 +47,9 @@ struct Scaling {
 // What the prediction priced with, in words for the report.
 struct Setup {
   std::string cost_model;  // "kernels" or "roofline": how compute was priced
+  // The factor compute carries for the slowest of the synchronised GPUs
+  // (sim/cost/slowest_gpu.h); 1 for one GPU or no spread.
+  double slowest_gpu_pace = 1;
   // The framework profile and input pipeline in words ("pytorch-eager,
   // input imagenet-224 on 8 cores"), when either adds host-side costs.
   std::string framework;

@@ -165,6 +165,7 @@ Search BuildSearch(const config::Scenario& base, const models::ModelGraph& graph
     whole.ops.push_back(v);
   whole.optimizer = base.parallelism.optimizer;
   whole.mixed_precision = hw::IsMixedPrecision(base.workload.precision);
+  whole.fp32_grads = base.workload.framework.fp32_grads;
   whole.fp8 = base.workload.precision == hw::Precision::kFp8;
 
   Sweep& sweep = out.sweep;

@@ -1,5 +1,7 @@
 #include "sim/cost/cost_model.h"
 
+#include "sim/cost/slowest_gpu.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -25,6 +27,8 @@ CostModel::CostModel(hw::DeviceSpec device, hw::Precision precision, CostModelOp
   DTSIM_CHECK(device_.memory_bw_bytes_per_s > 0, "device has no memory bandwidth");
   if (options_.kernel_model && device_.HasMicroarchitecture())
     kernels_.emplace(device_, options_.kernel_params);
+  pace_ = SlowestGpuPace(options_.gpu_speed_spread.value_or(DefaultGpuSpeedSpread(device_.arch)),
+                         options_.synchronised_gpus);
 }
 
 double EfficiencyAtRows(const std::map<std::int64_t, double>& points, double rows) {
@@ -45,6 +49,12 @@ double CostModel::ComputeSeconds(const models::Op& op, plan::TaskKind kind, int 
 
 ComputeParts CostModel::ComputeTime(const models::Op& op, plan::TaskKind kind, int batch,
                                     CostSource* source) const {
+  const ComputeParts t = TypicalGpuTime(op, kind, batch, source);
+  return ComputeParts{t.fp8_gemm_s * pace_, t.fp8_cast_s * pace_, t.other_s * pace_};
+}
+
+ComputeParts CostModel::TypicalGpuTime(const models::Op& op, plan::TaskKind kind, int batch,
+                                       CostSource* source) const {
   CostSource unused;
   CostSource& src = source != nullptr ? *source : unused;
   src = CostSource::kModelled;
@@ -140,14 +150,16 @@ ComputeParts CostModel::ModelledTime(const models::Op& op, plan::TaskKind kind, 
 double CostModel::Fp8WeightCastSeconds(const models::Op& op) const {
   double seconds = 0;
   for (const KernelCall& k : Fp8WeightCastKernels(op, precision_))
-    seconds += kernels_ ? KernelSeconds(*kernels_, k) : StreamSeconds(k.bytes) + options_.kernel_launch_s;
-  return seconds;
+    seconds += kernels_ ? KernelSeconds(*kernels_, k)
+                        : TypicalStreamSeconds(k.bytes) + options_.kernel_launch_s;
+  return seconds * pace_;
 }
 
 double CostModel::Fp8ScaleUpdateSeconds(int fp8_tensors) const {
   if (precision_ != hw::Precision::kFp8 || fp8_tensors <= 0) return 0;
   const KernelCall k = Fp8ScaleUpdateKernel(fp8_tensors);
-  return kernels_ ? KernelSeconds(*kernels_, k) : StreamSeconds(k.bytes) + options_.kernel_launch_s;
+  return pace_ * (kernels_ ? KernelSeconds(*kernels_, k)
+                           : TypicalStreamSeconds(k.bytes) + options_.kernel_launch_s);
 }
 
 double CostModel::OptimizerSeconds(std::int64_t params, int contributions,
@@ -158,18 +170,21 @@ double CostModel::OptimizerSeconds(std::int64_t params, int contributions,
     if (const std::optional<double> per_param = options_.measured->OptimizerSecondsPerParam()) {
       if (source != nullptr) *source = CostSource::kMeasured;
       // The aggregation's extra reads are the model's (the table measured one update).
-      return *per_param * static_cast<double>(params) +
-             StreamSeconds(static_cast<double>(params) * 4.0 * std::max(0, contributions - 1));
+      return pace_ * (*per_param * static_cast<double>(params) +
+                      TypicalStreamSeconds(static_cast<double>(params) * 4.0 *
+                                           std::max(0, contributions - 1)));
     }
   }
   const double bytes = static_cast<double>(params) *
                        (options_.optimizer_bytes_per_param + 4.0 * std::max(0, contributions - 1));
-  if (kernels_) return kernels_->StreamSeconds(bytes);
-  return bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency) +
-         options_.kernel_launch_s;
+  if (kernels_) return pace_ * kernels_->StreamSeconds(bytes);
+  return pace_ * (bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency) +
+                  options_.kernel_launch_s);
 }
 
-double CostModel::StreamSeconds(double bytes) const {
+double CostModel::StreamSeconds(double bytes) const { return pace_ * TypicalStreamSeconds(bytes); }
+
+double CostModel::TypicalStreamSeconds(double bytes) const {
   if (bytes <= 0) return 0;
   if (kernels_) return kernels_->StreamSeconds(bytes);
   return bytes / (device_.memory_bw_bytes_per_s * options_.memory_efficiency);

@@ -55,6 +55,13 @@ struct CostModelOptions {
   // (config::FrameworkProfile::kernel_efficiency): kernel-model times are
   // divided by it. Measured op times are taken as they are.
   double kernel_efficiency = 1.0;
+  // GPUs that wait for each other every step (sim/cost/slowest_gpu.h): all
+  // compute, modelled or measured, runs at the pace of the slowest of them,
+  // SlowestGpuPace(spread, synchronised_gpus). 1 = a GPU alone (pace 1).
+  std::int64_t synchronised_gpus = 1;
+  // Their speed spread (cluster.gpu_speed_spread); unset = the device's
+  // generation's default (DefaultGpuSpeedSpread).
+  std::optional<double> gpu_speed_spread;
   // Measured op times (workload.cost_model: measured); null = none. The
   // kernel or roofline model above prices what the table lacks.
   std::shared_ptr<const MeasuredCosts> measured;
@@ -112,11 +119,14 @@ class CostModel {
                           CostSource* source = nullptr) const;
   // Seconds to stream `bytes` through device memory once (an element-wise
   // pass): the kernel model's streaming rate, or the roofline's memory
-  // bandwidth x efficiency, without a launch overhead.
+  // bandwidth x efficiency, without a launch overhead. Like every time
+  // here, at the pace of the slowest synchronised GPU (pace()).
   double StreamSeconds(double bytes) const;
 
   const hw::DeviceSpec& device() const { return device_; }
   hw::Precision precision() const { return precision_; }
+  // The factor every compute time carries for the slowest synchronised GPU.
+  double pace() const { return pace_; }
   double peak_flop_per_s() const { return peak_; }
   // The kernel model in use, or nullptr for the roofline.
   const GpuKernelModel* kernels() const { return kernels_ ? &*kernels_ : nullptr; }
@@ -125,11 +135,16 @@ class CostModel {
 
  private:
   ComputeParts ModelledTime(const models::Op& op, plan::TaskKind kind, int batch) const;
+  // ComputeTime and StreamSeconds on one typical GPU (pace 1).
+  ComputeParts TypicalGpuTime(const models::Op& op, plan::TaskKind kind, int batch,
+                              CostSource* source) const;
+  double TypicalStreamSeconds(double bytes) const;
 
   hw::DeviceSpec device_;
   hw::Precision precision_;
   CostModelOptions options_;
   double peak_;
+  double pace_;  // SlowestGpuPace of the options: multiplies every compute time
   std::optional<GpuKernelModel> kernels_;
 };
 

@@ -49,7 +49,7 @@ std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-double SustainedFraction(hw::GpuArch arch) { return arch == hw::GpuArch::kHopper ? 0.7106 : 1.0; }
+double SustainedFraction(hw::GpuArch arch) { return arch == hw::GpuArch::kHopper ? 0.7525 : 1.0; }
 
 const char* MathUnitName(MathUnit unit) { return unit == MathUnit::kSimt ? "simt" : "tensor"; }
 

@@ -171,7 +171,7 @@ struct GpuKernelParams {
 // benchmark runs them) that a GPU generation sustains through a training
 // run: the clock it holds at its power limit over hours with its node's
 // other GPUs at full load against a benchmark's seconds, and the gaps
-// between a training step's kernels. Hopper: 0.7106, fitted on the
+// between a training step's kernels. Hopper: 0.7525, fitted on the
 // llm-h100 development set (14 published H100 pre-training runs) by
 // leave-one-out and leave-one-source-out cross-validation
 // (docs/validation.md, "LLM pre-training on H100"; results/llm-h100/: held

@@ -69,15 +69,15 @@ struct LrnArgs {
   float beta = 0.75f;
 };
 
+// How MulForward's b is broadcast over a (rows x cols): b of the same
+// shape, one value per row (gates over spatial positions, squeeze-and-
+// excitation), or one per column (a per-channel scale over positions).
+enum class MulBroadcast : std::uint8_t { kNone, kPerRow, kPerColumn };
+
 // False for the model op kinds no backend has kernels for yet (the
 // simulator prices them; ModelRuntime refuses them, calibration skips them).
 inline bool HasKernels(models::OpKind kind) {
   switch (kind) {
-    case models::OpKind::kSigmoid:
-    case models::OpKind::kSilu:
-    case models::OpKind::kMul:
-    case models::OpKind::kRmsNorm:
-    case models::OpKind::kRotary:
     case models::OpKind::kAttention:
     case models::OpKind::kRecurrent:
       return false;

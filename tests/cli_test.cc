@@ -523,9 +523,9 @@ TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
   EXPECT_GT(p.peak_fp32_flop_per_s, 0);
   EXPECT_GT(p.memory_bw_bytes_per_s, 0);
   EXPECT_GT(p.kernel_launch_s, 0);
-  // Every op kind with FLOPs: the 19 kinds of models/op.h but input, concat
-  // and reshape.
-  EXPECT_EQ(p.compute_efficiency.size(), 16u);
+  // Every op kind with FLOPs and kernels: the 26 kinds of models/op.h but
+  // input, concat and reshape, and attention and recurrent (no exec kernels).
+  EXPECT_EQ(p.compute_efficiency.size(), 21u);
   EXPECT_FALSE(p.link.has_value());  // one process: no link measured
   EXPECT_TRUE(p.provenance.quick);
   EXPECT_EQ(p.provenance.backend, "cpu");

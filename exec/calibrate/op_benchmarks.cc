@@ -176,6 +176,10 @@ OpRun Elementwise(Backend& be, DeviceBuffers& buf, std::int64_t n, OpKind kind) 
     case OpKind::kTanh: y = g.Tanh("op", x); break;
     case OpKind::kDropout: y = g.Dropout("op", x); break;
     case OpKind::kAdd: y = g.Add("op", x, g.Input("x2", {64, 64, 64})); break;
+    case OpKind::kSigmoid: y = g.Sigmoid("op", x); break;
+    case OpKind::kSilu: y = g.Silu("op", x); break;
+    case OpKind::kMul: y = g.Mul("op", x, g.Input("x2", {64, 64, 64})); break;
+    case OpKind::kRotary: y = g.Rotary("op", x); break;
     default: DTSIM_CHECK(false, "not an elementwise kind");
   }
   const std::int64_t count = n * 64 * 64 * 64;
@@ -202,6 +206,22 @@ OpRun Elementwise(Backend& be, DeviceBuffers& buf, std::int64_t n, OpKind kind) 
               case OpKind::kDropout:
                 be.DropoutForward(count, 0.1f, 1, 0, xs, mask, ys);
                 be.DropoutBackward(count, mask, dy, dx);
+                break;
+              case OpKind::kSigmoid:
+                be.SigmoidForward(count, xs, ys);
+                be.SigmoidBackward(count, ys, dy, dx);
+                break;
+              case OpKind::kSilu:
+                be.SiluForward(count, xs, ys);
+                be.SiluBackward(count, xs, dy, dx);
+                break;
+              case OpKind::kMul:  // dx2 into the mask's buffer
+                be.MulForward(MulBroadcast::kNone, 1, count, xs, x2, ys);
+                be.MulBackward(MulBroadcast::kNone, 1, count, xs, x2, dy, dx, mask);
+                break;
+              case OpKind::kRotary:  // 64 x n rows of 64 positions, head size 64
+                be.RotaryForward(n * 64, 64, 64, xs, ys);
+                be.RotaryBackward(n * 64, 64, 64, dy, dx);
                 break;
               default:  // kAdd: its backward has no FLOPs (the gradient passes through)
                 be.Add(count, xs, x2, ys);
@@ -248,6 +268,23 @@ OpRun LayerNorm(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   return {Shape(n, "256x1024"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
             be.LayerNormForward(rows, h, 1e-5f, x, gamma, beta, ys, mean, rstd);
             be.LayerNormBackward(rows, h, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+          }};
+}
+
+OpRun RmsNorm(Backend& be, DeviceBuffers& buf, std::int64_t n) {
+  const std::int64_t s = 256, h = 1024, rows = n * s;
+  models::GraphBuilder g("calibrate");
+  const models::Tensor y = g.RmsNorm("op", g.Input("x", {s, h}));
+  const float* x = buf.Random(rows * h, 1);
+  const float* gamma = buf.Random(h, 2);
+  float* ys = buf.Filled(rows * h, 0);
+  float* rstd = buf.Filled(rows, 0);
+  const float* dy = buf.Random(rows * h, 4);
+  float* dx = buf.Filled(rows * h, 0);
+  float* dgamma = buf.Filled(h, 0);
+  return {Shape(n, "256x1024"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+            be.RmsNormForward(rows, h, 1e-5f, x, gamma, ys, rstd);
+            be.RmsNormBackward(rows, h, x, gamma, rstd, dy, dx, dgamma);
           }};
 }
 
@@ -334,7 +371,12 @@ OpRun MakeRun(Backend& be, DeviceBuffers& buf, OpKind kind, bool quick) {
     case OpKind::kGelu:
     case OpKind::kTanh:
     case OpKind::kDropout:
-    case OpKind::kAdd: return Elementwise(be, buf, batch(16), kind);
+    case OpKind::kAdd:
+    case OpKind::kSigmoid:
+    case OpKind::kSilu:
+    case OpKind::kMul:
+    case OpKind::kRotary: return Elementwise(be, buf, batch(16), kind);
+    case OpKind::kRmsNorm: return RmsNorm(be, buf, batch(16));
     case OpKind::kBatchNorm: return BatchNorm(be, buf, batch(16));
     case OpKind::kLayerNorm: return LayerNorm(be, buf, batch(16));
     case OpKind::kLocalResponseNorm: return Lrn(be, buf, batch(8));

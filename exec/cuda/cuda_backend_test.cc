@@ -336,6 +336,37 @@ TEST_F(CudaVsCpu, Activations) {
         [&](Backend& b, auto& p) { b.TanhBackward(n, p[0], p[1], p[2]); }, kRounding);
 }
 
+TEST_F(CudaVsCpu, TransformerGatesAndPositions) {
+  const std::int64_t n = 4099;
+  Check("SigmoidForward", {Random(n, -6, 6), Random(n)},
+        [&](Backend& b, auto& p) { b.SigmoidForward(n, p[0], p[1]); }, kTranscendental);
+  Check("SigmoidBackward", {Random(n, 0, 1), Random(n), Random(n)},
+        [&](Backend& b, auto& p) { b.SigmoidBackward(n, p[0], p[1], p[2]); }, kRounding);
+  Check("SiluForward", {Random(n, -6, 6), Random(n)},
+        [&](Backend& b, auto& p) { b.SiluForward(n, p[0], p[1]); }, kTranscendental);
+  Check("SiluBackward", {Random(n, -6, 6), Random(n), Random(n)},
+        [&](Backend& b, auto& p) { b.SiluBackward(n, p[0], p[1], p[2]); }, kTranscendental);
+  // Buffers: a, b, y; then a, b, dy, da, db.
+  const std::int64_t rows = 37, cols = 129;
+  for (MulBroadcast mode : {MulBroadcast::kNone, MulBroadcast::kPerRow, MulBroadcast::kPerColumn}) {
+    const std::int64_t bn = mode == MulBroadcast::kNone ? rows * cols
+                            : mode == MulBroadcast::kPerRow ? rows : cols;
+    const std::string tag = " mode=" + std::to_string(static_cast<int>(mode));
+    Check("MulForward" + tag, {Random(rows * cols), Random(bn), Random(rows * cols)},
+          [&](Backend& b, auto& p) { b.MulForward(mode, rows, cols, p[0], p[1], p[2]); }, kRounding);
+    Check("MulBackward" + tag,
+          {Random(rows * cols), Random(bn), Random(rows * cols), Random(rows * cols), Random(bn)},
+          [&](Backend& b, auto& p) { b.MulBackward(mode, rows, cols, p[0], p[1], p[2], p[3], p[4]); },
+          kReduction);
+  }
+  // (n, s, d) = (6, 33, 64): positions up to 32, angles in double on both.
+  const std::int64_t rn = 6, rs = 33, rd = 64, rx = rn * rs * rd;
+  Check("RotaryForward", {Random(rx), Random(rx)},
+        [&](Backend& b, auto& p) { b.RotaryForward(rn, rs, rd, p[0], p[1]); }, kTranscendental);
+  Check("RotaryBackward", {Random(rx), Random(rx)},
+        [&](Backend& b, auto& p) { b.RotaryBackward(rn, rs, rd, p[0], p[1]); }, kTranscendental);
+}
+
 TEST_F(CudaVsCpu, DropoutDrawsTheCpuMask) {
   const std::int64_t n = 10007;
   for (float rate : {0.0f, 0.1f, 0.5f}) {
@@ -399,6 +430,18 @@ TEST_F(CudaVsCpu, LayerNorm) {
         [&](Backend& b, auto& p) {
           b.LayerNormBackward(rows, cols, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
         },
+        kReduction);
+  // RMS norm: x, gamma, y, rstd; then x, gamma, rstd, dy, dx, dgamma.
+  Check("RmsNormForward", {Random(rows * cols, 2, 4), Random(cols), Random(rows * cols),
+                           Random(rows)},
+        [&](Backend& b, auto& p) { b.RmsNormForward(rows, cols, 1e-5f, p[0], p[1], p[2], p[3]); },
+        kReduction);
+  const Buffers rms = RunOn(cpu_, {x, gamma, Random(rows * cols), Random(rows)},
+                            [&](Backend& b, auto& p) {
+                              b.RmsNormForward(rows, cols, 1e-5f, p[0], p[1], p[2], p[3]);
+                            });
+  Check("RmsNormBackward", {x, gamma, rms[3], Random(rows * cols), Random(rows * cols), Random(cols)},
+        [&](Backend& b, auto& p) { b.RmsNormBackward(rows, cols, p[0], p[1], p[2], p[3], p[4], p[5]); },
         kReduction);
   Check("LayerNormBackward dx only", {x, gamma, fwd[4], fwd[5], Random(rows * cols),
                                       Random(rows * cols)},

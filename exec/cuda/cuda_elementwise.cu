@@ -15,6 +15,7 @@ namespace {
 
 using cuda::BlocksFor;
 using cuda::kThreads;
+using cuda::BlocksForItems;
 
 // ---- bias, BLAS-1, copies
 
@@ -178,6 +179,87 @@ __global__ void AdamKernel(std::int64_t count, float lr, float beta1, float beta
   }
 }
 
+
+__device__ inline float Logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__global__ void SigmoidForwardKernel(std::int64_t count, const float* x, float* y) {
+  DTSIM_GRID_LOOP(i, count) y[i] = Logistic(x[i]);
+}
+
+__global__ void SigmoidBackwardKernel(std::int64_t count, const float* y, const float* dy,
+                                      float* dx) {
+  DTSIM_GRID_LOOP(i, count) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+}
+
+__global__ void SiluForwardKernel(std::int64_t count, const float* x, float* y) {
+  DTSIM_GRID_LOOP(i, count) y[i] = x[i] * Logistic(x[i]);
+}
+
+__global__ void SiluBackwardKernel(std::int64_t count, const float* x, const float* dy,
+                                   float* dx) {
+  DTSIM_GRID_LOOP(i, count) {
+    const float s = Logistic(x[i]);
+    dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));
+  }
+}
+
+__device__ inline std::int64_t BroadcastIndex(MulBroadcast broadcast, std::int64_t k,
+                                              std::int64_t cols) {
+  return broadcast == MulBroadcast::kNone ? k
+         : broadcast == MulBroadcast::kPerRow ? k / cols
+                                               : k % cols;
+}
+
+__global__ void MulForwardKernel(std::int64_t count, MulBroadcast broadcast, std::int64_t cols,
+                                 const float* a, const float* b, float* y) {
+  DTSIM_GRID_LOOP(k, count) y[k] = a[k] * b[BroadcastIndex(broadcast, k, cols)];
+}
+
+__global__ void MulBackwardDaKernel(std::int64_t count, MulBroadcast broadcast, std::int64_t cols,
+                                    const float* b, const float* dy, float* da) {
+  DTSIM_GRID_LOOP(k, count) da[k] += dy[k] * b[BroadcastIndex(broadcast, k, cols)];
+}
+
+// db for b broadcast per row (one block per row, BlockSum) or per column
+// (one thread per column, rows in order): sums in a fixed order.
+__global__ void MulBackwardDbPerRowKernel(std::int64_t rows, std::int64_t cols, const float* a,
+                                          const float* dy, float* db) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float sum = 0.0f;
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      sum += dy[row * cols + j] * a[row * cols + j];
+    sum = cuda::BlockSum(sum);
+    if (threadIdx.x == 0) db[row] += sum;
+  }
+}
+
+__global__ void MulBackwardDbPerColumnKernel(std::int64_t rows, std::int64_t cols,
+                                             const float* a, const float* dy, float* db) {
+  DTSIM_GRID_LOOP(j, cols) {
+    float sum = 0.0f;
+    for (std::int64_t r = 0; r < rows; ++r) sum += dy[r * cols + j] * a[r * cols + j];
+    db[j] += sum;
+  }
+}
+
+// One thread per pair (i, i + d/2) of a row; the angle in double, as the
+// CPU kernel computes it (exec/kernels/cpu_gates.cc).
+__global__ void RotaryKernel(std::int64_t pairs, std::int64_t s, std::int64_t d, const float* x,
+                             float* y, double sign, bool accumulate) {
+  DTSIM_GRID_LOOP(k, pairs) {
+    const std::int64_t half = d / 2, row = k / half, i = k % half, p = row % s;
+    const double theta = static_cast<double>(p) *
+                         pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    const double c = cos(theta), sn = sign * sin(theta);
+    const float* in = x + row * d;
+    float* out = y + row * d;
+    const float lo = static_cast<float>(in[i] * c - in[i + half] * sn);
+    const float hi = static_cast<float>(in[i + half] * c + in[i] * sn);
+    out[i] = accumulate ? out[i] + lo : lo;
+    out[i + half] = accumulate ? out[i + half] + hi : hi;
+  }
+}
+
 }  // namespace
 
 // Elementwise launch over `count` items on the backend's stream.
@@ -313,6 +395,74 @@ void CudaBackend::AdamStep(std::int64_t count, float lr, float beta1, float beta
       static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t)));
   DTSIM_LAUNCH_ELEMENTWISE(AdamKernel, count, count, lr, beta1, beta2, eps, bias_correction1,
                            bias_correction2, g, m, v, p);
+}
+
+
+
+void CudaBackend::SigmoidForward(std::int64_t count, const float* x, float* y) {
+  DTSIM_LAUNCH_ELEMENTWISE(SigmoidForwardKernel, count, count, x, y);
+}
+
+void CudaBackend::SigmoidBackward(std::int64_t count, const float* y, const float* dy,
+                                  float* dx) {
+  if (!dx) return;
+  DTSIM_LAUNCH_ELEMENTWISE(SigmoidBackwardKernel, count, count, y, dy, dx);
+}
+
+void CudaBackend::SiluForward(std::int64_t count, const float* x, float* y) {
+  DTSIM_LAUNCH_ELEMENTWISE(SiluForwardKernel, count, count, x, y);
+}
+
+void CudaBackend::SiluBackward(std::int64_t count, const float* x, const float* dy, float* dx) {
+  if (!dx) return;
+  DTSIM_LAUNCH_ELEMENTWISE(SiluBackwardKernel, count, count, x, dy, dx);
+}
+
+void CudaBackend::MulForward(MulBroadcast broadcast, std::int64_t rows, std::int64_t cols,
+                             const float* a, const float* b, float* y) {
+  DTSIM_LAUNCH_ELEMENTWISE(MulForwardKernel, rows * cols, rows * cols, broadcast, cols, a, b, y);
+}
+
+void CudaBackend::MulBackward(MulBroadcast broadcast, std::int64_t rows, std::int64_t cols,
+                              const float* a, const float* b, const float* dy, float* da,
+                              float* db) {
+  if (rows <= 0 || cols <= 0) return;
+  UseDevice();
+  const std::int64_t count = rows * cols;
+  if (da) {
+    MulBackwardDaKernel<<<BlocksFor(count), kThreads, 0, stream_>>>(count, broadcast, cols, b,
+                                                                     dy, da);
+    DTSIM_CUDA_CHECK_LAUNCH();
+  }
+  if (!db) return;
+  switch (broadcast) {
+    case MulBroadcast::kNone:
+      MulBackwardDaKernel<<<BlocksFor(count), kThreads, 0, stream_>>>(count, broadcast, cols, a,
+                                                                       dy, db);
+      break;
+    case MulBroadcast::kPerRow:
+      MulBackwardDbPerRowKernel<<<BlocksForItems(rows), kThreads, 0, stream_>>>(rows, cols, a,
+                                                                                dy, db);
+      break;
+    case MulBroadcast::kPerColumn:
+      MulBackwardDbPerColumnKernel<<<BlocksFor(cols), kThreads, 0, stream_>>>(rows, cols, a, dy,
+                                                                              db);
+      break;
+  }
+  DTSIM_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::RotaryForward(std::int64_t n, std::int64_t s, std::int64_t d, const float* x,
+                                float* y) {
+  const std::int64_t pairs = n * s * (d / 2);
+  DTSIM_LAUNCH_ELEMENTWISE(RotaryKernel, pairs, pairs, s, d, x, y, 1.0, false);
+}
+
+void CudaBackend::RotaryBackward(std::int64_t n, std::int64_t s, std::int64_t d, const float* dy,
+                                 float* dx) {
+  if (!dx) return;
+  const std::int64_t pairs = n * s * (d / 2);
+  DTSIM_LAUNCH_ELEMENTWISE(RotaryKernel, pairs, pairs, s, d, dy, dx, -1.0, true);
 }
 
 #undef DTSIM_LAUNCH_ELEMENTWISE

@@ -394,6 +394,48 @@ __global__ void EmbeddingBackwardKernel(std::int64_t count, std::int64_t hidden,
 
 std::size_t AlignUp(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+
+__global__ void RmsNormForwardKernel(std::int64_t rows, std::int64_t cols, float eps,
+                                     const float* x, const float* gamma, float* y, float* rstd) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * cols;
+    float sq = 0.0f;
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) sq += xr[j] * xr[j];
+    const float rs = 1.0f / sqrtf(BlockSum(sq) / static_cast<float>(cols) + eps);
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      y[row * cols + j] = xr[j] * rs * gamma[j];
+    if (threadIdx.x == 0) rstd[row] = rs;
+  }
+}
+
+// dx += rstd * (g - xhat * mean(g * xhat)), g = dy * gamma, xhat = x * rstd.
+__global__ void RmsNormBackwardDxKernel(std::int64_t rows, std::int64_t cols, const float* x,
+                                        const float* gamma, const float* rstd, const float* dy,
+                                        float* dx) {
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float rs = rstd[row];
+    const float* xr = x + row * cols;
+    const float* dyr = dy + row * cols;
+    float sum_gx = 0.0f;
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      sum_gx += dyr[j] * gamma[j] * xr[j] * rs;
+    const float mean_gx = BlockSum(sum_gx) / static_cast<float>(cols);
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      dx[row * cols + j] += rs * (dyr[j] * gamma[j] - xr[j] * rs * mean_gx);
+  }
+}
+
+// dgamma (cols) += sum over rows of dy * x * rstd, one thread per column,
+// rows in order.
+__global__ void RmsNormBackwardGammaKernel(std::int64_t rows, std::int64_t cols, const float* x,
+                                           const float* rstd, const float* dy, float* dgamma) {
+  DTSIM_GRID_LOOP(j, cols) {
+    float sum = 0.0f;
+    for (std::int64_t r = 0; r < rows; ++r) sum += dy[r * cols + j] * x[r * cols + j] * rstd[r];
+    dgamma[j] += sum;
+  }
+}
+
 }  // namespace
 
 void CudaBackend::SoftmaxForward(std::int64_t rows, std::int64_t cols, bool causal,
@@ -568,6 +610,33 @@ void CudaBackend::EmbeddingBackward(std::int64_t count, std::int64_t hidden, con
   EmbeddingBackwardKernel<<<BlocksForItems(count), threads, 0, stream_>>>(
       count, hidden, sorted_keys, sorted_positions, dy, dtable);
   DTSIM_CUDA_CHECK_LAUNCH();
+}
+
+
+void CudaBackend::RmsNormForward(std::int64_t rows, std::int64_t cols, float eps, const float* x,
+                                 const float* gamma, float* y, float* rstd) {
+  if (rows <= 0 || cols <= 0) return;
+  UseDevice();
+  RmsNormForwardKernel<<<BlocksForItems(rows), kThreads, 0, stream_>>>(rows, cols, eps, x, gamma,
+                                                                       y, rstd);
+  DTSIM_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::RmsNormBackward(std::int64_t rows, std::int64_t cols, const float* x,
+                                  const float* gamma, const float* rstd, const float* dy,
+                                  float* dx, float* dgamma) {
+  if (rows <= 0 || cols <= 0) return;
+  UseDevice();
+  if (dx) {
+    RmsNormBackwardDxKernel<<<BlocksForItems(rows), kThreads, 0, stream_>>>(rows, cols, x, gamma,
+                                                                            rstd, dy, dx);
+    DTSIM_CUDA_CHECK_LAUNCH();
+  }
+  if (dgamma) {
+    RmsNormBackwardGammaKernel<<<BlocksFor(cols), kThreads, 0, stream_>>>(rows, cols, x, rstd,
+                                                                          dy, dgamma);
+    DTSIM_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace dtsim::exec

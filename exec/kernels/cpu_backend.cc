@@ -297,6 +297,48 @@ void CpuBackend::TanhBackward(std::int64_t count, const float* y, const float* d
   });
 }
 
+void CpuBackend::SigmoidForward(std::int64_t count, const float* x, float* y) {
+  ForElements(count, [&](std::int64_t b, std::int64_t e) { DTSIM_CPU_NS::SigmoidForward(e - b, x + b, y + b); });
+}
+
+void CpuBackend::SigmoidBackward(std::int64_t count, const float* y, const float* dy,
+                                 float* dx) {
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::SigmoidBackward(e - b, y + b, dy + b, dx + b);
+  });
+}
+
+void CpuBackend::SiluForward(std::int64_t count, const float* x, float* y) {
+  ForElements(count, [&](std::int64_t b, std::int64_t e) { DTSIM_CPU_NS::SiluForward(e - b, x + b, y + b); });
+}
+
+void CpuBackend::SiluBackward(std::int64_t count, const float* x, const float* dy, float* dx) {
+  ForElements(count, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::SiluBackward(e - b, x + b, dy + b, dx + b);
+  });
+}
+
+void CpuBackend::MulForward(MulBroadcast broadcast, std::int64_t rows, std::int64_t cols,
+                            const float* a, const float* b, float* y) {
+  DTSIM_CPU_NS::MulForward(broadcast, rows, cols, a, b, y);
+}
+
+void CpuBackend::MulBackward(MulBroadcast broadcast, std::int64_t rows, std::int64_t cols,
+                             const float* a, const float* b, const float* dy, float* da,
+                             float* db) {
+  DTSIM_CPU_NS::MulBackward(broadcast, rows, cols, a, b, dy, da, db);
+}
+
+void CpuBackend::RotaryForward(std::int64_t n, std::int64_t s, std::int64_t d, const float* x,
+                               float* y) {
+  DTSIM_CPU_NS::RotaryForward(n, s, d, x, y);
+}
+
+void CpuBackend::RotaryBackward(std::int64_t n, std::int64_t s, std::int64_t d, const float* dy,
+                                float* dx) {
+  DTSIM_CPU_NS::RotaryBackward(n, s, d, dy, dx);
+}
+
 void CpuBackend::DropoutForward(std::int64_t count, float rate, std::uint64_t seed,
                                 std::uint64_t offset, const float* x, float* mask, float* y) {
   DTSIM_CPU_NS::DropoutForward(count, rate, seed, offset, x, mask, y);
@@ -335,6 +377,19 @@ void CpuBackend::LayerNormForward(std::int64_t rows, std::int64_t cols, float ep
     DTSIM_CPU_NS::LayerNormForward(e - b, cols, eps, x + b * cols, gamma, beta, y + b * cols,
                                    mean + b, rstd + b);
   });
+}
+
+void CpuBackend::RmsNormForward(std::int64_t rows, std::int64_t cols, float eps, const float* x,
+                                const float* gamma, float* y, float* rstd) {
+  ForItems(rows, cols, [&](std::int64_t b, std::int64_t e) {
+    DTSIM_CPU_NS::RmsNormForward(e - b, cols, eps, x + b * cols, gamma, y + b * cols, rstd + b);
+  });
+}
+
+void CpuBackend::RmsNormBackward(std::int64_t rows, std::int64_t cols, const float* x,
+                                 const float* gamma, const float* rstd, const float* dy,
+                                 float* dx, float* dgamma) {
+  DTSIM_CPU_NS::RmsNormBackward(rows, cols, x, gamma, rstd, dy, dx, dgamma);
 }
 
 void CpuBackend::LayerNormBackward(std::int64_t rows, std::int64_t cols, const float* x,

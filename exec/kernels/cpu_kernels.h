@@ -131,6 +131,32 @@ void DropoutForward(Index count, float rate, std::uint64_t seed, std::uint64_t o
 template <typename T>
 void DropoutBackward(Index count, const T* mask, const T* dy, T* dx);
 
+// ---- the gates and positions of today's transformers (cpu_gates.cc)
+
+template <typename T>
+void SigmoidForward(Index count, const T* x, T* y);
+// dx += dy * y * (1 - y).
+template <typename T>
+void SigmoidBackward(Index count, const T* y, const T* dy, T* dx);
+// y = x * sigmoid(x).
+template <typename T>
+void SiluForward(Index count, const T* x, T* y);
+template <typename T>
+void SiluBackward(Index count, const T* x, const T* dy, T* dx);
+// y = a * b, b broadcast as Backend::MulForward says.
+template <typename T>
+void MulForward(MulBroadcast broadcast, Index rows, Index cols, const T* a, const T* b, T* y);
+// da += dy * b, db += dy * a summed over the broadcast; either may be null.
+template <typename T>
+void MulBackward(MulBroadcast broadcast, Index rows, Index cols, const T* a, const T* b,
+                 const T* dy, T* da, T* db);
+// Rotary position embedding of (n, s, d) rows (Backend::RotaryForward).
+template <typename T>
+void RotaryForward(Index n, Index s, Index d, const T* x, T* y);
+// dx += the inverse rotation of dy.
+template <typename T>
+void RotaryBackward(Index n, Index s, Index d, const T* dy, T* dx);
+
 // ---- normalisation (cpu_softmax.cc, cpu_norm.cc, cpu_lrn.cc)
 
 // Row softmax of x (rows x cols); causal masks column j of row r when
@@ -149,6 +175,14 @@ void LayerNormForward(Index rows, Index cols, T eps, const T* x, const T* gamma,
 template <typename T>
 void LayerNormBackward(Index rows, Index cols, const T* x, const T* gamma, const T* mean,
                        const T* rstd, const T* dy, T* dx, T* dgamma, T* dbeta);
+// y (rows x cols) = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + eps);
+// rstd (rows) written.
+template <typename T>
+void RmsNormForward(Index rows, Index cols, T eps, const T* x, const T* gamma, T* y, T* rstd);
+// dx (rows x cols) and dgamma (cols) accumulate; either may be null.
+template <typename T>
+void RmsNormBackward(Index rows, Index cols, const T* x, const T* gamma, const T* rstd,
+                     const T* dy, T* dx, T* dgamma);
 // x, y: (n, c, spatial); statistics per channel over (n, spatial); mean,
 // rstd (c) written.
 template <typename T>

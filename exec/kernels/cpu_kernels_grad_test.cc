@@ -182,6 +182,89 @@ TEST(GradCheck, LayerNorm) {
   ExpectGradient("beta", beta, loss, dbeta);
 }
 
+TEST(GradCheck, RmsNorm) {
+  const std::int64_t rows = 3, cols = 7;
+  Vec x = RandomVector(rows * cols, 180, -2, 2);
+  Vec gamma = RandomVector(cols, 181, 0.5, 1.5);
+  const Vec r = RandomVector(x.size(), 183);
+  const double eps = 1e-5;
+  auto loss = [&] {
+    Vec y(r.size()), s(rows);
+    RmsNormForward(rows, cols, eps, x.data(), gamma.data(), y.data(), s.data());
+    return Dot(y, r);
+  };
+  Vec y(x.size()), rstd(rows);
+  RmsNormForward(rows, cols, eps, x.data(), gamma.data(), y.data(), rstd.data());
+  Vec dx = Zeros(x.size()), dgamma = Zeros(cols);
+  RmsNormBackward(rows, cols, x.data(), gamma.data(), rstd.data(), r.data(), dx.data(),
+                  dgamma.data());
+  ExpectGradient("x", x, loss, dx);
+  ExpectGradient("gamma", gamma, loss, dgamma);
+}
+
+TEST(GradCheck, SigmoidAndSilu) {
+  Vec x = RandomVector(23, 190, -4, 4);
+  const Vec r = RandomVector(x.size(), 191);
+  auto sigmoid_loss = [&] {
+    Vec y(r.size());
+    SigmoidForward<double>(static_cast<Index>(x.size()), x.data(), y.data());
+    return Dot(y, r);
+  };
+  Vec y(x.size()), dx = Zeros(x.size());
+  SigmoidForward<double>(static_cast<Index>(x.size()), x.data(), y.data());
+  SigmoidBackward<double>(static_cast<Index>(x.size()), y.data(), r.data(), dx.data());
+  ExpectGradient("sigmoid x", x, sigmoid_loss, dx);
+  auto silu_loss = [&] {
+    Vec z(r.size());
+    SiluForward<double>(static_cast<Index>(x.size()), x.data(), z.data());
+    return Dot(z, r);
+  };
+  Vec dx2 = Zeros(x.size());
+  SiluBackward<double>(static_cast<Index>(x.size()), x.data(), r.data(), dx2.data());
+  ExpectGradient("silu x", x, silu_loss, dx2);
+}
+
+// a (3 x 5) times b of the same shape, one value per row, one per column.
+TEST(GradCheck, MulEachBroadcast) {
+  const std::int64_t rows = 3, cols = 5;
+  for (MulBroadcast mode : {MulBroadcast::kNone, MulBroadcast::kPerRow, MulBroadcast::kPerColumn}) {
+    const std::size_t b_size = mode == MulBroadcast::kNone     ? rows * cols
+                               : mode == MulBroadcast::kPerRow ? rows
+                                                               : cols;
+    Vec a = RandomVector(rows * cols, 200, -2, 2), b = RandomVector(b_size, 201, -2, 2);
+    const Vec r = RandomVector(a.size(), 202);
+    auto loss = [&] {
+      Vec y(r.size());
+      MulForward(mode, rows, cols, a.data(), b.data(), y.data());
+      return Dot(y, r);
+    };
+    Vec da = Zeros(a.size()), db = Zeros(b.size());
+    MulBackward(mode, rows, cols, a.data(), b.data(), r.data(), da.data(), db.data());
+    ExpectGradient("a", a, loss, da);
+    ExpectGradient("b", b, loss, db);
+  }
+}
+
+// 2 rows of 3 positions, head size 8: the rotation is orthogonal, so its
+// gradient is the inverse rotation.
+TEST(GradCheck, Rotary) {
+  const std::int64_t n = 2, s = 3, d = 8;
+  Vec x = RandomVector(n * s * d, 210, -2, 2);
+  const Vec r = RandomVector(x.size(), 211);
+  auto loss = [&] {
+    Vec y(r.size());
+    RotaryForward(n, s, d, x.data(), y.data());
+    return Dot(y, r);
+  };
+  Vec dx = Zeros(x.size());
+  RotaryBackward(n, s, d, r.data(), dx.data());
+  ExpectGradient("x", x, loss, dx);
+  // Position 0 is not rotated.
+  Vec y(x.size());
+  RotaryForward(n, s, d, x.data(), y.data());
+  for (std::int64_t i = 0; i < d; ++i) EXPECT_DOUBLE_EQ(y[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)]);
+}
+
 void CheckSoftmax(bool causal) {
   // causal: 2 samples x 5 query rows of 5 keys each.
   const std::int64_t rows = 10, cols = 5;

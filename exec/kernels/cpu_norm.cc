@@ -1,4 +1,5 @@
-// Layer norm (per row) and batch norm (per channel over batch and space).
+// Layer norm and RMS norm (per row), batch norm (per channel over batch and
+// space).
 //
 // Both normalise a group of M values: xhat = (x - mean) * rstd with
 // rstd = 1 / sqrt(var + eps) (biased variance), y = xhat * gamma + beta.
@@ -123,11 +124,49 @@ void BatchNormBackward(Index n, Index c, Index spatial, const T* x, const T* gam
   }
 }
 
+template <typename T>
+void RmsNormForward(Index rows, Index cols, T eps, const T* x, const T* gamma, T* y, T* rstd) {
+  DTSIM_CHECK(rows >= 0 && cols > 0 && eps >= T(0), "RmsNormForward: bad arguments");
+  for (Index i = 0; i < rows; ++i) {
+    const T* in = x + i * cols;
+    T sq = 0;
+    for (Index j = 0; j < cols; ++j) sq += in[j] * in[j];
+    const T r = T(1) / std::sqrt(sq / static_cast<T>(cols) + eps);
+    T* out = y + i * cols;
+    for (Index j = 0; j < cols; ++j) out[j] = in[j] * r * gamma[j];
+    rstd[i] = r;
+  }
+}
+
+template <typename T>
+void RmsNormBackward(Index rows, Index cols, const T* x, const T* gamma, const T* rstd,
+                     const T* dy, T* dx, T* dgamma) {
+  DTSIM_CHECK(rows >= 0 && cols > 0, "RmsNormBackward: bad shape");
+  for (Index i = 0; i < rows; ++i) {
+    const T* in = x + i * cols;
+    const T* g_out = dy + i * cols;
+    const T r = rstd[i];
+    T sum_gx = 0;  // sum of g * xhat, g = dy * gamma
+    for (Index j = 0; j < cols; ++j) {
+      const T xhat = in[j] * r;
+      sum_gx += g_out[j] * gamma[j] * xhat;
+      if (dgamma != nullptr) dgamma[j] += g_out[j] * xhat;
+    }
+    if (dx == nullptr) continue;
+    const T mean_gx = sum_gx / static_cast<T>(cols);
+    T* g_in = dx + i * cols;
+    for (Index j = 0; j < cols; ++j) g_in[j] += r * (g_out[j] * gamma[j] - in[j] * r * mean_gx);
+  }
+}
+
 #define DTSIM_INSTANTIATE(T)                                                              \
   template void LayerNormForward<T>(Index, Index, T, const T*, const T*, const T*, T*, T*, \
                                     T*);                                                  \
   template void LayerNormBackward<T>(Index, Index, const T*, const T*, const T*, const T*, \
                                      const T*, T*, T*, T*);                               \
+  template void RmsNormForward<T>(Index, Index, T, const T*, const T*, T*, T*);            \
+  template void RmsNormBackward<T>(Index, Index, const T*, const T*, const T*, const T*,   \
+                                   T*, T*);                                               \
   template void BatchNormForward<T>(Index, Index, Index, T, const T*, const T*, const T*,  \
                                     T*, T*, T*);                                          \
   template void BatchNormBackward<T>(Index, Index, Index, const T*, const T*, const T*,    \

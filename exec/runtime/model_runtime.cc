@@ -40,6 +40,7 @@ SlotBuffers SlotBufferSizes(const Op& op, std::int64_t b, bool held) {
   const Shape& in = op.input_shapes.empty() ? op.output_shape : op.input_shapes[0];
   switch (op.kind) {
     case OpKind::kLayerNorm: s.aux1 = s.aux2 = b * Elements(in) / in.back(); break;  // mean, rstd
+    case OpKind::kRmsNorm: s.aux1 = b * Elements(in) / in.back(); break;             // rstd
     case OpKind::kBatchNorm: s.aux1 = s.aux2 = in[0]; break;
     case OpKind::kDropout: s.aux1 = b * out; break;  // mask
     case OpKind::kSoftmaxCrossEntropy:
@@ -90,13 +91,17 @@ std::int64_t ModelRuntime::BufferFloats(const models::ModelGraph& graph,
 std::string ModelRuntime::UnsupportedOps(const models::ModelGraph& graph) {
   for (OpId v = 0; v < graph.num_ops(); ++v) {
     const Op& op = graph.op(v);
-    const bool copy_view = op.kind == OpKind::kReshape && models::IsCopyView(op.attrs.view);
-    const bool runs = HasKernels(op.kind) && !copy_view && op.attrs.experts == 0;
+    // Routing copies (experts' dispatch and combine) have no kernel yet.
+    const bool routing = op.kind == OpKind::kReshape && models::IsCopyView(op.attrs.view) &&
+                         op.attrs.view != models::ViewKind::kRepeatHeads;
+    const bool mul = op.kind == OpKind::kMul;
+    const bool runs = HasKernels(op.kind) && !routing && op.attrs.experts == 0 &&
+                      (!mul || runtime_util::MulLayoutOf(op).has_value());
     if (!runs) {
       return "op '" + op.name + "' (" + models::OpKindName(op.kind) +
-             (op.attrs.experts > 0                          ? ", mixture of experts"
-              : op.kind == OpKind::kReshape && copy_view ? ", repeated heads"
-                                                            : "") +
+             (op.attrs.experts > 0 || routing ? ", mixture of experts"
+              : mul                           ? ", a broadcast other than per row or per column"
+                                              : "") +
              ") has no kernel in dtsim exec yet; dtsim run and dtsim search price it";
     }
   }
@@ -264,6 +269,9 @@ void ModelRuntime::InitParams() {
       case OpKind::kLayerNorm:
       case OpKind::kBatchNorm:
         std::fill(p, p + op.params / 2, 1.0f);
+        continue;
+      case OpKind::kRmsNorm:  // a gain and no bias
+        std::fill(p, p + op.params, 1.0f);
         continue;
       default: DTSIM_CHECK(false, "op kind with parameters: " + op.name);
     }

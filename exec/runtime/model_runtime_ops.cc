@@ -93,11 +93,27 @@ void ModelRuntime::Forward(OpId v, int slot) {
   const std::int64_t n_in = b * Elements(in);
   switch (op.kind) {
     case OpKind::kInput: return;  // filled by SetInput
-    case OpKind::kSigmoid:
-    case OpKind::kSilu:
-    case OpKind::kMul:
-    case OpKind::kRmsNorm:
+    case OpKind::kSigmoid: backend_.SigmoidForward(n_out, InputAct(v, 0, slot), y); return;
+    case OpKind::kSilu: backend_.SiluForward(n_out, InputAct(v, 0, slot), y); return;
+    case OpKind::kMul: {
+      // Sample by sample: a per-column b differs between samples.
+      const runtime_util::MulLayout m = *runtime_util::MulLayoutOf(op);
+      const std::int64_t a_n = m.rows * m.cols, b_n = Elements(op.input_shapes[1]);
+      const float* a = InputAct(v, 0, slot);
+      const float* bb = InputAct(v, 1, slot);
+      for (std::int64_t i = 0; i < b; ++i)
+        backend_.MulForward(m.broadcast, m.rows, m.cols, a + i * a_n, bb + i * b_n, y + i * a_n);
+      return;
+    }
+    case OpKind::kRmsNorm: {
+      const std::int64_t cols = in.back();
+      backend_.RmsNormForward(n_in / cols, cols, options_.norm_eps, InputAct(v, 0, slot), w, y,
+                              s.aux1[static_cast<std::size_t>(slot)]);
+      return;
+    }
     case OpKind::kRotary:
+      backend_.RotaryForward(b * in[0], in[1], in[2], InputAct(v, 0, slot), y);
+      return;
     case OpKind::kAttention:
     case OpKind::kRecurrent:
       DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
@@ -229,7 +245,15 @@ void ModelRuntime::Forward(OpId v, int slot) {
           backend_.MergeHeads(b, seq, heads, d, x, y, false);
           return;
         }
-        case ViewKind::kRepeatHeads:
+        case ViewKind::kRepeatHeads: {
+          // Head g * r + j of y is head g of x (Hugging Face's repeat_kv):
+          // per sample and repeat j, G rows of S x D.
+          const std::int64_t g = in[0], sd = in[1] * in[2], r = op.output_shape[0] / g;
+          for (std::int64_t i = 0; i < b; ++i)
+            for (std::int64_t j = 0; j < r; ++j)
+              backend_.Copy2D(g, sd, x + i * g * sd, sd, y + i * g * r * sd + j * sd, r * sd, false);
+          return;
+        }
         case ViewKind::kDispatch:
         case ViewKind::kCombine:
           DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
@@ -256,11 +280,31 @@ void ModelRuntime::Backward(OpId v, int slot) {
   const std::int64_t n_in = b * Elements(in);
   switch (op.kind) {
     case OpKind::kInput: return;
-    case OpKind::kSigmoid:
+    case OpKind::kSigmoid: backend_.SigmoidBackward(n_out, s.act[k], dy, InputGrad(v, 0, slot)); return;
     case OpKind::kSilu:
-    case OpKind::kMul:
-    case OpKind::kRmsNorm:
+      backend_.SiluBackward(n_out, InputAct(v, 0, slot), dy, InputGrad(v, 0, slot));
+      return;
+    case OpKind::kMul: {
+      const runtime_util::MulLayout m = *runtime_util::MulLayoutOf(op);
+      const std::int64_t a_n = m.rows * m.cols, b_n = Elements(op.input_shapes[1]);
+      const float* a = InputAct(v, 0, slot);
+      const float* bb = InputAct(v, 1, slot);
+      float* da = InputGrad(v, 0, slot);
+      float* db = InputGrad(v, 1, slot);
+      for (std::int64_t i = 0; i < b; ++i)
+        backend_.MulBackward(m.broadcast, m.rows, m.cols, a + i * a_n, bb + i * b_n, dy + i * a_n,
+                             da ? da + i * a_n : nullptr, db ? db + i * b_n : nullptr);
+      return;
+    }
+    case OpKind::kRmsNorm: {
+      const std::int64_t cols = in.back();
+      backend_.RmsNormBackward(n_in / cols, cols, InputAct(v, 0, slot), w, s.aux1[k], dy,
+                               InputGrad(v, 0, slot), dw);
+      return;
+    }
     case OpKind::kRotary:
+      backend_.RotaryBackward(b * in[0], in[1], in[2], dy, InputGrad(v, 0, slot));
+      return;
     case OpKind::kAttention:
     case OpKind::kRecurrent:
       DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
@@ -418,7 +462,14 @@ void ModelRuntime::Backward(OpId v, int slot) {
           backend_.SplitHeads(b, seq, heads, d, dy, dx, true);
           return;
         }
-        case ViewKind::kRepeatHeads:
+        case ViewKind::kRepeatHeads: {
+          // Each x head sums the gradients of its r copies.
+          const std::int64_t g = in[0], sd = in[1] * in[2], r = op.output_shape[0] / g;
+          for (std::int64_t i = 0; i < b; ++i)
+            for (std::int64_t j = 0; j < r; ++j)
+              backend_.Copy2D(g, sd, dy + i * g * r * sd + j * sd, r * sd, dx + i * g * sd, sd, true);
+          return;
+        }
         case ViewKind::kDispatch:
         case ViewKind::kCombine:
           DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");

@@ -27,6 +27,27 @@ ModelGraph TinyGpt() {
   return models::BuildTransformer(c);
 }
 
+// A small Llama: the same sizes with RMS norm, SwiGLU (F = 64), rotary
+// positions, grouped-query attention (2 key/value heads for 4 query heads),
+// no biases, no dropout, an untied head.
+ModelGraph TinyLlama() {
+  models::TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 32;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.sequence = 8;
+  c.vocab = 32;
+  c.ffn_hidden = 64;
+  c.mlp = models::MlpKind::kSwiglu;
+  c.norm = models::NormKind::kRmsNorm;
+  c.positions = models::PositionKind::kRotary;
+  c.bias = false;
+  c.dropout = false;
+  c.tied_embeddings = false;
+  return models::BuildTransformer(c);
+}
+
 // One forward and backward of `batch` samples starting at `first`.
 void Pass(ModelRuntime& rt, const Dataset& data, std::int64_t first) {
   const std::int64_t b = rt.options().micro_batch;
@@ -127,6 +148,57 @@ TEST(ModelRuntime, TinyGptLearnsTheMarkovChain) {
       &first);
   EXPECT_NEAR(first, std::log(32.0), 0.3);
   EXPECT_LT(last, 2.2) << "first loss " << first;
+}
+
+TEST(ModelRuntime, TinyLlamaLearnsTheMarkovChain) {
+  // As TinyGptLearnsTheMarkovChain, for the Llama block.
+  const ModelGraph g = TinyLlama();
+  CpuBackend cpu;
+  ModelRuntime rt(g, cpu, {.micro_batch = 16, .seed = 3});
+  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
+  double first = 0;
+  const double last = Train(
+      rt, data, 300, {.algorithm = OptimizerAlgorithm::kAdam, .lr = {.initial_lr = 3e-3}},
+      &first);
+  EXPECT_NEAR(first, std::log(32.0), 0.3);
+  EXPECT_LT(last, 2.2) << "first loss " << first;
+}
+
+// Central differences of the mean loss, as for the GPT below, on every
+// kind of parameter of the Llama block: RMS norm gains, the fused qkv
+// (rotated q and k, repeated k and v heads), SwiGLU's gate and up.
+TEST(ModelRuntime, LlamaGradientMatchesFiniteDifferences) {
+  const ModelGraph g = TinyLlama();
+  CpuBackend cpu;
+  ModelRuntime rt(g, cpu, {.micro_batch = 2, .seed = 3});
+  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
+  Pass(rt, data, 0);
+  const std::vector<float> analytic = Grads(rt);
+  std::vector<float> p = rt.DownloadParams();
+  auto loss_at = [&](std::size_t i, float value) {
+    std::vector<float> q = p;
+    q[i] = value;
+    rt.UploadParams(q);
+    Pass(rt, data, 0);
+    return rt.Loss(0);
+  };
+  int checked = 0;
+  for (std::size_t i = 0; i < p.size(); i += p.size() / 97 + 1) {
+    const float h = 1e-2f;
+    const double numeric = (loss_at(i, p[i] + h) - loss_at(i, p[i] - h)) / (2.0 * h);
+    EXPECT_NEAR(analytic[i], numeric, 0.05 * std::abs(numeric) + 2e-4) << "parameter " << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 90);
+  // The RMS norm gains (each layer's first parameters after the embedding)
+  // are among those checked: every op kind's gradient reaches the loss.
+  for (models::OpId v = 0; v < g.num_ops(); ++v)
+    if (g.op(v).kind == models::OpKind::kRmsNorm) {
+      const ParamRange r = rt.OpParams(v);
+      double norm = 0;
+      for (std::int64_t j = 0; j < r.count; ++j) norm += std::abs(analytic[static_cast<std::size_t>(r.offset + j)]);
+      EXPECT_GT(norm, 0) << g.op(v).name;
+    }
 }
 
 TEST(ModelRuntime, GptGradientMatchesFiniteDifferences) {

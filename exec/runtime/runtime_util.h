@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdint>
 
+#include <optional>
+
+#include "exec/backend.h"
 #include "models/op.h"
 
 namespace dtsim::exec::runtime_util {
@@ -17,6 +20,32 @@ inline std::int64_t Product(const models::Shape& s, std::size_t from, std::size_
 }
 
 inline std::int64_t Elements(const models::Shape& s) { return Product(s, 0, s.size()); }
+
+// A Mul op's a (rows x cols per sample) and how its b is broadcast over
+// it: b of a's shape, or equal to a on a leading part of the dimensions and
+// 1 on the rest (one value per row), or 1 on a leading part and equal on
+// the rest (one per column). Other broadcasts: nullopt.
+struct MulLayout {
+  MulBroadcast broadcast = MulBroadcast::kNone;
+  std::int64_t rows = 1, cols = 1;  // per sample
+};
+inline std::optional<MulLayout> MulLayoutOf(const models::Op& op) {
+  const models::Shape& a = op.input_shapes[0];
+  const models::Shape& b = op.input_shapes[1];
+  if (a.size() != b.size()) return std::nullopt;
+  if (a == b) return MulLayout{MulBroadcast::kNone, 1, Elements(a)};
+  for (std::size_t k = 0; k <= a.size(); ++k) {
+    bool per_row = true, per_column = true;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      per_row = per_row && (i < k ? b[i] == a[i] : b[i] == 1);
+      per_column = per_column && (i < k ? b[i] == 1 : b[i] == a[i]);
+    }
+    if (per_row) return MulLayout{MulBroadcast::kPerRow, Product(a, 0, k), Product(a, k, a.size())};
+    if (per_column)
+      return MulLayout{MulBroadcast::kPerColumn, Product(a, 0, k), Product(a, k, a.size())};
+  }
+  return std::nullopt;
+}
 
 using Clock = std::chrono::steady_clock;
 

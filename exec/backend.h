@@ -69,6 +69,17 @@ struct LrnArgs {
   float beta = 0.75f;
 };
 
+// Fused scaled-dot-product attention (FlashAttention's contract): queries
+// q (n, heads, s, d), keys k (n, kv_heads, s, d), values v (n, kv_heads, s,
+// dv), output o (n, heads, s, dv); query head h reads key/value head
+// h / (heads / kv_heads) (grouped-query attention). Scores are scale x q.k;
+// causal masks key j > query i.
+struct AttentionArgs {
+  std::int64_t n = 1, heads = 1, kv_heads = 1, s = 1, d = 1, dv = 1;
+  bool causal = false;
+  float scale = 1.0f;
+};
+
 // How MulForward's b is broadcast over a (rows x cols): b of the same
 // shape, one value per row (gates over spatial positions, squeeze-and-
 // excitation), or one per column (a per-channel scale over positions).
@@ -78,7 +89,6 @@ enum class MulBroadcast : std::uint8_t { kNone, kPerRow, kPerColumn };
 // simulator prices them; ModelRuntime refuses them, calibration skips them).
 inline bool HasKernels(models::OpKind kind) {
   switch (kind) {
-    case models::OpKind::kAttention:
     case models::OpKind::kRecurrent:
       return false;
     default:

@@ -14,7 +14,8 @@ write them: SiLU and sigmoid by torch.nn.functional; RMS norm as Llama's
 RMSNorm (x * rsqrt(mean(x^2) + eps) * weight, Meta's llama/model.py);
 rotary embedding as Hugging Face's Llama (rotate_half, inv_freq =
 1 / 10000^(2i/d), cos and sin of cat(freqs, freqs)); the gate times its
-input as a broadcast product.
+input as a broadcast product; attention as softmax(q k^T / sqrt(d)) v with
+repeated key/value heads and a causal mask.
 """
 import json
 import sys
@@ -64,6 +65,22 @@ def rotary(x):
     return x * emb.cos() + rotated * emb.sin()
 
 
+def attention(q, k, v, causal=True):
+    """Softmax attention written out (PyTorch 1.13 has no
+    scaled_dot_product_attention): key/value heads repeated for the query
+    heads that share them (Hugging Face's repeat_kv), scores scaled by
+    1 / sqrt(d), future keys masked."""
+    n, heads, s, d = q.shape
+    group = heads // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-1, -2) / d ** 0.5
+    if causal:
+        mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    return scores.softmax(-1) @ v
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "exec/kernels/testdata/llm_kernels.json"
     cases = [
@@ -77,6 +94,10 @@ def main():
              {"broadcast": "per_row"}),
         case("mul_per_column", lambda a, b: a * b, [f32((3, 6)), f32((1, 6))],
              {"broadcast": "per_column"}),
+        case("attention_gqa_causal", attention,
+             [f32((2, 4, 6, 8)), f32((2, 2, 6, 8)), f32((2, 2, 6, 8))], {"causal": True}),
+        case("attention_full", lambda q, k, v: attention(q, k, v, causal=False),
+             [f32((1, 2, 5, 4)), f32((1, 2, 5, 4)), f32((1, 2, 5, 4))], {"causal": False}),
     ]
     doc = {"generator": "scripts/exec_kernel_fixtures.py", "torch": torch.__version__,
            "cases": cases}

@@ -288,6 +288,31 @@ OpRun RmsNorm(Backend& be, DeviceBuffers& buf, std::int64_t n) {
           }};
 }
 
+OpRun Attention(Backend& be, DeviceBuffers& buf, std::int64_t n) {
+  AttentionArgs a;
+  a.n = n, a.heads = 8, a.kv_heads = 8, a.s = 128, a.d = a.dv = 64, a.causal = true;
+  a.scale = 0.125f;
+  models::GraphBuilder g("calibrate");
+  const models::Tensor q = g.Input("q", {a.heads, a.s, a.d});
+  const models::Tensor y =
+      g.Attention("op", q, g.Input("k", {a.heads, a.s, a.d}), g.Input("v", {a.heads, a.s, a.d}),
+                  {.causal = true, .scale = 0.125});
+  const std::int64_t count = n * a.heads * a.s * a.d, rows = n * a.heads * a.s;
+  const float* qs = buf.Random(count, 1);
+  const float* ks = buf.Random(count, 2);
+  const float* vs = buf.Random(count, 3);
+  float* o = buf.Filled(count, 0);
+  float* lse = buf.Filled(rows, 0);
+  const float* dout = buf.Random(count, 4);
+  float* dq = buf.Filled(count, 0);
+  float* dk = buf.Filled(count, 0);
+  float* dv = buf.Filled(count, 0);
+  return {Shape(n, "8 heads x 128 x 64, causal"), FwdBwdFlops(g.graph().op(y.op), n), [=, &be] {
+            be.AttentionForward(a, qs, ks, vs, o, lse);
+            be.AttentionBackward(a, qs, ks, vs, o, lse, dout, dq, dk, dv);
+          }};
+}
+
 OpRun Lrn(Backend& be, DeviceBuffers& buf, std::int64_t n) {
   LrnArgs a;
   a.n = n, a.c = 64, a.h = a.w = 28, a.radius = 2;
@@ -377,6 +402,7 @@ OpRun MakeRun(Backend& be, DeviceBuffers& buf, OpKind kind, bool quick) {
     case OpKind::kMul:
     case OpKind::kRotary: return Elementwise(be, buf, batch(16), kind);
     case OpKind::kRmsNorm: return RmsNorm(be, buf, batch(16));
+    case OpKind::kAttention: return Attention(be, buf, batch(4));
     case OpKind::kBatchNorm: return BatchNorm(be, buf, batch(16));
     case OpKind::kLayerNorm: return LayerNorm(be, buf, batch(16));
     case OpKind::kLocalResponseNorm: return Lrn(be, buf, batch(8));

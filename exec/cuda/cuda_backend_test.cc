@@ -367,6 +367,32 @@ TEST_F(CudaVsCpu, TransformerGatesAndPositions) {
         [&](Backend& b, auto& p) { b.RotaryBackward(rn, rs, rd, p[0], p[1]); }, kTranscendental);
 }
 
+TEST_F(CudaVsCpu, FusedAttention) {
+  for (bool causal : {true, false}) {
+    AttentionArgs a;
+    a.n = 2, a.heads = 8, a.kv_heads = 2, a.s = 70, a.d = 32, a.dv = 32;
+    a.causal = causal;
+    a.scale = 0.17677669f;
+    const std::int64_t qn = a.n * a.heads * a.s * a.d, kn = a.n * a.kv_heads * a.s * a.d,
+                       rows = a.n * a.heads * a.s;
+    const std::string tag = causal ? " causal" : "";
+    // Buffers: q, k, v, o, lse; then q, k, v, o, lse, dO, dq, dk, dv.
+    Check("AttentionForward" + tag, {Random(qn), Random(kn), Random(kn), Random(qn), Random(rows)},
+          [&](Backend& b, auto& p) { b.AttentionForward(a, p[0], p[1], p[2], p[3], p[4]); },
+          kReduction);
+    const std::vector<float> q = Random(qn), k = Random(kn), v = Random(kn);
+    const Buffers fwd = RunOn(cpu_, {q, k, v, Random(qn), Random(rows)}, [&](Backend& b, auto& p) {
+      b.AttentionForward(a, p[0], p[1], p[2], p[3], p[4]);
+    });
+    Check("AttentionBackward" + tag,
+          {q, k, v, fwd[3], fwd[4], Random(qn), Random(qn), Random(kn), Random(kn)},
+          [&](Backend& b, auto& p) {
+            b.AttentionBackward(a, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+          },
+          kReduction);
+  }
+}
+
 TEST_F(CudaVsCpu, DropoutDrawsTheCpuMask) {
   const std::int64_t n = 10007;
   for (float rate : {0.0f, 0.1f, 0.5f}) {

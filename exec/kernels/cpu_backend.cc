@@ -339,6 +339,17 @@ void CpuBackend::RotaryBackward(std::int64_t n, std::int64_t s, std::int64_t d, 
   DTSIM_CPU_NS::RotaryBackward(n, s, d, dy, dx);
 }
 
+void CpuBackend::AttentionForward(const AttentionArgs& a, const float* q, const float* k,
+                                  const float* v, float* o, float* lse) {
+  DTSIM_CPU_NS::AttentionForward(a, q, k, v, o, lse);
+}
+
+void CpuBackend::AttentionBackward(const AttentionArgs& a, const float* q, const float* k,
+                                   const float* v, const float* o, const float* lse,
+                                   const float* dout, float* dq, float* dk, float* dv) {
+  DTSIM_CPU_NS::AttentionBackward(a, q, k, v, o, lse, dout, dq, dk, dv);
+}
+
 void CpuBackend::DropoutForward(std::int64_t count, float rate, std::uint64_t seed,
                                 std::uint64_t offset, const float* x, float* mask, float* y) {
   DTSIM_CPU_NS::DropoutForward(count, rate, seed, offset, x, mask, y);

@@ -157,6 +157,13 @@ void RotaryForward(Index n, Index s, Index d, const T* x, T* y);
 template <typename T>
 void RotaryBackward(Index n, Index s, Index d, const T* dy, T* dx);
 
+// ---- fused attention (cpu_attention.cc): Backend::AttentionForward/Backward.
+template <typename T>
+void AttentionForward(const AttentionArgs& a, const T* q, const T* k, const T* v, T* o, T* lse);
+template <typename T>
+void AttentionBackward(const AttentionArgs& a, const T* q, const T* k, const T* v, const T* o,
+                       const T* lse, const T* dout, T* dq, T* dk, T* dv);
+
 // ---- normalisation (cpu_softmax.cc, cpu_norm.cc, cpu_lrn.cc)
 
 // Row softmax of x (rows x cols); causal masks column j of row r when

@@ -265,6 +265,35 @@ TEST(GradCheck, Rotary) {
   for (std::int64_t i = 0; i < d; ++i) EXPECT_DOUBLE_EQ(y[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)]);
 }
 
+// 2 samples, 4 query heads on 2 key/value heads, 5 positions, d 3, dv 2,
+// causal and not.
+TEST(GradCheck, FusedAttention) {
+  for (bool causal : {true, false}) {
+    AttentionArgs a;
+    a.n = 2, a.heads = 4, a.kv_heads = 2, a.s = 5, a.d = 3, a.dv = 2;
+    a.causal = causal;
+    a.scale = 0.7f;
+    Vec q = RandomVector(a.n * a.heads * a.s * a.d, 220, -1, 1);
+    Vec k = RandomVector(a.n * a.kv_heads * a.s * a.d, 221, -1, 1);
+    Vec v = RandomVector(a.n * a.kv_heads * a.s * a.dv, 222, -1, 1);
+    const Vec r = RandomVector(a.n * a.heads * a.s * a.dv, 223);
+    const std::size_t rows = static_cast<std::size_t>(a.n * a.heads * a.s);
+    auto loss = [&] {
+      Vec o(r.size()), lse(rows);
+      AttentionForward(a, q.data(), k.data(), v.data(), o.data(), lse.data());
+      return Dot(o, r);
+    };
+    Vec o(r.size()), lse(rows);
+    AttentionForward(a, q.data(), k.data(), v.data(), o.data(), lse.data());
+    Vec dq = Zeros(q.size()), dk = Zeros(k.size()), dv = Zeros(v.size());
+    AttentionBackward(a, q.data(), k.data(), v.data(), o.data(), lse.data(), r.data(), dq.data(),
+                      dk.data(), dv.data());
+    ExpectGradient("q", q, loss, dq);
+    ExpectGradient("k", k, loss, dk);
+    ExpectGradient("v", v, loss, dv);
+  }
+}
+
 void CheckSoftmax(bool causal) {
   // causal: 2 samples x 5 query rows of 5 keys each.
   const std::int64_t rows = 10, cols = 5;

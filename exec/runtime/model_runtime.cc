@@ -41,6 +41,7 @@ SlotBuffers SlotBufferSizes(const Op& op, std::int64_t b, bool held) {
   switch (op.kind) {
     case OpKind::kLayerNorm: s.aux1 = s.aux2 = b * Elements(in) / in.back(); break;  // mean, rstd
     case OpKind::kRmsNorm: s.aux1 = b * Elements(in) / in.back(); break;             // rstd
+    case OpKind::kAttention: s.aux1 = b * in[0] * in[1]; break;  // log-sum-exp per query row
     case OpKind::kBatchNorm: s.aux1 = s.aux2 = in[0]; break;
     case OpKind::kDropout: s.aux1 = b * out; break;  // mask
     case OpKind::kSoftmaxCrossEntropy:

@@ -61,6 +61,20 @@ LrnArgs MakeLrnArgs(const Op& op, std::int64_t b) {
   return a;
 }
 
+// A fused attention op's shapes for `b` samples.
+AttentionArgs AttentionShape(const Op& op, std::int64_t b) {
+  AttentionArgs a;
+  a.n = b;
+  a.heads = op.input_shapes[0][0];
+  a.kv_heads = op.input_shapes[1][0];
+  a.s = op.input_shapes[0][1];
+  a.d = op.input_shapes[0][2];
+  a.dv = op.input_shapes[2][2];
+  a.causal = op.attrs.causal;
+  a.scale = static_cast<float>(op.attrs.scale);
+  return a;
+}
+
 // Matrices of a batched matmul a (..., M, K) x b (..., K, N) or b (..., N, K).
 struct MatMulDims {
   std::int64_t batch, m, k, n;
@@ -115,6 +129,9 @@ void ModelRuntime::Forward(OpId v, int slot) {
       backend_.RotaryForward(b * in[0], in[1], in[2], InputAct(v, 0, slot), y);
       return;
     case OpKind::kAttention:
+      backend_.AttentionForward(AttentionShape(op, b), InputAct(v, 0, slot), InputAct(v, 1, slot),
+                                InputAct(v, 2, slot), y, s.aux1[static_cast<std::size_t>(slot)]);
+      return;
     case OpKind::kRecurrent:
       DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
       return;
@@ -306,6 +323,11 @@ void ModelRuntime::Backward(OpId v, int slot) {
       backend_.RotaryBackward(b * in[0], in[1], in[2], dy, InputGrad(v, 0, slot));
       return;
     case OpKind::kAttention:
+      backend_.AttentionBackward(AttentionShape(op, b), InputAct(v, 0, slot), InputAct(v, 1, slot),
+                                 InputAct(v, 2, slot), s.act[k], s.aux1[k], dy,
+                                 InputGrad(v, 0, slot), InputGrad(v, 1, slot),
+                                 InputGrad(v, 2, slot));
+      return;
     case OpKind::kRecurrent:
       DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
       return;

@@ -30,8 +30,9 @@ ModelGraph TinyGpt() {
 // A small Llama: the same sizes with RMS norm, SwiGLU (F = 64), rotary
 // positions, grouped-query attention (2 key/value heads for 4 query heads),
 // no biases, no dropout, an untied head.
-ModelGraph TinyLlama() {
+ModelGraph TinyLlama(models::AttentionKind attention = models::AttentionKind::kEager) {
   models::TransformerConfig c;
+  c.attention = attention;
   c.layers = 2;
   c.hidden = 32;
   c.heads = 4;
@@ -199,6 +200,26 @@ TEST(ModelRuntime, LlamaGradientMatchesFiniteDifferences) {
       for (std::int64_t j = 0; j < r.count; ++j) norm += std::abs(analytic[static_cast<std::size_t>(r.offset + j)]);
       EXPECT_GT(norm, 0) << g.op(v).name;
     }
+}
+
+// The fused attention kernel (flash algorithm, no repeated heads) gives the
+// eager block's loss and gradients: the same parameters (the attention
+// core has none), the same math up to the order of float sums.
+TEST(ModelRuntime, FlashAttentionEqualsEagerAttention) {
+  const ModelGraph eager = TinyLlama();
+  const ModelGraph flash = TinyLlama(models::AttentionKind::kFlash);
+  CpuBackend cpu;
+  ModelRuntime a(eager, cpu, {.micro_batch = 2, .seed = 3});
+  ModelRuntime b(flash, cpu, {.micro_batch = 2, .seed = 3});
+  ASSERT_EQ(a.num_params(), b.num_params());
+  EXPECT_EQ(a.DownloadParams(), b.DownloadParams());
+  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
+  Pass(a, data, 0);
+  Pass(b, data, 0);
+  EXPECT_NEAR(a.Loss(0), b.Loss(0), 1e-5);
+  const std::vector<float> ga = Grads(a), gb = Grads(b);
+  for (std::size_t i = 0; i < ga.size(); ++i)
+    ASSERT_NEAR(ga[i], gb[i], 1e-5 + 1e-4 * std::abs(ga[i])) << "parameter " << i;
 }
 
 TEST(ModelRuntime, GptGradientMatchesFiniteDifferences) {

@@ -172,11 +172,12 @@ struct GpuKernelParams {
 // run: the clock it holds at its power limit over hours with its node's
 // other GPUs at full load against a benchmark's seconds, and the gaps
 // between a training step's kernels. Hopper: 0.7525, fitted on the
-// llm-h100 development set (14 published H100 pre-training runs) by
-// leave-one-out and leave-one-source-out cross-validation
-// (docs/validation.md, "LLM pre-training on H100"; results/llm-h100/: held
-// out, median 3.4%, max 10.4%), where the kernel model alone predicts every
-// run 25% too fast while it predicts this project's cuBLAS GEMMs on an H100
+// llm-h100 development set (14 published H100 pre-training runs) with the
+// wait for the slowest GPU in place (slowest_gpu.h), by leave-one-out and
+// leave-one-source-out cross-validation (docs/validation.md, "LLM
+// pre-training on H100"; results/llm-h100/: held out, median 2.4%, max
+// 10.5%), where the kernel model alone predicts every run 22% too fast
+// while it predicts this project's cuBLAS GEMMs on an H100
 // within 3%. Other generations: 1 (no training runs measured to fit).
 // Simulation divides every kernel-model time by it (CostModel); kernel
 // listings and kernel validations (`dtsim model --kernels`, `dtsim validate

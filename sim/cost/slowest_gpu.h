@@ -12,7 +12,7 @@
 //
 //   pace(N) = 1 + sigma x E[max of N standard normals]
 //
-// (E = 0 for N = 1, 0.564 for 2, 1.54 for 10, 3.24 for 1,000, 3.89 for
+// (E = 0 for N = 1, 0.564 for 2, 1.54 for 10, 3.24 for 1,000, 3.85 for
 // 10,000), the factor by which the step's compute is slower than one
 // typical GPU's. Weak scaling thus loses sigma x (E[N2] - E[N1]) between
 // two sizes even where communication is hidden.

@@ -37,7 +37,21 @@ std::int64_t SynchronisedGpus(const config::Scenario& s) {
   return s.parallelism.sync == config::SyncMode::kAsynchronous ? 1 : s.cluster.num_devices();
 }
 
+// How the workers' compute is priced, in the report's words.
+void DescribePricing(const CostModel& workers, Setup* setup) {
+  setup->cost_model = workers.kernels() != nullptr ? "kernels" : "roofline";
+  if (workers.measured() != nullptr) setup->cost_model = "measured, else " + setup->cost_model;
+  setup->slowest_gpu_pace = workers.pace();
+}
+
+// Throws UserError for a cluster.gpu_speed_spread that cannot change the
+// answer (asynchronous workers).
 CostModelOptions MakeCostOptions(const config::Scenario& s) {
+  if (s.cluster.gpu_speed_spread && SynchronisedGpus(s) == 1 && s.cluster.num_devices() > 1)
+    throw UserError(s.Where("cluster.gpu_speed_spread"),
+                    "gpu_speed_spread prices the wait for the slowest GPU of a synchronous step, "
+                    "and asynchronous workers do not wait for each other",
+                    "remove it, or use sync: synchronous");
   const config::WorkloadConfig& w = s.workload;
   CostModelOptions o;
   o.synchronised_gpus = SynchronisedGpus(s);
@@ -759,11 +773,6 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
       p.tokens_per_sample = static_cast<double>(models::NumElements(full.op(0).output_shape));
   p.device = *device;
   p.comm.averaging_period = config::AveragingPeriod(s);
-  if (s.cluster.gpu_speed_spread && SynchronisedGpus(s) == 1 && s.cluster.num_devices() > 1)
-    throw UserError(s.Where("cluster.gpu_speed_spread"),
-                    "gpu_speed_spread prices the wait for the slowest GPU of a synchronous step, "
-                    "and asynchronous workers do not wait for each other",
-                    "remove it, or use sync: synchronous");
   CostModelOptions cost_options = MakeCostOptions(s);
   cost_options.measured = WorkloadMeasuredCosts(s.workload, full);
   for (const hw::DeviceSpec* worker : WorkerDevices(s, catalog)) {
@@ -782,9 +791,7 @@ Prediction Simulate(const config::Scenario& s, const SimulateOptions& options) {
   // Mixed clusters: each group's device alone, and the batches balanced on it.
   const std::vector<double> group_steps = IsMixed(s) ? GroupSingleDeviceSteps(s, full) : std::vector<double>{};
   const std::vector<int> batches = IsMixed(s) ? RankBatches(s, group_steps) : std::vector<int>{};
-  p.setup.cost_model = cost_models[0].kernels() != nullptr ? "kernels" : "roofline";
-  p.setup.slowest_gpu_pace = cost_models[0].pace();
-  if (cost_options.measured != nullptr) p.setup.cost_model = "measured, else " + p.setup.cost_model;
+  DescribePricing(cost_models[0], &p.setup);
   const int workers = s.cluster.num_devices();
   const bool alike = WorkersAreAlike(s);
   // SimGrid simulates every rank: the flows of all of them share the links.

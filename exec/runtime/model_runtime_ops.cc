@@ -90,6 +90,89 @@ MatMulDims MatMulShape(const Op& op, std::int64_t b) {
   return d;
 }
 
+// y = the view (or copy) `op` makes of x, for `b` samples.
+void ViewForward(Backend& be, const Op& op, std::int64_t b, const float* x, float* y) {
+  const Shape& in = op.input_shapes[0];
+  const std::int64_t n_out = b * Elements(op.output_shape);
+  switch (op.attrs.view) {
+    case ViewKind::kView: be.Copy(y, x, n_out); return;
+    case ViewKind::kSlice: {
+      const std::size_t axis = static_cast<std::size_t>(op.attrs.axis);
+      const std::int64_t rows = b * Prod(in, 0, axis);
+      const std::int64_t src_cols = Prod(in, axis, in.size());
+      const std::int64_t cols = Prod(op.output_shape, axis, op.output_shape.size());
+      const std::int64_t offset = op.attrs.begin * Prod(in, axis + 1, in.size());
+      be.Copy2D(rows, cols, x + offset, src_cols, y, cols, false);
+      return;
+    }
+    case ViewKind::kSplitHeads: {
+      const std::int64_t heads = op.output_shape[0], seq = op.output_shape[1],
+                         d = op.output_shape[2];
+      be.SplitHeads(b, seq, heads, d, x, y, false);
+      return;
+    }
+    case ViewKind::kMergeHeads: {
+      const std::int64_t heads = in[0], seq = in[1], d = in[2];
+      be.MergeHeads(b, seq, heads, d, x, y, false);
+      return;
+    }
+    case ViewKind::kRepeatHeads: {
+      // Head g * r + j of y is head g of x (Hugging Face's repeat_kv):
+      // per sample and repeat j, G rows of S x D.
+      const std::int64_t g = in[0], sd = in[1] * in[2], r = op.output_shape[0] / g;
+      for (std::int64_t i = 0; i < b; ++i)
+        for (std::int64_t j = 0; j < r; ++j)
+          be.Copy2D(g, sd, x + i * g * sd, sd, y + i * g * r * sd + j * sd, r * sd, false);
+      return;
+    }
+    case ViewKind::kDispatch:
+    case ViewKind::kCombine:
+      DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
+      return;
+  }
+}
+
+// dx += the gradient of `op`'s view from dy, for `b` samples.
+void ViewBackward(Backend& be, const Op& op, std::int64_t b, const float* dy, float* dx) {
+  const Shape& in = op.input_shapes[0];
+  const std::int64_t n_out = b * Elements(op.output_shape);
+  switch (op.attrs.view) {
+    case ViewKind::kView: be.Axpy(n_out, 1.0f, dy, dx); return;
+    case ViewKind::kSlice: {
+      const std::size_t axis = static_cast<std::size_t>(op.attrs.axis);
+      const std::int64_t rows = b * Prod(in, 0, axis);
+      const std::int64_t dst_cols = Prod(in, axis, in.size());
+      const std::int64_t cols = Prod(op.output_shape, axis, op.output_shape.size());
+      const std::int64_t offset = op.attrs.begin * Prod(in, axis + 1, in.size());
+      be.Copy2D(rows, cols, dy, cols, dx + offset, dst_cols, true);
+      return;
+    }
+    case ViewKind::kSplitHeads: {
+      const std::int64_t heads = op.output_shape[0], seq = op.output_shape[1],
+                         d = op.output_shape[2];
+      be.MergeHeads(b, seq, heads, d, dy, dx, true);
+      return;
+    }
+    case ViewKind::kMergeHeads: {
+      const std::int64_t heads = in[0], seq = in[1], d = in[2];
+      be.SplitHeads(b, seq, heads, d, dy, dx, true);
+      return;
+    }
+    case ViewKind::kRepeatHeads: {
+      // Each x head sums the gradients of its r copies.
+      const std::int64_t g = in[0], sd = in[1] * in[2], r = op.output_shape[0] / g;
+      for (std::int64_t i = 0; i < b; ++i)
+        for (std::int64_t j = 0; j < r; ++j)
+          be.Copy2D(g, sd, dy + i * g * r * sd + j * sd, r * sd, dx + i * g * sd, sd, true);
+      return;
+    }
+    case ViewKind::kDispatch:
+    case ViewKind::kCombine:
+      DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
+      return;
+  }
+}
+
 }  // namespace
 
 void ModelRuntime::Forward(OpId v, int slot) {
@@ -238,46 +321,9 @@ void ModelRuntime::Forward(OpId v, int slot) {
                               s.aux1[static_cast<std::size_t>(slot)], y);
       return;
     }
-    case OpKind::kReshape: {
-      const float* x = InputAct(v, 0, slot);
-      switch (op.attrs.view) {
-        case ViewKind::kView: backend_.Copy(y, x, n_out); return;
-        case ViewKind::kSlice: {
-          const std::size_t axis = static_cast<std::size_t>(op.attrs.axis);
-          const std::int64_t rows = b * Prod(in, 0, axis);
-          const std::int64_t src_cols = Prod(in, axis, in.size());
-          const std::int64_t cols = Prod(op.output_shape, axis, op.output_shape.size());
-          const std::int64_t offset = op.attrs.begin * Prod(in, axis + 1, in.size());
-          backend_.Copy2D(rows, cols, x + offset, src_cols, y, cols, false);
-          return;
-        }
-        case ViewKind::kSplitHeads: {
-          const std::int64_t heads = op.output_shape[0], seq = op.output_shape[1],
-                             d = op.output_shape[2];
-          backend_.SplitHeads(b, seq, heads, d, x, y, false);
-          return;
-        }
-        case ViewKind::kMergeHeads: {
-          const std::int64_t heads = in[0], seq = in[1], d = in[2];
-          backend_.MergeHeads(b, seq, heads, d, x, y, false);
-          return;
-        }
-        case ViewKind::kRepeatHeads: {
-          // Head g * r + j of y is head g of x (Hugging Face's repeat_kv):
-          // per sample and repeat j, G rows of S x D.
-          const std::int64_t g = in[0], sd = in[1] * in[2], r = op.output_shape[0] / g;
-          for (std::int64_t i = 0; i < b; ++i)
-            for (std::int64_t j = 0; j < r; ++j)
-              backend_.Copy2D(g, sd, x + i * g * sd, sd, y + i * g * r * sd + j * sd, r * sd, false);
-          return;
-        }
-        case ViewKind::kDispatch:
-        case ViewKind::kCombine:
-          DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
-          return;
-      }
+    case OpKind::kReshape:
+      ViewForward(backend_, op, b, InputAct(v, 0, slot), y);
       return;
-    }
   }
 }
 
@@ -459,46 +505,9 @@ void ModelRuntime::Backward(OpId v, int slot) {
     case OpKind::kDropout:
       if (float* dx = InputGrad(v, 0, slot)) backend_.DropoutBackward(n_out, s.aux1[k], dy, dx);
       return;
-    case OpKind::kReshape: {
-      float* dx = InputGrad(v, 0, slot);
-      if (!dx) return;
-      switch (op.attrs.view) {
-        case ViewKind::kView: backend_.Axpy(n_out, 1.0f, dy, dx); return;
-        case ViewKind::kSlice: {
-          const std::size_t axis = static_cast<std::size_t>(op.attrs.axis);
-          const std::int64_t rows = b * Prod(in, 0, axis);
-          const std::int64_t dst_cols = Prod(in, axis, in.size());
-          const std::int64_t cols = Prod(op.output_shape, axis, op.output_shape.size());
-          const std::int64_t offset = op.attrs.begin * Prod(in, axis + 1, in.size());
-          backend_.Copy2D(rows, cols, dy, cols, dx + offset, dst_cols, true);
-          return;
-        }
-        case ViewKind::kSplitHeads: {
-          const std::int64_t heads = op.output_shape[0], seq = op.output_shape[1],
-                             d = op.output_shape[2];
-          backend_.MergeHeads(b, seq, heads, d, dy, dx, true);
-          return;
-        }
-        case ViewKind::kMergeHeads: {
-          const std::int64_t heads = in[0], seq = in[1], d = in[2];
-          backend_.SplitHeads(b, seq, heads, d, dy, dx, true);
-          return;
-        }
-        case ViewKind::kRepeatHeads: {
-          // Each x head sums the gradients of its r copies.
-          const std::int64_t g = in[0], sd = in[1] * in[2], r = op.output_shape[0] / g;
-          for (std::int64_t i = 0; i < b; ++i)
-            for (std::int64_t j = 0; j < r; ++j)
-              backend_.Copy2D(g, sd, dy + i * g * r * sd + j * sd, r * sd, dx + i * g * sd, sd, true);
-          return;
-        }
-        case ViewKind::kDispatch:
-        case ViewKind::kCombine:
-          DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
-          return;
-      }
+    case OpKind::kReshape:
+      if (float* dx = InputGrad(v, 0, slot)) ViewBackward(backend_, op, b, dy, dx);
       return;
-    }
   }
 }
 

@@ -85,6 +85,35 @@ double Train(ModelRuntime& rt, const Dataset& data, int steps, const OptimizerOp
   return tail;
 }
 
+// Central differences of the mean loss in float with step 1e-2 on about
+// 100 parameters spread over all of `g`'s (every kind: embeddings, qkv,
+// norms, MLPs): the analytic gradient within 5% + 2e-4 (float's rounding
+// of the loss difference over 2e-2). Returns the analytic gradient.
+std::vector<float> ExpectGradientMatchesFiniteDifferences(const ModelGraph& g) {
+  CpuBackend cpu;
+  ModelRuntime rt(g, cpu, {.micro_batch = 2, .seed = 3});
+  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
+  Pass(rt, data, 0);
+  const std::vector<float> analytic = Grads(rt);
+  std::vector<float> p = rt.DownloadParams();
+  auto loss_at = [&](std::size_t i, float value) {
+    std::vector<float> q = p;
+    q[i] = value;
+    rt.UploadParams(q);
+    Pass(rt, data, 0);
+    return rt.Loss(0);
+  };
+  int checked = 0;
+  for (std::size_t i = 0; i < p.size(); i += p.size() / 97 + 1) {
+    const float h = 1e-2f;
+    const double numeric = (loss_at(i, p[i] + h) - loss_at(i, p[i] - h)) / (2.0 * h);
+    EXPECT_NEAR(analytic[i], numeric, 0.05 * std::abs(numeric) + 2e-4) << "parameter " << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 90);
+  return analytic;
+}
+
 TEST(ModelRuntime, MlpLearnsTheTeacher) {
   // mnist-mlp (784-500-10) on labels of a random teacher network. Chance
   // level is log(10) = 2.30; 300 Adam steps of 32 fresh samples must get
@@ -170,29 +199,11 @@ TEST(ModelRuntime, TinyLlamaLearnsTheMarkovChain) {
 // (rotated q and k, repeated k and v heads), SwiGLU's gate and up.
 TEST(ModelRuntime, LlamaGradientMatchesFiniteDifferences) {
   const ModelGraph g = TinyLlama();
+  const std::vector<float> analytic = ExpectGradientMatchesFiniteDifferences(g);
   CpuBackend cpu;
-  ModelRuntime rt(g, cpu, {.micro_batch = 2, .seed = 3});
-  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
-  Pass(rt, data, 0);
-  const std::vector<float> analytic = Grads(rt);
-  std::vector<float> p = rt.DownloadParams();
-  auto loss_at = [&](std::size_t i, float value) {
-    std::vector<float> q = p;
-    q[i] = value;
-    rt.UploadParams(q);
-    Pass(rt, data, 0);
-    return rt.Loss(0);
-  };
-  int checked = 0;
-  for (std::size_t i = 0; i < p.size(); i += p.size() / 97 + 1) {
-    const float h = 1e-2f;
-    const double numeric = (loss_at(i, p[i] + h) - loss_at(i, p[i] - h)) / (2.0 * h);
-    EXPECT_NEAR(analytic[i], numeric, 0.05 * std::abs(numeric) + 2e-4) << "parameter " << i;
-    ++checked;
-  }
-  EXPECT_GT(checked, 90);
-  // The RMS norm gains (each layer's first parameters after the embedding)
-  // are among those checked: every op kind's gradient reaches the loss.
+  const ModelRuntime rt(g, cpu, {.micro_batch = 2, .seed = 3});
+  // Every RMS norm's gain gets a gradient (the sampled parameters may miss
+  // the gains, a few dozen of the model's).
   for (models::OpId v = 0; v < g.num_ops(); ++v)
     if (g.op(v).kind == models::OpKind::kRmsNorm) {
       const ParamRange r = rt.OpParams(v);
@@ -223,33 +234,9 @@ TEST(ModelRuntime, FlashAttentionEqualsEagerAttention) {
 }
 
 TEST(ModelRuntime, GptGradientMatchesFiniteDifferences) {
-  // Central differences of the mean loss in float with step 1e-2 on a few
-  // parameters of every kind (embeddings, qkv, layer norm): the runtime's
-  // wiring of attention (head split, causal scaled softmax, tied head)
-  // must give the analytic gradient within 5% + 2e-4 (float's rounding of
-  // the loss difference over 2e-2).
-  const ModelGraph g = TinyGpt();
-  CpuBackend cpu;
-  ModelRuntime rt(g, cpu, {.micro_batch = 2, .seed = 3});
-  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
-  Pass(rt, data, 0);
-  const std::vector<float> analytic = Grads(rt);
-  std::vector<float> p = rt.DownloadParams();
-  auto loss_at = [&](std::size_t i, float value) {
-    std::vector<float> q = p;
-    q[i] = value;
-    rt.UploadParams(q);
-    Pass(rt, data, 0);
-    return rt.Loss(0);
-  };
-  int checked = 0;
-  for (std::size_t i = 0; i < p.size(); i += p.size() / 97 + 1) {
-    const float h = 1e-2f;
-    const double numeric = (loss_at(i, p[i] + h) - loss_at(i, p[i] - h)) / (2.0 * h);
-    EXPECT_NEAR(analytic[i], numeric, 0.05 * std::abs(numeric) + 2e-4) << "parameter " << i;
-    ++checked;
-  }
-  EXPECT_GT(checked, 90);
+  // The runtime's wiring of attention (head split, causal scaled softmax,
+  // tied head).
+  ExpectGradientMatchesFiniteDifferences(TinyGpt());
 }
 
 TEST(ModelRuntime, PipelineStagesGiveTheWholeModelsGradients) {

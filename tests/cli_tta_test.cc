@@ -246,6 +246,31 @@ TEST_F(Cli, ProfileThenPriceFromTheTable) {
   EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
 }
 
+// dtsim profile times a Llama-style layer (RMS norm, rotary, GQA, SwiGLU)
+// through exec, and the table prices a larger plan of the same model (8
+// layers instead of 2, on 4 ranks instead of 2): every op measured, since
+// the ops' shapes do not change with depth or data parallelism.
+TEST_F(Cli, ProfileALlamaLayerThenPriceALargerPlan) {
+  fs::create_directories(dir_);
+  const fs::path table = dir_ / "llama.json";
+  Result r = Dtsim("profile scenarios/local/tiny-llama-dp-2cpu.yaml --steps 1 --warmup 0 --quiet "
+                   "--out " + table.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string scenario = Slurp("scenarios/local/tiny-llama-dp-2cpu.yaml");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"layers: 2,", "layers: 8,"}, {"devices_per_node: 2 ", "devices_per_node: 4 "},
+           {"workload:\n", "workload:\n  cost_model: measured\n  cost_table: llama.json\n"}}) {
+    const std::size_t at = scenario.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    scenario.replace(at, from.size(), to);
+  }
+  std::ofstream(dir_ / "larger.yaml") << scenario;
+  r = Dtsim("run " + (dir_ / "larger.yaml").string() + " --no-trace --out " + (dir_ / "l").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("measured 100.0%, interpolated 0.0%, modelled 0.0%"), std::string::npos)
+      << r.out;
+}
+
 // A round-robin variable placement moves the same bytes per server in the
 // simulation and in the real run: cifar10-cnn's variables dealt over 2
 // servers (plan/ps_placement.h). The prediction's bytes per step of a

@@ -524,7 +524,7 @@ TEST_F(Cli, CalibrateWritesAProfileScenariosCanUse) {
   EXPECT_GT(p.memory_bw_bytes_per_s, 0);
   EXPECT_GT(p.kernel_launch_s, 0);
   // Every op kind with FLOPs and kernels: the 26 kinds of models/op.h but
-  // input, concat and reshape, and recurrent (no exec kernels).
+  // input, concat and reshape, and recurrent (priced by its GEMMs).
   EXPECT_EQ(p.compute_efficiency.size(), 22u);
   EXPECT_FALSE(p.link.has_value());  // one process: no link measured
   EXPECT_TRUE(p.provenance.quick);

@@ -422,9 +422,10 @@ const std::vector<OpKind>& CalibratedOpKinds() {
     std::vector<OpKind> k;
     for (OpKind kind : models::AllOpKinds()) {
       // Views and copies need no calibration; kinds without kernels cannot
-      // be measured.
+      // be measured; recurrent layers are priced by their GEMMs and cells
+      // (sim/cost/rnn_kernels.h), not by a per-kind efficiency.
       if (kind != OpKind::kInput && kind != OpKind::kConcat && kind != OpKind::kReshape &&
-          HasKernels(kind)) {
+          kind != OpKind::kRecurrent && HasKernels(kind)) {
         k.push_back(kind);
       }
     }

@@ -393,6 +393,36 @@ TEST_F(CudaVsCpu, FusedAttention) {
   }
 }
 
+TEST_F(CudaVsCpu, RecurrentCells) {
+  const std::int64_t batch = 33, hidden = 65, n = batch * hidden;
+  for (models::RnnCell cell : {models::RnnCell::kTanh, models::RnnCell::kLstm, models::RnnCell::kGru}) {
+    const std::int64_t gates = cell == models::RnnCell::kLstm ? 4 : cell == models::RnnCell::kGru ? 3 : 1;
+    const std::int64_t w = gates * n;
+    const std::string tag = " cell " + std::to_string(gates);
+    // Buffers: gx, gh, h_prev, c_prev, h, c, act; then gh, h_prev, c_prev,
+    // c, act, dh, dc, dgx, dgh, dh_prev.
+    Check("RnnCellForward" + tag,
+          {Random(w), Random(w), Random(n), Random(n), Random(n), Random(n), Random(w)},
+          [&](Backend& b, auto& p) {
+            b.RnnCellForward(cell, batch, hidden, p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+          },
+          kTranscendental);
+    const std::vector<float> gh = Random(w), h_prev = Random(n), c_prev = Random(n);
+    const Buffers fwd = RunOn(cpu_, {Random(w), gh, h_prev, c_prev, Random(n), Random(n), Random(w)},
+                              [&](Backend& b, auto& p) {
+                                b.RnnCellForward(cell, batch, hidden, p[0], p[1], p[2], p[3], p[4],
+                                                 p[5], p[6]);
+                              });
+    Check("RnnCellBackward" + tag,
+          {gh, h_prev, c_prev, fwd[5], fwd[6], Random(n), Random(n), Random(w), Random(w), Random(n)},
+          [&](Backend& b, auto& p) {
+            b.RnnCellBackward(cell, batch, hidden, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                              p[8], p[9]);
+          },
+          kTranscendental);
+  }
+}
+
 TEST_F(CudaVsCpu, DropoutDrawsTheCpuMask) {
   const std::int64_t n = 10007;
   for (float rate : {0.0f, 0.1f, 0.5f}) {

@@ -8,7 +8,8 @@ set(DTSIM_CUDA_BACKEND_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/cuda_conv.cu
   ${CMAKE_CURRENT_LIST_DIR}/cuda_elementwise.cu
   ${CMAKE_CURRENT_LIST_DIR}/cuda_norm.cu
-  ${CMAKE_CURRENT_LIST_DIR}/cuda_attention.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/cuda_attention.cu
+  ${CMAKE_CURRENT_LIST_DIR}/cuda_recurrent.cu)
 set(DTSIM_NCCL_SOURCES ${CMAKE_CURRENT_LIST_DIR}/nccl_communicator.cc)
 
 # NCCL ships with NVIDIA's HPC SDK / CUDA containers in the toolkit's

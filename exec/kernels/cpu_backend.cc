@@ -350,6 +350,20 @@ void CpuBackend::AttentionBackward(const AttentionArgs& a, const float* q, const
   DTSIM_CPU_NS::AttentionBackward(a, q, k, v, o, lse, dout, dq, dk, dv);
 }
 
+void CpuBackend::RnnCellForward(models::RnnCell cell, std::int64_t batch, std::int64_t hidden,
+                                const float* gx, const float* gh, const float* h_prev,
+                                const float* c_prev, float* h, float* c, float* act) {
+  DTSIM_CPU_NS::RnnCellForward(cell, batch, hidden, gx, gh, h_prev, c_prev, h, c, act);
+}
+
+void CpuBackend::RnnCellBackward(models::RnnCell cell, std::int64_t batch, std::int64_t hidden,
+                                 const float* gh, const float* h_prev, const float* c_prev,
+                                 const float* c, const float* act, const float* dh, float* dc,
+                                 float* dgx, float* dgh, float* dh_prev) {
+  DTSIM_CPU_NS::RnnCellBackward(cell, batch, hidden, gh, h_prev, c_prev, c, act, dh, dc, dgx, dgh,
+                                dh_prev);
+}
+
 void CpuBackend::DropoutForward(std::int64_t count, float rate, std::uint64_t seed,
                                 std::uint64_t offset, const float* x, float* mask, float* y) {
   DTSIM_CPU_NS::DropoutForward(count, rate, seed, offset, x, mask, y);

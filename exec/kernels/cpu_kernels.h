@@ -164,6 +164,15 @@ template <typename T>
 void AttentionBackward(const AttentionArgs& a, const T* q, const T* k, const T* v, const T* o,
                        const T* lse, const T* dout, T* dq, T* dk, T* dv);
 
+// ---- recurrent cells (cpu_recurrent.cc): Backend::RnnCellForward/Backward.
+template <typename T>
+void RnnCellForward(models::RnnCell cell, Index batch, Index hidden, const T* gx, const T* gh,
+                    const T* h_prev, const T* c_prev, T* h, T* c, T* act);
+template <typename T>
+void RnnCellBackward(models::RnnCell cell, Index batch, Index hidden, const T* gh,
+                     const T* h_prev, const T* c_prev, const T* c, const T* act, const T* dh,
+                     T* dc, T* dgx, T* dgh, T* dh_prev);
+
 // ---- normalisation (cpu_softmax.cc, cpu_norm.cc, cpu_lrn.cc)
 
 // Row softmax of x (rows x cols); causal masks column j of row r when

@@ -294,6 +294,37 @@ TEST(GradCheck, FusedAttention) {
   }
 }
 
+// One step of each cell, 3 rows of 4 units: L = sum(h r) (+ sum(c q) for
+// the LSTM) against gx, gh, h_prev (GRU: its direct path; the others reach
+// h_prev only through gh) and c_prev.
+TEST(GradCheck, RecurrentCells) {
+  const std::int64_t batch = 3, hidden = 4;
+  for (models::RnnCell cell : {models::RnnCell::kTanh, models::RnnCell::kLstm, models::RnnCell::kGru}) {
+    const std::int64_t gates = cell == models::RnnCell::kLstm ? 4 : cell == models::RnnCell::kGru ? 3 : 1;
+    const std::int64_t width = gates * hidden, n = batch * hidden;
+    const bool lstm = cell == models::RnnCell::kLstm;
+    Vec gx = RandomVector(batch * width, 230, -2, 2), gh = RandomVector(batch * width, 231, -2, 2);
+    Vec h_prev = RandomVector(n, 232, -1, 1), c_prev = RandomVector(n, 233, -1, 1);
+    const Vec r = RandomVector(n, 234), q = RandomVector(n, 235);
+    auto loss = [&] {
+      Vec h(n), c(n), act(batch * width);
+      RnnCellForward(cell, batch, hidden, gx.data(), gh.data(), h_prev.data(), c_prev.data(), h.data(),
+                     c.data(), act.data());
+      return Dot(h, r) + (lstm ? Dot(c, q) : 0.0);
+    };
+    Vec h(n), c(n), act(batch * width);
+    RnnCellForward(cell, batch, hidden, gx.data(), gh.data(), h_prev.data(), c_prev.data(), h.data(),
+                   c.data(), act.data());
+    Vec dc = lstm ? q : Zeros(n), dgx(gx.size()), dgh(gh.size()), dh_prev = Zeros(n);
+    RnnCellBackward(cell, batch, hidden, gh.data(), h_prev.data(), c_prev.data(), c.data(), act.data(),
+                    r.data(), dc.data(), dgx.data(), dgh.data(), dh_prev.data());
+    ExpectGradient("gx", gx, loss, dgx);
+    ExpectGradient("gh", gh, loss, dgh);
+    ExpectGradient("h_prev", h_prev, loss, dh_prev);
+    if (lstm) ExpectGradient("c_prev", c_prev, loss, dc);
+  }
+}
+
 void CheckSoftmax(bool causal) {
   // causal: 2 samples x 5 query rows of 5 keys each.
   const std::int64_t rows = 10, cols = 5;

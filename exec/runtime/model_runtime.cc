@@ -42,6 +42,12 @@ SlotBuffers SlotBufferSizes(const Op& op, std::int64_t b, bool held) {
     case OpKind::kLayerNorm: s.aux1 = s.aux2 = b * Elements(in) / in.back(); break;  // mean, rstd
     case OpKind::kRmsNorm: s.aux1 = b * Elements(in) / in.back(); break;             // rstd
     case OpKind::kAttention: s.aux1 = b * in[0] * in[1]; break;  // log-sum-exp per query row
+    case OpKind::kRecurrent: {
+      const runtime_util::RecurrentBuffers r(op, b);
+      s.aux1 = r.saved();
+      s.aux2 = r.scratch();
+      break;
+    }
     case OpKind::kBatchNorm: s.aux1 = s.aux2 = in[0]; break;
     case OpKind::kDropout: s.aux1 = b * out; break;  // mask
     case OpKind::kSoftmaxCrossEntropy:
@@ -113,7 +119,8 @@ ModelRuntime::ModelRuntime(const models::ModelGraph& graph, Backend& backend,
                            const RuntimeOptions& options)
     : graph_(graph), backend_(backend), options_(options) {
   if (const std::string why = UnsupportedOps(graph); !why.empty())
-    throw UserError(why, "run a model of the zoo's CNNs, GPT or BERT presets with dtsim exec");
+    throw UserError(why, "dtsim exec runs dense models: CNNs, transformers (GPT, BERT, "
+                         "Llama-style) and recurrent layers");
   if (options_.end == 0) options_.end = graph.num_ops();
   DTSIM_CHECK(options_.micro_batch >= 1 && options_.slots >= 1, "bad runtime options");
   DTSIM_CHECK(options_.begin < options_.end && options_.end <= graph.num_ops(), "bad op range");
@@ -274,6 +281,10 @@ void ModelRuntime::InitParams() {
       case OpKind::kRmsNorm:  // a gain and no bias
         std::fill(p, p + op.params, 1.0f);
         continue;
+      case OpKind::kRecurrent:  // every weight and bias, as PyTorch's RNNs
+        weights = op.params;
+        bound = 1.0 / std::sqrt(static_cast<double>(op.output_shape[1]));
+        break;
       default: DTSIM_CHECK(false, "op kind with parameters: " + op.name);
     }
     for (std::int64_t i = 0; i < weights; ++i) {

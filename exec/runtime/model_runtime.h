@@ -180,6 +180,9 @@ class ModelRuntime {
   float* Grad(models::OpId op, int slot);
   const float* InputAct(models::OpId op, std::size_t i, int slot);
   float* InputGrad(models::OpId op, std::size_t i, int slot);
+  // kRecurrent's passes (model_runtime_recurrent.cc).
+  void RecurrentForward(models::OpId op, int slot);
+  void RecurrentBackward(models::OpId op, int slot);
 
   const models::ModelGraph& graph_;
   Backend& backend_;

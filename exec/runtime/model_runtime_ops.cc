@@ -215,9 +215,7 @@ void ModelRuntime::Forward(OpId v, int slot) {
       backend_.AttentionForward(AttentionShape(op, b), InputAct(v, 0, slot), InputAct(v, 1, slot),
                                 InputAct(v, 2, slot), y, s.aux1[static_cast<std::size_t>(slot)]);
       return;
-    case OpKind::kRecurrent:
-      DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
-      return;
+    case OpKind::kRecurrent: RecurrentForward(v, slot); return;
     case OpKind::kConv2d: {
       const Conv2dArgs a = ConvArgs(op, b);
       const std::int64_t weights = a.k * (a.c / a.groups) * a.r * a.s;
@@ -374,9 +372,7 @@ void ModelRuntime::Backward(OpId v, int slot) {
                                  InputGrad(v, 0, slot), InputGrad(v, 1, slot),
                                  InputGrad(v, 2, slot));
       return;
-    case OpKind::kRecurrent:
-      DTSIM_CHECK(false, "no kernel for " + op.name + " (UnsupportedOps refuses it)");
-      return;
+    case OpKind::kRecurrent: RecurrentBackward(v, slot); return;
     case OpKind::kConv2d: {
       const Conv2dArgs a = ConvArgs(op, b);
       const std::int64_t weights = a.k * (a.c / a.groups) * a.r * a.s;

@@ -47,6 +47,36 @@ inline std::optional<MulLayout> MulLayoutOf(const models::Op& op) {
   return std::nullopt;
 }
 
+// A recurrent op's buffers for `b` samples, time-major (step t's rows of
+// every sample together): what forward keeps for backward (saved: the
+// input, h W_hh^T + b_hh and the activated gates of every step, the hidden
+// and cell states) and the scratch both passes use.
+struct RecurrentBuffers {
+  std::int64_t steps, batch, in, hidden, width;  // width = gates x hidden
+  explicit RecurrentBuffers(const models::Op& op, std::int64_t b)
+      : steps(op.input_shapes[0][0]), batch(b), in(op.input_shapes[0][1]),
+        hidden(op.output_shape[1]), width(models::RnnGates(op.attrs.cell) * op.output_shape[1]) {}
+  // Saved, in order: x (S b I), gh (S b W), act (S b W), h (S b H), c (S b H).
+  std::int64_t x() const { return 0; }
+  std::int64_t gh() const { return steps * batch * in; }
+  std::int64_t act() const { return gh() + steps * batch * width; }
+  std::int64_t h() const { return act() + steps * batch * width; }
+  std::int64_t c() const { return h() + steps * batch * hidden; }
+  std::int64_t saved() const { return c() + steps * batch * hidden; }
+  // Scratch, in order: gx (b W), zeros (b H), dy and dx time-major (S b H,
+  // S b I), dh, dh_carry, dc (b H each), dgx, dgh (b W each).
+  std::int64_t gx() const { return 0; }
+  std::int64_t zeros() const { return batch * width; }
+  std::int64_t dy() const { return zeros() + batch * hidden; }
+  std::int64_t dx() const { return dy() + steps * batch * hidden; }
+  std::int64_t dh() const { return dx() + steps * batch * in; }
+  std::int64_t dh_carry() const { return dh() + batch * hidden; }
+  std::int64_t dc() const { return dh_carry() + batch * hidden; }
+  std::int64_t dgx() const { return dc() + batch * hidden; }
+  std::int64_t dgh() const { return dgx() + batch * width; }
+  std::int64_t scratch() const { return dgh() + batch * width; }
+};
+
 using Clock = std::chrono::steady_clock;
 
 // Wall seconds from a to b.

@@ -164,11 +164,11 @@ TEST(ModelRuntime, CifarCnnLearnsClassImages) {
   EXPECT_LT(last, 1.0) << "first loss " << first;
 }
 
-TEST(ModelRuntime, TinyGptLearnsTheMarkovChain) {
-  // Next-token prediction on a sparse Markov chain over 32 tokens: chance is
-  // log(32) = 3.47; a chain with 4 likely successors has entropy near
-  // log(4) = 1.39, so below 2.2 means the model learned transitions.
-  const ModelGraph g = TinyGpt();
+// Next-token prediction on a sparse Markov chain over 32 tokens: chance is
+// log(32) = 3.47; a chain with 4 likely successors has entropy near
+// log(4) = 1.39, so below 2.2 after 300 Adam steps means `g` learned
+// transitions.
+void ExpectLearnsTheMarkovChain(const ModelGraph& g) {
   CpuBackend cpu;
   ModelRuntime rt(g, cpu, {.micro_batch = 16, .seed = 3});
   const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
@@ -180,19 +180,8 @@ TEST(ModelRuntime, TinyGptLearnsTheMarkovChain) {
   EXPECT_LT(last, 2.2) << "first loss " << first;
 }
 
-TEST(ModelRuntime, TinyLlamaLearnsTheMarkovChain) {
-  // As TinyGptLearnsTheMarkovChain, for the Llama block.
-  const ModelGraph g = TinyLlama();
-  CpuBackend cpu;
-  ModelRuntime rt(g, cpu, {.micro_batch = 16, .seed = 3});
-  const TokenDataset data({.vocab = 32, .seq_len = 8, .seed = 9});
-  double first = 0;
-  const double last = Train(
-      rt, data, 300, {.algorithm = OptimizerAlgorithm::kAdam, .lr = {.initial_lr = 3e-3}},
-      &first);
-  EXPECT_NEAR(first, std::log(32.0), 0.3);
-  EXPECT_LT(last, 2.2) << "first loss " << first;
-}
+TEST(ModelRuntime, TinyGptLearnsTheMarkovChain) { ExpectLearnsTheMarkovChain(TinyGpt()); }
+TEST(ModelRuntime, TinyLlamaLearnsTheMarkovChain) { ExpectLearnsTheMarkovChain(TinyLlama()); }
 
 // Central differences of the mean loss, as for the GPT below, on every
 // kind of parameter of the Llama block: RMS norm gains, the fused qkv

@@ -96,6 +96,34 @@ class StudyTest(unittest.TestCase):
         again = dtsim.search(GPT2_ON_4, devices=4, tensor_parallel=[1, 1, 2, 2], jobs=1, top=3)
         self.assertTrue(all(p["axes"]["search.tensor_parallel"] in (1, 2) for p in again))
 
+    def test_search_rows_are_the_executables(self):
+        # The same scenario through `dtsim search` (search.csv: every plan it
+        # simulated) and dtsim.search (ranked): the same plans with the same
+        # figures, in the executable's ranking.
+        import csv
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "gpt2.json")  # JSON is YAML
+            with open(path, "w") as f:
+                json.dump(GPT2_ON_4, f)
+            subprocess.run([DTSIM, "search", path, "--devices", "4", "-o", tmp, "-q"], check=True,
+                           capture_output=True, timeout=300)
+            with open(os.path.join(tmp, "search.csv")) as f:
+                rows = list(csv.DictReader(f))
+        axes = ("data_parallel", "tensor_parallel", "pipeline_parallel", "micro_batch_size",
+                "schedule", "zero_stage", "recompute")
+
+        def key(get):
+            return tuple(str(get("search." + a)).replace(".0", "") for a in axes)
+        cli = {key(r.get): float(r["throughput_samples_per_s"]) for r in rows}
+        plans = dtsim.search(GPT2_ON_4, devices=[4], jobs=1, top=len(rows))
+        self.assertEqual(len(plans), len(cli))
+        for plan in plans:
+            expected = cli[key(plan["axes"].get)]
+            self.assertAlmostEqual(plan["throughput_samples_per_s"], expected, delta=1e-6 * expected)
+        ranked = [p["throughput_samples_per_s"] for p in plans]
+        self.assertEqual(ranked, sorted(ranked, reverse=True))
+
     def test_yaml_text_is_a_scenario_not_a_file_name(self):
         text = "cluster:\n  nodes: 1\n  devices_per_node: 2\n"
         report = dtsim.run(text)

@@ -200,3 +200,23 @@ TEST(ValidationAtAGlance, ReadmeQuotesTheCommittedResults) {
 
 }  // namespace
 }  // namespace dtsim
+
+namespace dtsim {
+namespace {
+
+// docs/validation.md quotes results/local-llm/summary.md's table (written by
+// scripts/validate_local_llm.py) row for row.
+TEST(StatedFacts, LocalLlamaValidationQuotesTheCommittedSummary) {
+  const std::string doc = Slurp("docs/validation.md");
+  std::istringstream summary(Slurp("results/local-llm/summary.md"));
+  int rows = 0;
+  for (std::string line; std::getline(summary, line);) {
+    if (line.rfind("| device profile", 0) != 0 && line.rfind("| op-cost table", 0) != 0) continue;
+    EXPECT_NE(doc.find("\n" + line + "\n"), std::string::npos) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+}
+
+}  // namespace
+}  // namespace dtsim

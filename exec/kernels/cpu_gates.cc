@@ -1,6 +1,7 @@
 // The gates and positions of today's transformers: sigmoid, SiLU, the
 // product of a gate and its input, rotary position embedding.
 #include <cmath>
+#include <vector>
 
 #include "common/error.h"
 #include "exec/kernels/cpu_kernels.h"
@@ -26,14 +27,22 @@ Index BroadcastIndex(MulBroadcast broadcast, Index i, Index j, Index cols) {
 // Rotary angles' base (Su et al. 2021, RoFormer, Eq. 15; Llama's rope_theta).
 constexpr double kRotaryBase = 10000.0;
 
-// cos and sin of position p's angle for pair i of d, in double whatever T
-// (the table PyTorch implementations build once in fp32 from the same
-// formula).
-void Angle(Index p, Index i, Index d, double* c, double* s) {
-  const double theta =
-      static_cast<double>(p) * std::pow(kRotaryBase, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-  *c = std::cos(theta);
-  *s = std::sin(theta);
+// cos and sin of each position's angle for each pair of d, in double
+// whatever T (the table PyTorch implementations build once from the same
+// formula): entry p * (d / 2) + i.
+void AngleTable(Index s, Index d, std::vector<double>* cos_t, std::vector<double>* sin_t) {
+  const Index half = d / 2;
+  cos_t->resize(static_cast<std::size_t>(s * half));
+  sin_t->resize(cos_t->size());
+  for (Index i = 0; i < half; ++i) {
+    const double inv_freq =
+        std::pow(kRotaryBase, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    for (Index p = 0; p < s; ++p) {
+      const double theta = static_cast<double>(p) * inv_freq;
+      (*cos_t)[static_cast<std::size_t>(p * half + i)] = std::cos(theta);
+      (*sin_t)[static_cast<std::size_t>(p * half + i)] = std::sin(theta);
+    }
+  }
 }
 
 // y = R(angle) x per pair when sign = +1, the inverse rotation when -1;
@@ -42,14 +51,15 @@ template <typename T>
 void Rotate(Index n, Index s, Index d, const T* x, T* y, double sign, bool accumulate) {
   DTSIM_CHECK(n >= 0 && s > 0 && d > 0 && d % 2 == 0, "Rotary: bad shape");
   const Index half = d / 2;
+  std::vector<double> cos_t, sin_t;
+  AngleTable(s, d, &cos_t, &sin_t);
   for (Index row = 0; row < n * s; ++row) {
     const Index p = row % s;
     const T* in = x + row * d;
     T* out = y + row * d;
     for (Index i = 0; i < half; ++i) {
-      double c, sn;
-      Angle(p, i, d, &c, &sn);
-      sn *= sign;
+      const double c = cos_t[static_cast<std::size_t>(p * half + i)];
+      const double sn = sign * sin_t[static_cast<std::size_t>(p * half + i)];
       const T lo = static_cast<T>(in[i] * c - in[i + half] * sn);
       const T hi = static_cast<T>(in[i + half] * c + in[i] * sn);
       out[i] = accumulate ? out[i] + lo : lo;

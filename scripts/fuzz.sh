@@ -7,7 +7,8 @@
 #                                  (default 10); exit status 1 on any finding
 #   scripts/fuzz.sh 0              replay only (seeds and regressions)
 #
-# Environment: DTSIM_FUZZ_TARGETS (default "scenario model_file onnx fit_csv chakra"),
+# Environment: DTSIM_FUZZ_TARGETS (default "scenario model_file onnx fit_csv chakra
+#   op_cost_table torch_trace"),
 # DTSIM_FUZZ_RSS_LIMIT_MB (memory cap per fuzzing process, default 2048),
 # DTSIM_FUZZ_TIMEOUT_S (seconds per input, default 10). Installs clang-16 and
 # its runtime (libclang-rt-16-dev, which holds libFuzzer) when missing, and
@@ -22,7 +23,7 @@ case "${1:-}" in
   *[!0-9]*) echo "usage: $0 [MINUTES]" >&2; exit 2 ;;
   *) minutes=$1 ;;
 esac
-targets=(${DTSIM_FUZZ_TARGETS:-scenario model_file onnx fit_csv chakra})
+targets=(${DTSIM_FUZZ_TARGETS:-scenario model_file onnx fit_csv chakra op_cost_table torch_trace})
 rss_limit_mb=${DTSIM_FUZZ_RSS_LIMIT_MB:-2048}
 timeout_s=${DTSIM_FUZZ_TIMEOUT_S:-10}
 build=build-fuzz
@@ -31,6 +32,8 @@ seeds_model_file=(models/examples)
 seeds_onnx=(fuzz/corpus/onnx/seeds)
 seeds_fit_csv=(scenarios/fit)
 seeds_chakra=(plan/testdata/chakra/generator plan/testdata/chakra/text)
+seeds_op_cost_table=(results/local-measured results/local-llm)
+seeds_torch_trace=(fuzz/corpus/torch_trace/seeds)
 
 # --- install (idempotent, as scripts/setup.sh) -------------------------------
 scripts/setup.sh

@@ -87,6 +87,29 @@ class StudyTest(unittest.TestCase):
                                alone["throughput_samples_per_s"], delta=1e-9 * alone[
                                    "throughput_samples_per_s"])
 
+    def test_sweep_points_are_the_executables(self):
+        # The same sweep through `dtsim sweep` (its sweep.csv) and
+        # dtsim.sweep: the same points in the same order, the same figures.
+        import csv
+        import tempfile
+        scenario = {"cluster": {"nodes": [1, 2, 4], "devices_per_node": 2},
+                    "workload": {"model": "cifar10-cnn", "iterations": 2}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "sweep.json")  # JSON is YAML
+            with open(path, "w") as f:
+                json.dump(scenario, f)
+            subprocess.run([DTSIM, "sweep", path, "-o", tmp, "-q"], check=True,
+                           capture_output=True, timeout=300)
+            with open(os.path.join(tmp, "sweep.csv")) as f:
+                rows = list(csv.DictReader(f))
+        points = dtsim.sweep(scenario, jobs=1)
+        self.assertEqual(len(points), len(rows))
+        for point, row in zip(points, rows):
+            self.assertEqual(float(point["axes"]["cluster.nodes"]), float(row["cluster.nodes"]))
+            for figure in ("throughput_samples_per_s", "step_time_s", "scaling_efficiency"):
+                expected = float(row[figure])
+                self.assertAlmostEqual(point[figure], expected, delta=1e-6 * abs(expected), msg=figure)
+
     def test_search_ranks_plans(self):
         plans = dtsim.search(GPT2_ON_4, devices=[4], jobs=1, top=3)
         self.assertEqual([p["rank"] for p in plans], list(range(1, len(plans) + 1)))

@@ -30,6 +30,13 @@ void CheckExecutable(const config::Scenario& s) {
   if (s.parallelism.hybrid.tensor_parallel > 1)
     throw UserError(where + ": tensor parallelism is simulated but not executed for real",
                     "set parallelism.hybrid.tensor_parallel: 1");
+  if (s.parallelism.hybrid.context_parallel > 1)
+    throw UserError(where + ": context parallelism (ring attention, Ulysses) is simulated but not "
+                            "executed for real",
+                    "set parallelism.context_parallel: 1");
+  if (s.parallelism.hybrid.expert_parallel > 1)
+    throw UserError(where + ": expert parallelism is simulated but not executed for real",
+                    "set parallelism.expert_parallel: 1");
   if (s.parallelism.strategy == config::Strategy::kData && s.parallelism.zero_stage == 3)
     throw UserError(where + ": zero_stage 3 (FSDP's parameter gathers) is simulated but not "
                     "executed for real",

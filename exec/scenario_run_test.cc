@@ -121,6 +121,15 @@ TEST(ScenarioRun, WhatIsOnlySimulatedIsRefused) {
   EXPECT_NO_THROW(CheckExecutable(s));
   s.parallelism.hybrid.tensor_parallel = 2;
   EXPECT_THROW(CheckExecutable(s), UserError);
+  // Context parallelism ran as if each rank held whole sequences (a
+  // reproducer: a 2-rank context-parallel Llama trained and reported a
+  // step); it is refused, as is expert parallelism.
+  s.parallelism.hybrid.tensor_parallel = 1;
+  s.parallelism.hybrid.context_parallel = 2;
+  EXPECT_THROW(CheckExecutable(s), UserError);
+  s.parallelism.hybrid.context_parallel = 1;
+  s.parallelism.hybrid.expert_parallel = 2;
+  EXPECT_THROW(CheckExecutable(s), UserError);
 }
 
 TEST(ScenarioRun, HostMemoryCheckRefusesWhatDoesNotFit) {

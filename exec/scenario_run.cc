@@ -30,6 +30,10 @@ void CheckExecutable(const config::Scenario& s) {
   if (s.parallelism.hybrid.tensor_parallel > 1)
     throw UserError(where + ": tensor parallelism is simulated but not executed for real",
                     "set parallelism.hybrid.tensor_parallel: 1");
+  if (s.workload.precision != hw::Precision::kFp32)
+    throw UserError(where + ": precision " + std::string(hw::PrecisionName(s.workload.precision)) +
+                        " is simulated but not executed for real: exec computes and stores fp32",
+                    "set workload.precision: fp32");
   if (s.parallelism.hybrid.context_parallel > 1)
     throw UserError(where + ": context parallelism (ring attention, Ulysses) is simulated but not "
                             "executed for real",

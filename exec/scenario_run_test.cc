@@ -130,6 +130,10 @@ TEST(ScenarioRun, WhatIsOnlySimulatedIsRefused) {
   s.parallelism.hybrid.context_parallel = 1;
   s.parallelism.hybrid.expert_parallel = 2;
   EXPECT_THROW(CheckExecutable(s), UserError);
+  // A bf16 plan ran in fp32 without a word.
+  s.parallelism.hybrid.expert_parallel = 1;
+  s.workload.precision = hw::Precision::kBf16;
+  EXPECT_THROW(CheckExecutable(s), UserError);
 }
 
 TEST(ScenarioRun, HostMemoryCheckRefusesWhatDoesNotFit) {

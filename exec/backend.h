@@ -85,12 +85,6 @@ struct AttentionArgs {
 // excitation), or one per column (a per-channel scale over positions).
 enum class MulBroadcast : std::uint8_t { kNone, kPerRow, kPerColumn };
 
-// Whether backends have kernels for ops of `kind`: every kind of
-// models/op.h has them. ModelRuntime still refuses the ops whose attributes
-// it cannot run (ModelRuntime::UnsupportedOps); calibration skips kinds
-// this says false for.
-inline bool HasKernels(models::OpKind /*kind*/) { return true; }
-
 class Backend {
  public:
   virtual ~Backend() = default;

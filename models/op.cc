@@ -78,16 +78,6 @@ const char* RnnCellName(RnnCell cell) {
   return "";
 }
 
-int RnnGates(RnnCell cell) {
-  switch (cell) {
-    case RnnCell::kTanh: return 1;
-    case RnnCell::kLstm: return 4;
-    case RnnCell::kGru: return 3;
-  }
-  DTSIM_CHECK(false, "unhandled RnnCell " + std::to_string(static_cast<int>(cell)));
-  return 0;
-}
-
 const char* DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kFp32: return "fp32";

@@ -98,7 +98,11 @@ enum class RnnCell : std::uint8_t {
   kGru,   // reset, update and new gates: 3
 };
 const char* RnnCellName(RnnCell cell);
-int RnnGates(RnnCell cell);
+// Gates of the cell: 1, 4 or 3. Inline so that the exec kernels, which do
+// not link the model library, read the same rule.
+constexpr int RnnGates(RnnCell cell) {
+  return cell == RnnCell::kLstm ? 4 : cell == RnnCell::kGru ? 3 : 1;
+}
 
 // Which fused attention kernel a kAttention op runs (a transformer's
 // `attention:`): kDefault lets the framework profile choose, else the

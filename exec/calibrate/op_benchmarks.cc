@@ -421,11 +421,11 @@ const std::vector<OpKind>& CalibratedOpKinds() {
   static const std::vector<OpKind> kinds = [] {
     std::vector<OpKind> k;
     for (OpKind kind : models::AllOpKinds()) {
-      // Views and copies need no calibration; kinds without kernels cannot
-      // be measured; recurrent layers are priced by their GEMMs and cells
-      // (sim/cost/rnn_kernels.h), not by a per-kind efficiency.
+      // Views and copies need no calibration; recurrent layers are priced
+      // by their GEMMs and cells (sim/cost/rnn_kernels.h), not by a
+      // per-kind efficiency.
       if (kind != OpKind::kInput && kind != OpKind::kConcat && kind != OpKind::kReshape &&
-          kind != OpKind::kRecurrent && HasKernels(kind)) {
+          kind != OpKind::kRecurrent) {
         k.push_back(kind);
       }
     }

@@ -396,7 +396,7 @@ TEST_F(CudaVsCpu, FusedAttention) {
 TEST_F(CudaVsCpu, RecurrentCells) {
   const std::int64_t batch = 33, hidden = 65, n = batch * hidden;
   for (models::RnnCell cell : {models::RnnCell::kTanh, models::RnnCell::kLstm, models::RnnCell::kGru}) {
-    const std::int64_t gates = cell == models::RnnCell::kLstm ? 4 : cell == models::RnnCell::kGru ? 3 : 1;
+    const std::int64_t gates = models::RnnGates(cell);
     const std::int64_t w = gates * n;
     const std::string tag = " cell " + std::to_string(gates);
     // Buffers: gx, gh, h_prev, c_prev, h, c, act; then gh, h_prev, c_prev,

@@ -300,7 +300,7 @@ TEST(GradCheck, FusedAttention) {
 TEST(GradCheck, RecurrentCells) {
   const std::int64_t batch = 3, hidden = 4;
   for (models::RnnCell cell : {models::RnnCell::kTanh, models::RnnCell::kLstm, models::RnnCell::kGru}) {
-    const std::int64_t gates = cell == models::RnnCell::kLstm ? 4 : cell == models::RnnCell::kGru ? 3 : 1;
+    const std::int64_t gates = models::RnnGates(cell);
     const std::int64_t width = gates * hidden, n = batch * hidden;
     const bool lstm = cell == models::RnnCell::kLstm;
     Vec gx = RandomVector(batch * width, 230, -2, 2), gh = RandomVector(batch * width, 231, -2, 2);

@@ -13,18 +13,13 @@ T Sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
-// models::RnnGates (the kernels do not link the model library).
-Index Gates(models::RnnCell cell) {
-  return cell == models::RnnCell::kLstm ? 4 : cell == models::RnnCell::kGru ? 3 : 1;
-}
-
 }  // namespace
 
 template <typename T>
 void RnnCellForward(models::RnnCell cell, Index batch, Index hidden, const T* gx, const T* gh,
                     const T* h_prev, const T* c_prev, T* h, T* c, T* act) {
   DTSIM_CHECK(batch >= 0 && hidden > 0, "RnnCellForward: bad shape");
-  const Index width = Gates(cell) * hidden;
+  const Index width = models::RnnGates(cell) * hidden;
   for (Index b = 0; b < batch; ++b) {
     const T* x = gx + b * width;
     const T* u = gh + b * width;
@@ -61,7 +56,7 @@ void RnnCellBackward(models::RnnCell cell, Index batch, Index hidden, const T* g
                      const T* h_prev, const T* c_prev, const T* c, const T* act, const T* dh,
                      T* dc, T* dgx, T* dgh, T* dh_prev) {
   DTSIM_CHECK(batch >= 0 && hidden > 0, "RnnCellBackward: bad shape");
-  const Index width = Gates(cell) * hidden;
+  const Index width = models::RnnGates(cell) * hidden;
   for (Index b = 0; b < batch; ++b) {
     const T* a = act + b * width;
     const T* u = gh + b * width;

@@ -102,7 +102,7 @@ std::string ModelRuntime::UnsupportedOps(const models::ModelGraph& graph) {
     const bool routing = op.kind == OpKind::kReshape && models::IsCopyView(op.attrs.view) &&
                          op.attrs.view != models::ViewKind::kRepeatHeads;
     const bool mul = op.kind == OpKind::kMul;
-    const bool runs = HasKernels(op.kind) && !routing && op.attrs.experts == 0 &&
+    const bool runs = !routing && op.attrs.experts == 0 &&
                       (!mul || runtime_util::MulLayoutOf(op).has_value());
     if (!runs) {
       return "op '" + op.name + "' (" + models::OpKindName(op.kind) +

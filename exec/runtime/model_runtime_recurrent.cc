@@ -17,9 +17,9 @@ void ModelRuntime::RecurrentForward(models::OpId v, int slot) {
   const runtime_util::RecurrentBuffers r(op, options_.micro_batch);
   const std::int64_t b = r.batch, H = r.hidden, W = r.width;
   const float* w_ih = params_ + s.params.offset;
-  const float* w_hh = w_ih + W * r.in;
-  const float* b_ih = w_hh + W * H;
-  const float* b_hh = b_ih + W;
+  const float* w_hh = w_ih + r.w_hh();
+  const float* b_ih = w_ih + r.b_ih();
+  const float* b_hh = w_ih + r.b_hh();
   float* saved = s.aux1[k];
   float* scratch = s.aux2[k];
   float* zeros = scratch + r.zeros();
@@ -49,11 +49,11 @@ void ModelRuntime::RecurrentBackward(models::OpId v, int slot) {
   const runtime_util::RecurrentBuffers r(op, options_.micro_batch);
   const std::int64_t b = r.batch, H = r.hidden, W = r.width;
   const float* w_ih = params_ + s.params.offset;
-  const float* w_hh = w_ih + W * r.in;
+  const float* w_hh = w_ih + r.w_hh();
   float* dw_ih = grads_ + s.params.offset;
-  float* dw_hh = dw_ih + W * r.in;
-  float* db_ih = dw_hh + W * H;
-  float* db_hh = db_ih + W;
+  float* dw_hh = dw_ih + r.w_hh();
+  float* db_ih = dw_ih + r.b_ih();
+  float* db_hh = dw_ih + r.b_hh();
   const float* saved = s.aux1[k];
   float* scratch = s.aux2[k];
   const float* zeros = scratch + r.zeros();

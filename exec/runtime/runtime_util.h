@@ -56,6 +56,11 @@ struct RecurrentBuffers {
   explicit RecurrentBuffers(const models::Op& op, std::int64_t b)
       : steps(op.input_shapes[0][0]), batch(b), in(op.input_shapes[0][1]),
         hidden(op.output_shape[1]), width(models::RnnGates(op.attrs.cell) * op.output_shape[1]) {}
+  // The op's parameters, in order: W_ih (W x I), W_hh (W x H), b_ih, b_hh
+  // (W each), PyTorch's layout: offsets from the first.
+  std::int64_t w_hh() const { return width * in; }
+  std::int64_t b_ih() const { return w_hh() + width * hidden; }
+  std::int64_t b_hh() const { return b_ih() + width; }
   // Saved, in order: x (S b I), gh (S b W), act (S b W), h (S b H), c (S b H).
   std::int64_t x() const { return 0; }
   std::int64_t gh() const { return steps * batch * in; }
